@@ -162,8 +162,11 @@ static void check_tp(const g4_tp_case *c)
     assert_int_equal(sr.weights, c->weights);
     assert_int_equal(sr.page_bytes, c->page_bytes);
     assert_int_equal(sr.block_size, c->block_size);
-    /* determine_available_memory: requested - (the profiling run's peak, weights included) - non-torch memory */
-    assert_int_equal(sr.kv_cache, sr.requested - sr.profile_peak - sr.non_torch);
+    /* determine_available_memory: requested - (the profiling run's peak, weights included) - non-torch memory - the
+     * CUDA graphs' measure, which vLLM subtracts by default since v0.21.0: vramcalc's estimate of it (serve_graphs.c) */
+    assert_int_equal(sr.graphs_subtracted, sr.graphs_estimate);
+    assert_true(sr.graphs_estimate > sr.graphs_floor); /* activations and workspace above the 1 MiB a graph */
+    assert_int_equal(sr.kv_cache, sr.requested - sr.profile_peak - sr.non_torch - sr.graphs_estimate);
     assert_int_equal(sr.blocks, sr.kv_cache / c->page_bytes);
     assert_int_equal(sr.tokens, sr.blocks / c->groups * c->block_size);
     assert_int_equal(sr.concurrency, sr.blocks / c->need);
@@ -268,7 +271,7 @@ static void test_26b_a4b_tp(void **state)
  *  request 5 x 257 + 512 = 1797.
  * The profiling run all-gathers the projection's [tokens, 8960 / t] shard (g4_gather); its peak, per token, is
  * that of the per_layer_projection_norm after it (Gemma4RMSNorm's float32 temporaries beside the per-layer
- * embeddings and the scaled projection), so check_tp's kv_cache = requested - profile_peak - non_torch holds with
+ * embeddings and the scaled projection), so check_tp's kv_cache = requested - profile_peak - non_torch - graphs holds with
  * it. */
 static void test_e_tp(void **state)
 {

@@ -200,9 +200,15 @@ static void test_vllm(void **state)
                           "--max-num-batched-tokens 4096 --max-num-seqs 8 --prompt 256 --new-tokens 512");
     assert_int_equal(w, json_after(h, "\"serve\"", "\"weights\": "));
     assert_int_equal(kv, json_after(h, "\"serve\"", "\"kv_cache\": "));
-    /* both stay allocated beside the step (no sleep mode): in peak_allocated */
+    /* its CUDA graphs: --serve's estimate, taken off that pool as vLLM does by default since v0.21.0 (serve.c):
+     * 1,082,880 B of activations at the largest size, 16 tokens, + (5 - 1 PIECEWISE + 4 - 1 FULL) x 1 MiB =
+     * 8,422,912 B (test_vllm_graphs) */
+    const long long g = json_after(a, "\"vllm\"", "\"graph_memory\": ");
+    assert_int_equal(g, 8422912LL);
+    assert_int_equal(g, json_after(h, "\"serve\"", "\"subtracted\": "));
+    /* all three stay allocated beside the step (no sleep mode): in peak_allocated */
     long long beside = json_after(a, "\"vllm\"", "\"beside\": ");
-    assert_int_equal(beside, w + kv);
+    assert_int_equal(beside, w + kv + g);
     long long train = json_after(a, "\"grpo\"", "\"train_peak\": ");
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), train + beside);
     /* the training step's own growth over the transformers path's: the buffered batch (3.) per completion adds
@@ -211,9 +217,9 @@ static void test_vllm(void **state)
      * 8 x (12,292 + 3,076) + 512 = 123,456 -> 123,904 B, 24,576 B more, resident at the step's peak */
     snprintf(h, sizeof h, "%s", c);
     assert_int_equal(train - json_after(h, "\"grpo\"", "\"train_peak\": "), 24576);
-    /* with sleep mode: sleep(level=2) releases both outside the generation */
+    /* with sleep mode: sleep(level=2) releases the weights and KV cache outside the generation, not the graph pool */
     snprintf(a, sizeof a, "%s --use-vllm --gpu h100-80gb --vllm-sleep", c);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 0);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), g);
     assert_int_equal(json_after(a, "\"grpo\"", "\"train_peak\": "), train);
 }
 
@@ -247,13 +253,15 @@ static void test_vllm_errors(void **state)
         int ddp; /* the second config (d), under --parallel ddp --gpus 2 --vllm-tensor-parallel-size 2 */
         const char *args, *msg;
     } bad[] = {
-        /* a small share: vc_serve's KV cache refusal (weights, profiling run, non-torch memory over the share) */
+        /* a small share: vc_serve's KV cache refusal (weights, profiling run, non-torch memory, the graphs' estimate
+         * over the share) */
         {0, "--gpu h100-80gb --vllm-gpu-memory-utilization 0.01",
-         "--use-vllm: the weights, vLLM's profiling run and its non-torch memory take 6.41 GiB in bf16, more than "
-         "--vllm-gpu-memory-utilization 0.01 of h100-80gb (0.80 GiB): no memory is left for the KV cache"},
+         "--use-vllm: the weights, vLLM's profiling run, its non-torch memory and its CUDA graphs (estimated) take "
+         "6.42 GiB in bf16, more than --vllm-gpu-memory-utilization 0.01 of h100-80gb (0.80 GiB): no memory is left "
+         "for the KV cache"},
         /* a small card at TRL's default 0.3 (vLLM's dtype auto: fp16 on a T4) */
-        {0, "--gpu t4", "--use-vllm: the weights, vLLM's profiling run and its non-torch memory take 6.34 GiB in fp16, "
-                        "more than --vllm-gpu-memory-utilization 0.30 of t4"},
+        {0, "--gpu t4", "--use-vllm: the weights, vLLM's profiling run, its non-torch memory and its CUDA graphs "
+                        "(estimated) take 6.35 GiB in fp16, more than --vllm-gpu-memory-utilization 0.30 of t4"},
         {0, "--gpu 7GiB --vllm-gpu-memory-utilization 0.1 --trace", "--vllm-gpu-memory-utilization 0.1: vLLM asks for "
                                                                     "751619276 bytes of the card"},
         /* the whole card: gpu_worker.py init_device's check, floor(1 x 85,520,809,984) (test_vllm's total) */
@@ -270,8 +278,8 @@ static void test_vllm_errors(void **state)
         /* a TP group: vc_serve's own snapshot check (the group's NCCL buffers), and its KV cache refusal */
         {1, "--vllm-gpu-memory-utilization 0.99", "--vllm-gpu-memory-utilization: vLLM refuses to start: free memory "
                                                   "at its snapshot"},
-        {1, "--vllm-gpu-memory-utilization 0.02", "--use-vllm: the weights, vLLM's profiling run and its non-torch "
-                                                  "memory take"},
+        {1, "--vllm-gpu-memory-utilization 0.02", "--use-vllm: the weights, vLLM's profiling run, its non-torch "
+                                                  "memory and its CUDA graphs (estimated) take"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(a, sizeof a, "%s %s", bad[i].ddp ? d : c, bad[i].args);
@@ -321,10 +329,12 @@ static void test_vllm_errors(void **state)
  *    place (vllm-project/vllm @9aaf83ef vllm/model_executor/parameter.py load_qkv_weight,
  *    load_merged_column_weight; model_loader/weight_utils.py default_weight_loader): no temporary, so the phase is
  *    resident + vLLM's weights (+ its KV cache without sleep mode);
- *  - vllm: resident + vLLM's weights and KV cache. Without sleep mode both are the step's own state with vLLM
- *    beside, below train_peak + beside; with sleep mode (wake_up(tags=["weights"]) in sync_weights,
- *    wake_up(tags=["kv_cache"]) in generate) the generation sets the peak: 19,276,623,360 + 6,459,054,592 +
- *    18,775,495,987 = 44,511,173,939 B > train_peak 32,127,671,808 (what --vllm-sleep reported as the peak). */
+ *  - vllm: resident + vLLM's weights, KV cache and CUDA graphs (test_vllm: 8,422,912 B, the estimate vLLM's default
+ *    takes off the pool: 18,775,495,987 - 8,422,912 = 18,767,073,075 B of KV cache). Without sleep mode all are the
+ *    step's own state with vLLM beside, below train_peak + beside; with sleep mode (wake_up(tags=["weights"]) in
+ *    sync_weights, wake_up(tags=["kv_cache"]) in generate; the graph pool never sleeps) the generation sets the
+ *    peak: 19,276,623,360 + 6,459,054,592 + 18,767,073,075 + 8,422,912 = 44,511,173,939 B > train_peak
+ *    32,127,671,808 (what --vllm-sleep reported as the peak), the same bytes as before the graphs were counted. */
 static void test_vllm_sync(void **state)
 {
     (void)state;
@@ -333,15 +343,17 @@ static void test_vllm_sync(void **state)
     char a[1024];
     snprintf(a, sizeof a, "%s", c);
     const long long w = json_after(a, "\"vllm\"", "\"weights\": "), kv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
+    const long long g = json_after(a, "\"vllm\"", "\"graph_memory\": ");
     assert_int_equal(w, 6459054592LL);   /* test_vllm: --serve's */
-    assert_int_equal(kv, 18775495987LL);
+    assert_int_equal(kv, 18767073075LL); /* 18,775,495,987 less the graphs' 8,422,912 */
+    assert_int_equal(g, 8422912LL);
     assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 6425500160LL + 12850999296LL + 123904);
     assert_int_equal(json_after(a, "\"vllm\"", "\"sync_temp\": "), 0);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 19276623360LL + w + kv);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"generate_peak\": "), 19276623360LL + w + kv);
-    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 32127671808LL + w + kv); /* the step's */
+    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 19276623360LL + w + kv + g);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"generate_peak\": "), 19276623360LL + w + kv + g);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 32127671808LL + w + kv + g); /* the step's */
     snprintf(a, sizeof a, "%s --vllm-sleep", c);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 19276623360LL + w);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 19276623360LL + w + g); /* the graphs stay */
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 44511173939LL);
     assert_int_equal(json_after(a, "\"memory\"", "\"reserved\": "), 44511173939LL); /* after TRL's empty_cache() */
     cli_run r;
@@ -396,10 +408,12 @@ static void test_vllm_lora(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(a, sizeof a, "%s %s", c, cases[i].args);
         assert_int_equal(json_after(a, "\"vllm\"", "\"sync_temp\": "), cases[i].temp);
-        /* sync: resident + vLLM's weights and KV cache (no sleep mode) + the merge's transient */
+        /* sync: resident + vLLM's weights, KV cache and graphs (no sleep mode) + the merge's transient */
         const long long res = json_after(a, "\"vllm\"", "\"resident\": ");
         const long long w = json_after(a, "\"vllm\"", "\"weights\": "), kv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
-        assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), res + w + kv + cases[i].temp);
+        const long long g = json_after(a, "\"vllm\"", "\"graph_memory\": ");
+        assert_int_equal(g, 8422912LL); /* vLLM loads the bf16 base checkpoint at its auto dtype: test_vllm's graphs */
+        assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), res + w + kv + g + cases[i].temp);
     }
     /* resident with LoRA: the frozen bf16 base and fp32 adapters (6,443,850,240 B), AdamW's fp32 states of the
      * 4,587,520 adapter parameters (36,700,160 B), the buffer 123,904 B */
@@ -409,10 +423,11 @@ static void test_vllm_lora(void **state)
     snprintf(h, sizeof h, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 "
                           "--grad-ckpt --use-vllm --gpu h100-80gb");
     assert_int_equal(json_after(a, "\"vllm\"", "\"weights\": "), json_after(h, "\"vllm\"", "\"weights\": "));
-    /* under sleep mode the sync (weights woken, no KV cache) and the generation: 6,480,674,304 + 6,459,054,592 +
-     * 75,497,472 = 13,015,226,368; + 18,775,495,987 = 31,715,224,883, the peak (train_peak 11,820,401,152) */
+    /* under sleep mode the sync (weights woken, no KV cache, the graphs' 8,422,912 B held) and the generation:
+     * 6,480,674,304 + 6,459,054,592 + 8,422,912 + 75,497,472 = 13,023,649,280; the generation 6,480,674,304 +
+     * 6,459,054,592 + 8,422,912 + 18,767,073,075 = 31,715,224,883, the peak (train_peak 11,820,401,152) */
     snprintf(a, sizeof a, "%s -p bf16 --vllm-sleep", c);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 13015226368LL);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 13023649280LL);
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 31715224883LL);
     /* rsLoRA and PiSSA merge as LoRA does (the same get_delta_weight, another scaling) */
     snprintf(h, sizeof h, "%s -p bf16 --peft rslora", c);
@@ -423,8 +438,10 @@ static void test_vllm_lora(void **state)
  * vLLM captures its default FULL_AND_PIECEWISE graphs (serve.c vllm_graphs, vllm @9aaf83ef): max_num_seqs 8
  * (batch 8 x steps_per_generation 1) gives capture sizes 1, 2, 4, 8, 16 (max 2 x 8), PIECEWISE for each and FULL
  * for those up to 8: 9 graphs. They are captured outside the CuMemAllocator pools sleep releases (gpu_worker.py
- * compile_or_warm_up_model -> capture_model): with --vllm-cuda-graph-memory their bytes are taken off the KV pool
- * (determine_available_memory) and stay beside the step in both modes. */
+ * compile_or_warm_up_model -> capture_model): their bytes are taken off the KV pool (determine_available_memory,
+ * by default since vLLM v0.21.0) and stay beside the step in both modes: --serve's estimate of them by default
+ * (1,082,880 B of activations at 16 tokens + (5 - 1 + 4 - 1) x 1 MiB = 8,422,912 B), --vllm-cuda-graph-memory's
+ * figure in its place. */
 static void test_vllm_graphs(void **state)
 {
     (void)state;
@@ -433,24 +450,30 @@ static void test_vllm_graphs(void **state)
     char a[1024];
     snprintf(a, sizeof a, "%s", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"graphs\": "), 9);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 0);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 8422912LL);
     const long long beside = json_after(a, "\"vllm\"", "\"beside\": "), kv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
+    /* 1 GiB given: the pool before the graphs (kv + 8,422,912) less 1 GiB */
     snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 1GiB", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 1073741824LL);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"kv_cache\": "), kv - 1073741824LL);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"kv_cache\": "), kv + 8422912LL - 1073741824LL);
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), beside); /* the pool less them, plus them */
     snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 1GiB --vllm-sleep", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 1073741824LL); /* sleep(level=2) keeps them */
     /* the generation phase is the same bytes: weights + (pool - graphs) + graphs */
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 44511173939LL);
+    /* a figure above the pool before the graphs (kv + 8,422,912 = 18,775,495,987 B) leaves none: vLLM refuses */
+    snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 30GiB", c);
+    assert_usage(a, "--vllm-cuda-graph-memory 32212254720: vLLM's KV cache pool (18775495987 bytes before it) is left empty");
     /* -b 2: max_num_seqs 2, sizes 1, 2, 4: 3 PIECEWISE + 2 FULL */
     snprintf(a, sizeof a, "%s -b 2 --num-generations 2", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"graphs\": "), 5);
     /* Qwen3ForCausalLM runs vLLM's V2 model runner, whose profile_cudagraph_memory returns 0 (serve.c
-     * vllm_v2_runner): the pool keeps its size, the graphs still come beside it */
+     * vllm_v2_runner): nothing taken off by default, nor held; a given figure comes beside the pool, which keeps its
+     * size */
     const char *q = VC_TEST_DATA "/hf/qwen3-8b.json --loss grpo -p bf16 --prompt 128 --new-tokens 128 -b 8 --grad-ckpt "
                                  "--use-vllm --gpu h200-141gb --vllm-sleep";
     snprintf(a, sizeof a, "%s", q);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 0);
     const long long qkv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
     snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 512MiB", q);
     assert_int_equal(json_after(a, "\"vllm\"", "\"kv_cache\": "), qkv);
@@ -609,15 +632,16 @@ static void scan_trace(const char *args, trace_scan *t)
     assert_int_equal(pclose(f), 0);
 }
 
-/* test_vllm_sync's Llama-3.2-3B bf16 case, vLLM's weights w = 6,459,054,592 B, KV cache kv = 18,775,495,987 B:
- *  - without sleep mode: LLM(...) allocates both before the step (vllm rows, totals w and w + kv); the step's rows
- *    peak at train_peak 32,127,671,808 + 25,234,550,579 = 57,362,222,387 (the report's peak); after them
- *    _compute_loss's input_ids [8, 768] int64 (49,152 B) is freed: resident 19,276,623,360 + w + kv =
- *    44,511,173,939 B, the report's sync_peak and generate_peak; sync (full fine-tune: load_weights copies in place)
- *    and vllm (its weights and cache already there) allocate nothing;
- *  - with sleep mode: nothing before the step (no graph pool given); after it wake_up(tags=["weights"]) in sync
- *    (19,276,623,360 + w = 25,735,677,952), wake_up(tags=["kv_cache"]) in generate (+ kv = 44,511,173,939, the
- *    peak), sleep(level=2) releasing both (back to resident). */
+/* test_vllm_sync's Llama-3.2-3B bf16 case, vLLM's weights w = 6,459,054,592 B, KV cache kv = 18,767,073,075 B,
+ * CUDA graphs g = 8,422,912 B (the estimate vLLM's default takes off the pool, test_vllm_graphs):
+ *  - without sleep mode: LLM(...) allocates all three before the step (vllm rows, totals w, w + kv =
+ *    25,226,127,667 and + g = 25,234,550,579); the step's rows peak at train_peak 32,127,671,808 + 25,234,550,579 =
+ *    57,362,222,387 (the report's peak); after them _compute_loss's input_ids [8, 768] int64 (49,152 B) is freed:
+ *    resident 19,276,623,360 + w + kv + g = 44,511,173,939 B, the report's sync_peak and generate_peak; sync (full
+ *    fine-tune: load_weights copies in place) and vllm (its weights and cache already there) allocate nothing;
+ *  - with sleep mode: the graph pool before the step (outside the pools sleep releases), resident + g =
+ *    19,285,046,272 after it; wake_up(tags=["weights"]) in sync (+ w = 25,744,100,864), wake_up(tags=["kv_cache"])
+ *    in generate (+ kv = 44,511,173,939, the peak), sleep(level=2) releasing both (back to 19,285,046,272). */
 static void test_vllm_trace(void **state)
 {
     (void)state;
@@ -628,25 +652,27 @@ static void test_vllm_trace(void **state)
     scan_trace(c, &t);
     assert_int_equal(t.max_total, 57362222387LL);
     assert_int_equal(t.sync_rows, 0);
-    assert_int_equal(t.vllm_rows, 2);
-    assert_int_equal(t.nrows, 3);
+    assert_int_equal(t.vllm_rows, 3);
+    assert_int_equal(t.nrows, 4);
     assert_string_equal(t.rows[0], "vllm alloc weight 6459054592 6459054592 - LLM");
-    assert_string_equal(t.rows[1], "vllm alloc act 18775495987 25234550579 - LLM");
-    assert_string_equal(t.rows[2], "idle free act 49152 44511173939 - input_ids");
+    assert_string_equal(t.rows[1], "vllm alloc act 18767073075 25226127667 - LLM");
+    assert_string_equal(t.rows[2], "vllm alloc act 8422912 25234550579 - capture_model");
+    assert_string_equal(t.rows[3], "idle free act 49152 44511173939 - input_ids");
     const long long step = t.step_rows;
     /* the step's rows are the plan's, as many with sleep mode (vLLM's engine changes none) */
     snprintf(a, sizeof a, "%s --vllm-sleep", c);
     scan_trace(a, &t);
     assert_int_equal(t.max_total, 44511173939LL);
     assert_int_equal(t.step_rows, step);
-    assert_int_equal(t.nrows, 5);
-    assert_string_equal(t.rows[0], "idle free act 49152 19276623360 - input_ids");
-    assert_string_equal(t.rows[1], "sync alloc weight 6459054592 25735677952 - wake_up");
-    assert_string_equal(t.rows[2], "vllm alloc act 18775495987 44511173939 - wake_up");
-    assert_string_equal(t.rows[3], "vllm free act 18775495987 25735677952 - sleep");
-    assert_string_equal(t.rows[4], "vllm free weight 6459054592 19276623360 - sleep");
-    /* --vllm-cuda-graph-memory 1GiB: the graph pool (capture_model, outside the pools sleep releases) before the
-     * step and through it; the KV cache 1 GiB less (test_vllm_graphs), so the generation's peak is unchanged */
+    assert_int_equal(t.nrows, 6);
+    assert_string_equal(t.rows[0], "vllm alloc act 8422912 8422912 - capture_model");
+    assert_string_equal(t.rows[1], "idle free act 49152 19285046272 - input_ids");
+    assert_string_equal(t.rows[2], "sync alloc weight 6459054592 25744100864 - wake_up");
+    assert_string_equal(t.rows[3], "vllm alloc act 18767073075 44511173939 - wake_up");
+    assert_string_equal(t.rows[4], "vllm free act 18767073075 25744100864 - sleep");
+    assert_string_equal(t.rows[5], "vllm free weight 6459054592 19285046272 - sleep");
+    /* --vllm-cuda-graph-memory 1GiB: that graph pool in place of the estimate's, before the step and through it; the
+     * KV cache 1 GiB less than the pool before the graphs (test_vllm_graphs), so the generation's peak is unchanged */
     snprintf(a, sizeof a, "%s --vllm-sleep --vllm-cuda-graph-memory 1GiB", c);
     scan_trace(a, &t);
     assert_int_equal(t.max_total, 44511173939LL);
@@ -655,7 +681,7 @@ static void test_vllm_trace(void **state)
     /* LoRA r 16 on every Linear, fp32 adapters on the bf16 base (test_vllm_lora): merge_adapter's four rows per layer
      * (mm, mul, the product freed, the delta freed after add_), unmerge_adapter's six (the delta's two and the
      * product freed, delta_weight.to(bf16) made and freed, the delta freed): 28 x 7 layers x 10 = 1,960 sync rows;
-     * the largest, gate/up/down's 25,165,824 x 4 B x 2 = 201,326,592 B above resident 6,717,390,336 + w + kv:
+     * the largest, gate/up/down's 25,165,824 x 4 B x 2 = 201,326,592 B above resident 6,717,390,336 + w + kv + g:
      * 31,951,940,915 + 201,326,592 = 32,153,267,507, the report's sync_peak; the first layer, q_proj 3072 x 3072 x
      * 4 B = 37,748,736 B */
     snprintf(a, sizeof a, "%s --lora 16 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", c);
@@ -663,25 +689,29 @@ static void test_vllm_trace(void **state)
     assert_int_equal(t.sync_rows, 1960);
     assert_int_equal(t.sync_max, 32153267507LL);
     assert_int_equal(t.max_total, json_after(a, "\"memory\"", "\"peak_allocated\": "));
-    assert_string_equal(t.rows[2], "idle free act 49152 31951940915 - input_ids");
-    assert_string_equal(t.rows[3], "sync alloc temp 37748736 31989689651 layers[2][0].layers[1] mm");
-    assert_string_equal(t.rows[4], "sync alloc temp 37748736 32027438387 layers[2][0].layers[1] mul");
-    assert_string_equal(t.rows[5], "sync free temp 37748736 31989689651 layers[2][0].layers[1] mul");
-    assert_string_equal(t.rows[6], "sync free temp 37748736 31951940915 layers[2][0].layers[1] add_");
+    assert_string_equal(t.rows[2], "vllm alloc act 8422912 25234550579 - capture_model"); /* g */
+    assert_string_equal(t.rows[3], "idle free act 49152 31951940915 - input_ids");
+    assert_string_equal(t.rows[4], "sync alloc temp 37748736 31989689651 layers[2][0].layers[1] mm");
+    assert_string_equal(t.rows[5], "sync alloc temp 37748736 32027438387 layers[2][0].layers[1] mul");
+    assert_string_equal(t.rows[6], "sync free temp 37748736 31989689651 layers[2][0].layers[1] mul");
+    assert_string_equal(t.rows[7], "sync free temp 37748736 31951940915 layers[2][0].layers[1] add_");
     /* Qwen2-7B's step makes a 1 MiB workspace (the report's "workspace"), persistent like PyTorch's cuBLAS workspaces
      * (CUDABlasHandlePool's cublas_handle_stream_to_workspace, kept until the process ends): resident between steps
      * too, so the trace's end state is resident's: weights 15,231,233,536 + AdamW's bf16 states 30,462,466,048 + the
      * workspace 1,048,576 + the buffered batch 8 x (8 x (2 x 64 + 2 x 64) + 4 + 64 x 2 + 64 x 4 + 4) + 512 = 20,032
-     * -> 20,480 B (buffer_numel) = 45,694,768,640 B; generate's wake_up of the KV cache (vLLM's weights
-     * 15,264,787,968 and KV cache 9,760,965,939 B on top) reaches the report's generate_peak, 70,720,522,547 B */
+     * -> 20,480 B (buffer_numel) = 45,694,768,640 B, with vLLM's graph pool beside it from start-up (its estimate,
+     * 3,212,800 B of activations at 16 tokens + 7 MiB = 10,552,832 B): 45,705,321,472 B; generate's wake_up of the
+     * KV cache (vLLM's weights 15,264,787,968 and KV cache 9,760,965,939 less the graphs' 10,552,832 =
+     * 9,750,413,107 B on top) reaches the report's generate_peak, 70,720,522,547 B */
     snprintf(a, sizeof a, VC_TEST_DATA "/hf/qwen2-7b.json --loss grpo -p bf16 --prompt 64 --new-tokens 64 -b 8 --use-vllm "
                           "--gpu h100-80gb --vllm-sleep");
     assert_int_equal(json_after(a, "\"memory\"", "\"workspace\": "), 1048576);
     assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 15231233536LL + 30462466048LL + 1048576 + 20480);
     scan_trace(a, &t);
-    assert_string_equal(t.rows[0], "idle free act 8192 45694768640 - input_ids"); /* [8, 128] int64 */
+    assert_string_equal(t.rows[0], "vllm alloc act 10552832 10552832 - capture_model");
+    assert_string_equal(t.rows[1], "idle free act 8192 45705321472 - input_ids"); /* [8, 128] int64 */
     assert_int_equal(json_after(a, "\"vllm\"", "\"generate_peak\": "), 70720522547LL);
-    assert_string_equal(t.rows[2], "vllm alloc act 9760965939 70720522547 - wake_up");
+    assert_string_equal(t.rows[3], "vllm alloc act 9750413107 70720522547 - wake_up");
 }
 
 /* --use-vllm under --parallel ddp: accelerate's DistributedDataParallel around the policy, every process its own
@@ -692,7 +722,8 @@ static void test_vllm_trace(void **state)
  * initialize_buckets: allocated at wrap time, kept; zero_grad(set_to_none=True) frees the parameters' .grad only):
  * every trainable gradient once, 3,212,749,824 x 2 B = 6,425,499,648 B on test_vllm_sync's Llama-3.2-3B, so resident
  * 19,276,623,360 + 6,425,499,648 = 25,702,123,008 B and, under sleep mode, generate_peak 25,702,123,008 + vLLM's
- * weights 6,459,054,592 + its KV cache 18,775,495,987 = 50,936,673,587 B, the peak. Other layouts stay refused
+ * weights 6,459,054,592 + its KV cache 18,767,073,075 + its graphs 8,422,912 (test_vllm_sync) = 50,936,673,587 B, the
+ * peak. Other layouts stay refused
  * (ZeRO-3 / FSDP: sync_weights gathers the parameters; the no-grad passes run under their hooks). */
 static void test_vllm_ddp(void **state)
 {
@@ -702,15 +733,16 @@ static void test_vllm_ddp(void **state)
     char a[1024];
     snprintf(a, sizeof a, "%s --vllm-sleep", c);
     assert_int_equal(json_after(a, "\"vllm\": {", "\"weights\": "), 6459054592LL);
-    assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 18775495987LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 18767073075LL);
     assert_int_equal(json_after(a, "\"vllm\": {", "\"resident\": "), 19276623360LL + 6425499648LL);
     assert_int_equal(json_after(a, "\"vllm\": {", "\"generate_peak\": "), 50936673587LL);
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 50936673587LL);
     assert_int_equal(json_after(a, "\"peak\"", "\"gradients\": "), 6425499648LL); /* the buckets */
     trace_scan t;
     scan_trace(a, &t);
-    assert_string_equal(t.rows[0], "idle free act 49152 25702123008 - input_ids");
-    assert_string_equal(t.rows[2], "vllm alloc act 18775495987 50936673587 - wake_up");
+    assert_string_equal(t.rows[0], "vllm alloc act 8422912 8422912 - capture_model"); /* the graphs never sleep */
+    assert_string_equal(t.rows[1], "idle free act 49152 25710545920 - input_ids");   /* resident + 8,422,912 */
+    assert_string_equal(t.rows[3], "vllm alloc act 18767073075 50936673587 - wake_up");
     snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 "
                           "--use-vllm --gpu h100-80gb --parallel zero2 --gpus 2");
     assert_usage(a, "--parallel: grpo is modelled on one GPU, or with --use-vllm under --parallel ddp");
@@ -720,12 +752,14 @@ static void test_vllm_ddp(void **state)
  * new_subgroups_by_enumeration into groups of tensor_parallel_size ranks, LLM(tensor_parallel_size=2,
  * distributed_executor_backend="external_launcher"); grpo_trainer.py: max_num_seqs = 8 x 2 x 1 = 16). Each rank holds
  * vLLM's rank share, as --serve --tp 2 --gpus 2 sizes it at gpu_memory_utilization 0.3, max_num_batched_tokens 4096,
- * max_num_seqs 16 (serve.c, hf_tp.c): weights 3,246,479,872 B, KV cache 22,088,718,643 B; its group's buffers at
+ * max_num_seqs 16 (serve.c, hf_tp.c): weights 3,246,479,872 B, KV cache 22,088,718,643 B less the CUDA graphs' estimate
+ * vLLM's default takes off (1,378,304 B of activations at 32 tokens + (7 - 1 + 5 - 1) x 1 MiB = 11,864,064 B, --serve's
+ * "subtracted"): 22,076,854,579 B; its group's buffers at
  * vLLM's snapshot (serve.c vllm_snapshot, nccl.c on one H100 NVSwitch board): NCCL 304,087,040 B, the custom
  * all-reduce 2,560 + 3 x 8 MiB = 25,168,384 B (of it rank_data, torch.empty(8 MiB), in the caching allocator) and the
  * symmetric-memory buffer 64 MiB: 396,364,288 B, and after it the communicator torch.distributed makes at the profiling
  * run's logits all-gather (serve_nccl.c: NVLS credits and buffers, 66 MiB = 69,206,016 B on H100s at tp 2): 465,570,304 B in total; rank_data 8,388,608 B beside the step. Without sleep mode:
- * beside 3,246,479,872 + 22,088,718,643 + 8,388,608 = 25,343,587,123 B, peak train_peak 38,553,171,456 + it =
+ * beside 3,246,479,872 + 22,076,854,579 + 11,864,064 + 8,388,608 = 25,343,587,123 B, peak train_peak 38,553,171,456 + it =
  * 63,896,758,579 B, sync and generate resident 25,702,123,008 + it = 51,045,710,131 B; total = reserved + context +
  * the trainer's NCCL + 465,570,304 - 8,388,608. */
 static void test_vllm_tp(void **state)
@@ -739,7 +773,9 @@ static void test_vllm_tp(void **state)
                           "0.3 --max-num-batched-tokens 4096 --max-num-seqs 16 --prompt 256 --new-tokens 512");
     const long long w = json_after(a, "\"vllm\": {", "\"weights\": "), kv = json_after(a, "\"vllm\": {", "\"kv_cache\": ");
     assert_int_equal(w, 3246479872LL);
-    assert_int_equal(kv, 22088718643LL);
+    assert_int_equal(kv, 22076854579LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"graph_memory\": "), 11864064LL);
+    assert_int_equal(json_after(h, "\"cuda_graphs\"", "\"subtracted\": "), 11864064LL);
     assert_int_equal(w, json_after(h, "\"serve\"", "\"weights\": "));
     assert_int_equal(kv, json_after(h, "\"serve\"", "\"kv_cache\": "));
     assert_int_equal(json_after(a, "\"vllm\": {", "\"tensor_parallel_size\": "), 2);
@@ -754,7 +790,8 @@ static void test_vllm_tp(void **state)
     assert_int_equal(tot - res - ctx - nccl, 465570304LL - 8388608LL);
     trace_scan t;
     scan_trace(a, &t);
-    assert_string_equal(t.rows[2], "vllm alloc act 8388608 25343587123 - CustomAllreduce");
+    assert_string_equal(t.rows[2], "vllm alloc act 8388608 25331723059 - CustomAllreduce");
+    assert_string_equal(t.rows[3], "vllm alloc act 11864064 25343587123 - capture_model");
     assert_int_equal(t.max_total, 63896758579LL);
     /* _init_vllm: "tensor_parallel_size ({N}) must divide world size ({G}) evenly" */
     snprintf(a, sizeof a, "%s --vllm-tensor-parallel-size 4", c);

@@ -88,7 +88,7 @@ static void llama_h100(void **state)
     assert_int_equal(r.graphs_activations, act);
     assert_int_equal(r.graphs_workspace, 0);
     assert_int_equal(r.graphs_estimate, act + MIB(100));
-    assert_int_equal(r.graphs_subtracted, 0); /* shown, not taken off the pool */
+    assert_int_equal(r.graphs_subtracted, act + MIB(100)); /* taken off the pool: vLLM's default since v0.21.0 */
     /* torch 2.11 retains the cuBLAS workspace: the side stream's own, 4096 x 8 KiB on Hopper (no biased
      * Linear: no cuBLASLt one). o.hopper is what the CLI sets from --gpu (request.c) */
     o.torch_version = 211;
@@ -137,20 +137,28 @@ static void gemma3_h100(void **state)
     vc_model_free(m);
 }
 
-/* --cuda-graph-memory estimate: the estimate taken off the pool (determine_available_memory's
- * requested - non_kv_cache_memory - cudagraph_memory_estimate_applied), the pool otherwise the same */
+/* The estimate taken off the pool (determine_available_memory's requested - non_kv_cache_memory -
+ * cudagraph_memory_estimate_applied) by default, as vLLM does with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+ * "1" (its default since v0.21.0), and with --cuda-graph-memory estimate; --cuda-graph-memory 0 (the variable
+ * off, or vLLM before v0.21.0) gives the pool before it */
 static void estimate_taken_off(void **state)
 {
     (void)state;
     vc_model *m = load_file(HF "llama-3.1-8b.json");
     vc_options o;
     bf16_opts(&o, 1);
-    vc_serve_result r0, r1;
+    vc_serve_result r0, r1, rd;
+    o.cuda_graph_memory = 0;
     serve_on(m, &o, "h100-80gb", &r0);
+    assert_int_equal(r0.graphs_subtracted, 0);
     o.cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_ESTIMATE;
     serve_on(m, &o, "h100-80gb", &r1);
     assert_int_equal(r1.graphs_subtracted, r0.graphs_estimate);
-    assert_int_equal(r1.kv_cache, r0.kv_cache - r0.graphs_estimate);
+    assert_int_equal(r1.kv_cache, r0.kv_cache - r0.graphs_estimate); /* the pool before - 161,485,312 B */
+    o.cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT; /* the same, by default */
+    serve_on(m, &o, "h100-80gb", &rd);
+    assert_int_equal(rd.graphs_subtracted, r0.graphs_estimate);
+    assert_int_equal(rd.kv_cache, r0.kv_cache - r0.graphs_estimate);
     vc_model_free(m);
     const char *out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory estimate");
     assert_non_null(strstr(out, "  CUDA graphs               154.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
@@ -184,7 +192,20 @@ static void eager_and_report(void **state)
     assert_non_null(strstr(out, "\"subtracted\": 1073741824, \"estimate\": 161485312"));
     assert_non_null(strstr(out, "\"source\": \"given\""));
     out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb");
-    assert_non_null(strstr(out, "estimated 154.0 MiB: activations at 512 tokens 54.0 MiB + cuBLAS workspace 0 B + 100 graphs x 1 MiB"));
+    assert_non_null(strstr(out, "estimated 154.0 MiB: activations at 512 tokens 54.0 MiB + cuBLAS workspace 0 B + 100 graphs x 1 MiB; "
+                                "taken off the pool, as vLLM does by default)"));
+    /* 0 given (vLLM before v0.21.0, or VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0): none taken off, the estimate shown */
+    out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory 0");
+    assert_non_null(strstr(out, "  CUDA graphs             not counted  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
+                                "given as 0, none taken off the pool"));
+    out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory 0 -f json");
+    assert_non_null(strstr(out, "\"cuda_graphs_counted\": false"));
+    assert_non_null(strstr(out, "\"subtracted\": 0, \"estimate\": 161485312"));
+    assert_non_null(strstr(out, "\"source\": \"given\""));
+    /* whisper's decode-only graphs: not estimated, so none taken off by default (tests/test_whisper_serve.c) */
+    out = cli_output(HF "whisper-tiny.json --serve --gpu h100-80gb -f json");
+    assert_non_null(strstr(out, "\"cuda_graphs_counted\": false"));
+    assert_non_null(strstr(out, "\"subtracted\": 0, \"estimate\": 0"));
 }
 
 int main(void)

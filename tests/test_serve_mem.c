@@ -63,9 +63,11 @@ static void non_torch_lazy(void **state)
     assert_int_equal(r.non_torch_cublas, MIB(63));
     assert_int_equal(r.non_torch_kernels, MIB(9));
     assert_int_equal(r.non_torch, INT64_C(75497472)); /* 72 MiB */
-    /* requested - (weights + torch_peak_increase) - non_torch_increase; profile_peak holds the first two */
+    /* requested - (weights + torch_peak_increase) - non_torch_increase - the CUDA graphs' estimate (vLLM's default,
+     * tests/test_serve_graphs.c); profile_peak holds the first two */
     assert_int_equal(r.requested, (int64_t)(0.9 * (double)MIB(81559)));
-    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - INT64_C(75497472));
+    assert_int_equal(r.graphs_subtracted, r.graphs_estimate);
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - INT64_C(75497472) - r.graphs_estimate);
     assert_int_equal(r.blocks, r.kv_cache / (INT64_C(2) << 20)); /* 2 MiB blocks (test_generate.c serve) */
 
     /* eager loading: every module is loaded before vLLM's snapshot, so no increase: the pool grows by
@@ -89,6 +91,7 @@ static void non_torch_lazy(void **state)
     o.cuda_version = 0;
     serve_on(m, &o, "mi300x", &e);
     assert_int_equal(e.non_torch, 0);
+    assert_int_equal(e.graphs_subtracted, 0); /* nor the graphs: vLLM profiles them on CUDA only */
     assert_int_equal(e.kv_cache, e.requested - e.profile_peak);
     /* a stack the context model refuses is refused here too, naming the option */
     vc_serve_options so;
@@ -118,13 +121,15 @@ static void report(void **state)
                                 "profiling run's all-reduce and logits all-gather)"));
     /* held at the snapshot, not subtracted; the graphs vLLM measures (test_serve_nongraph derives both) */
     assert_non_null(strstr(tab, "  NCCL + all-reduce         378.0 MiB  (held at vLLM's snapshot, not subtracted"));
-    /* the line shows the estimate: 100 MiB of floor + 33.0 MiB of activations (tests/test_serve_graphs.c) */
+    /* the line shows the estimate: 100 MiB of floor + 33.0 MiB of activations (tests/test_serve_graphs.c), taken
+     * off the pool by default as vLLM does */
     assert_non_null(strstr(tab, "  CUDA graphs               133.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512)"));
+    assert_non_null(strstr(tab, "taken off the pool, as vLLM does by default)"));
     const char *js = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
     assert_non_null(strstr(js, "\"non_torch_increase\": 211812352, \"non_torch_parts\": {\"cublas\": 66060288, "
                                "\"attention_kernels\": 9437184, \"nccl_nvls\": 67108864, \"nccl_logits_gather\": 69206016}, "
                                "\"nccl_counted\": true, "
-                               "\"cuda_graphs_counted\": false"));
+                               "\"cuda_graphs_counted\": true"));
     /* --cuda and --module-loading set the stack with --serve: eager (CUDA 11.2's auto) loads every module
      * before the snapshot */
     js = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda 11.2 -f json");

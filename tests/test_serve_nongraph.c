@@ -80,6 +80,9 @@ static void graphs(void **state)
     assert_int_equal(r.graphs_floor, MIB(50 + 50));
     assert_int_equal(r.graphs_profiled, 1);
     assert_int_equal(r.graphs_why, VC_SERVE_GRAPHS_PROFILED);
+    /* vLLM's default since v0.21.0 takes its measure off the pool: vramcalc's estimate of it, 54 MiB of activations at
+     * 512 tokens + 100 MiB (tests/test_serve_graphs.c, the report below: 161,485,312 B) */
+    assert_int_equal(r.graphs_subtracted, 161485312);
     const int64_t pool = r.kv_cache;
     /* an RTX 4090's defaults, 2048 and 256: max = min(512, 512, 2048) = 512, 51 sizes; FULL the sizes
      * <= 256: 3 + 31 + 1 = 35, largest 256; floor (50 + 34) MiB */
@@ -105,19 +108,20 @@ static void graphs(void **state)
     assert_int_equal(r.graphs_full, 11);
     assert_int_equal(r.graphs_largest_full, 64);
     assert_int_equal(r.graphs_floor, MIB(15 + 10));
-    /* enforce_eager: cudagraph_mode NONE, nothing captured; the pool is the same (vramcalc's pool never
-     * had the graphs' measure in it) */
+    /* enforce_eager: cudagraph_mode NONE, nothing captured nor subtracted: the pool above plus the estimate it had
+     * taken off (the profiling run is the same) */
     vc_serve_options_init(&so);
     o.enforce_eager = 1;
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_OK);
     assert_int_equal(r.graphs_why, VC_SERVE_GRAPHS_EAGER);
     assert_int_equal(r.graphs_piecewise + r.graphs_full + r.graphs_floor + r.graphs_profiled + r.graphs_subtracted, 0);
-    assert_int_equal(r.kv_cache, pool);
+    assert_int_equal(r.kv_cache, pool + 161485312);
     /* an AMD card: profiled on CUDA only (is_cuda()) */
     o.enforce_eager = 0;
     assert_int_equal(serve_on(m, &o, &so, "mi300x", &r, &err), VC_OK);
     assert_int_equal(r.graphs_why, VC_SERVE_GRAPHS_NOT_CUDA);
     assert_int_equal(r.graphs_profiled, 0);
+    assert_int_equal(r.graphs_subtracted, 0);
     vc_model_free(m);
     /* Qwen3ForCausalLM, dense and unquantized: the V2 model runner, whose profile_cudagraph_memory is 0 */
     m = load_file(HF "qwen3-8b.json");
@@ -126,6 +130,8 @@ static void graphs(void **state)
     assert_int_equal(r.graphs_why, VC_SERVE_GRAPHS_V2_RUNNER);
     assert_int_equal(r.graphs_profiled, 0);
     assert_int_equal(r.graphs_piecewise, 51);
+    assert_true(r.graphs_estimate > 0);
+    assert_int_equal(r.graphs_subtracted, 0); /* estimated, not subtracted: vLLM's is 0 */
     vc_model_free(m);
 }
 
@@ -163,8 +169,10 @@ static void snapshot_tp2(void **state)
     /* custom all-reduce: usable symmetric memory (multicast on NVSwitch), so max_size = min(
      * CUSTOM_ALL_REDUCE_MAX_SIZES["9.0"][2] = 64 MiB, 8 MiB) = 8 MiB; 2560 + 8 MiB, 8 MiB, 8 MiB rank data */
     assert_int_equal(r.snapshot_custom_ar, 2560 + MIB(8) + MIB(8) + MIB(8));
-    /* none of it is in the pool's arithmetic: the same pool as the figures vLLM subtracts say */
-    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
+    /* none of it is in the pool's arithmetic: the same pool as the figures vLLM subtracts say, the CUDA graphs'
+     * estimate included (vLLM's default: 33 MiB of activations + 100 MiB, 139,465,216 B, the report below) */
+    assert_int_equal(r.graphs_subtracted, 139465216);
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch - 139465216);
     /* 8 H100s: CUSTOM_ALL_REDUCE_MAX_SIZES["9.0"][8] = 256 KiB; symmetric memory ["9.0"][8] 64 MiB */
     llama_opts(&o, 8);
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_OK);
@@ -228,15 +236,24 @@ static void given_measure(void **state)
     vc_serve_options_init(&so);
     vc_serve_result r, g;
     vc_error err;
-    assert_int_equal(o.cuda_graph_memory, -1); /* vc_options_init: not given */
+    /* vc_options_init: not given, vLLM's default: its measure (vramcalc's estimate, 161,485,312 B: graphs above)
+     * taken off */
+    assert_int_equal(o.cuda_graph_memory, VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT);
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_OK);
-    assert_int_equal(r.graphs_subtracted, 0);
+    assert_int_equal(r.graphs_subtracted, 161485312);
+    /* 0 given (vLLM with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, or before v0.21.0): the pool before the graphs */
+    vc_serve_result z;
+    o.cuda_graph_memory = 0;
+    assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &z, &err), VC_OK);
+    assert_int_equal(z.graphs_subtracted, 0);
+    assert_int_equal(z.kv_cache, r.kv_cache + 161485312);
+    /* a given measure replaces the estimate: the pool before them less 512 MiB */
     o.cuda_graph_memory = MIB(512);
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &g, &err), VC_OK);
     assert_int_equal(g.graphs_subtracted, MIB(512));
-    assert_int_equal(g.kv_cache, r.kv_cache - MIB(512));
+    assert_int_equal(g.kv_cache, z.kv_cache - MIB(512));
     assert_int_equal(g.blocks, g.kv_cache / MIB(2)); /* 2 MiB blocks: 16 tokens x 32 layers x 2 x 8 x 128 x 2 B */
-    assert_int_equal(r.blocks - g.blocks, 256);      /* 512 MiB / 2 MiB, the pool's remainder the same */
+    assert_int_equal(z.blocks - g.blocks, 256);      /* 512 MiB / 2 MiB, the pool's remainder the same */
     o.enforce_eager = 1;
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &g, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--cuda-graph-memory");
@@ -262,14 +279,14 @@ static void report(void **state)
                                 "288.0 MiB + NVLS credits 2.0 MiB, custom all-reduce 24.0 MiB, symmetric memory 64.0 MiB)\n"));
     /* the estimate: tests/test_serve_graphs.c (34,607,616 B of activations at 512 tokens + 100 MiB) */
     assert_non_null(strstr(tab, "  CUDA graphs               133.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
-                                "vLLM subtracts its start-up measure of them, estimated 133.0 MiB: activations at 512 tokens "
-                                "33.0 MiB + cuBLAS workspace 0 B + 100 graphs x 1 MiB; the pool below does not)\n"));
+                                "vLLM's measure, estimated 133.0 MiB: activations at 512 tokens 33.0 MiB + cuBLAS workspace "
+                                "0 B + 100 graphs x 1 MiB; taken off the pool, as vLLM does by default)\n"));
     const char *js = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
     assert_non_null(strstr(js, "\"at_snapshot\": {\"cuda_context\": 642777088, \"nccl\": 304087040, \"custom_all_reduce\": "
                                "25168384, \"symmetric_memory\": 67108864}"));
     assert_non_null(strstr(js, "\"cuda_graphs\": {\"piecewise\": 51, \"largest_piecewise\": 512, \"full\": 51, \"largest_full\": "
-                               "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600, \"subtracted\": 0, "
-                               "\"estimate\": 139465216"));
+                               "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600, \"subtracted\": "
+                               "139465216, \"estimate\": 139465216")); /* subtracted: vLLM's default, the estimate */
     assert_non_null(strstr(js, "\"enforce_eager\": false"));
     tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --enforce-eager");
     assert_non_null(strstr(tab, "  CUDA graphs                    none  (enforce_eager: none captured)\n"));

@@ -602,8 +602,9 @@ typedef struct {
      * graphs in bytes, as its log prints it ("Estimated CUDA graph memory: X GiB total"), subtracted
      * from the pool as Worker.determine_available_memory does; VC_CUDA_GRAPH_MEMORY_ESTIMATE (-2,
      * --cuda-graph-memory estimate): vramcalc's estimate of that measure taken off instead
-     * (src/engine/serve_graphs.c, vc_serve_result.graphs_estimate); -1 (the default): not given, the
-     * pool before it */
+     * (src/engine/serve_graphs.c, vc_serve_result.graphs_estimate); VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT (-1, the
+     * default): not given, so vLLM's default, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 since v0.21.0: that
+     * estimate taken off wherever vLLM measures the graphs (graphs_profiled) and vramcalc derives it */
     int64_t cuda_graph_memory;
     /* --use-vllm (with --loss grpo; docs/llm.md "--loss grpo"): TRL's use_vllm=True, vllm_mode "colocate": the
      * completions come from an in-process vLLM engine, not generate(), and the step adds the policy's own no-grad
@@ -1105,13 +1106,14 @@ typedef struct {
      * FULL for the uniform-decode sizes up to max_num_seqs, each mode's largest (0 and 0 with
      * enforce_eager); graphs_profiled 1: Worker.determine_available_memory subtracts its measure
      * of them (profile_cudagraph_memory, on the GPU) from the pool, which vramcalc estimates
-     * (graphs_estimate below) but does not take off; graphs_floor, that measure's least (one MiB
-     * a graph past each mode's first);
+     * (graphs_estimate below) and takes off as vLLM does (graphs_subtracted); graphs_floor, that
+     * measure's least (one MiB a graph past each mode's first);
      * graphs_why: why they are not profiled (VC_SERVE_GRAPHS_*) */
     int64_t graphs_piecewise, graphs_full, graphs_largest_piecewise, graphs_largest_full;
     int64_t graphs_profiled, graphs_floor, graphs_why;
     int64_t graphs_subtracted; /* what the pool had taken off for them: vc_options.cuda_graph_memory as given,
-                                * graphs_estimate under VC_CUDA_GRAPH_MEMORY_ESTIMATE, else 0 */
+                                * else graphs_estimate where graphs_profiled (0 where not derived: an
+                                * encoder-decoder's), else 0 */
     /* What the process holds at vLLM's memory snapshot (Worker.init_device, after the
      * distributed set-up; src/engine/serve.c vllm_snapshot): the CUDA context before the
      * first forward (src/engine/context.c's runtime, local memory and eager parts), and for
@@ -1157,12 +1159,15 @@ typedef struct {
     /* vLLM's estimate of its CUDA graphs (profile_cudagraph_memory) derived from the capture's forward
      * (src/engine/serve_graphs.c): graphs_activations the activation peak of the model's forward at the
      * largest PIECEWISE size (the graph pool's first capture), graphs_workspace the capture stream's
-     * cuBLAS workspace, graphs_estimate their sum + graphs_floor; all 0 with enforce_eager. Shown; taken
-     * off the pool only under --cuda-graph-memory estimate (graphs_subtracted) */
+     * cuBLAS workspace, graphs_estimate their sum + graphs_floor; all 0 with enforce_eager. Taken off the
+     * pool (graphs_subtracted) where graphs_profiled, unless --cuda-graph-memory gives vLLM's logged measure */
     int64_t graphs_activations, graphs_workspace, graphs_estimate;
 } vc_serve_result;
 /* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */
 #define VC_CUDA_GRAPH_MEMORY_ESTIMATE (-2)
+/* vc_options.cuda_graph_memory: not given: vLLM's default, the estimate taken off where vLLM measures the
+ * graphs, nothing elsewhere (src/engine/serve.c) */
+#define VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT (-1)
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */
 #define VC_SERVE_GRAPHS_EAGER 1     /* --enforce-eager: none */

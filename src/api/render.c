@@ -117,7 +117,7 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
             fprintf(f, ", \"nccl_logits_gather\": %" PRId64, r->non_torch_logits_nccl);
         fprintf(f, "}, \"nccl_counted\": %s, \"cuda_graphs_counted\": %s",
                 r->non_torch_nccl || r->non_torch_logits_nccl ? "true" : "false",
-                o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE ? "true" : "false");
+                r->graphs_subtracted > 0 ? "true" : "false"); /* given, or estimated (serve.c); 0 given: none */
         /* what vLLM's snapshot holds, and its CUDA graphs (src/engine/serve.c vllm_snapshot, vllm_graphs) */
         static const char *const why[] = {"profiled", "enforce_eager", "not_cuda", "v2_model_runner"};
         fprintf(f, ",\n    \"at_snapshot\": {\"cuda_context\": %" PRId64 ", \"nccl\": %" PRId64 ", \"custom_all_reduce\": %" PRId64
@@ -237,8 +237,12 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
             format_bytes(r->graphs_floor, a, sizeof a);
             snprintf(e, sizeof e, "not estimated for an encoder-decoder's decode-only graphs, at least %s", a);
         }
-        if (r->graphs_profiled && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE) {
-            fprintf(f, "  %-22s %12s  (%s: vLLM's measure, %s; taken off the pool)\n", "CUDA graphs", a, g, e);
+        if (r->graphs_profiled && o->cuda_graph_memory < 0 && r->graphs_estimate > 0) { /* vLLM's default: serve.c */
+            fprintf(f, "  %-22s %12s  (%s: vLLM's measure, %s; taken off the pool, as vLLM does by default)\n",
+                    "CUDA graphs", a, g, e);
+        } else if (r->graphs_profiled && o->cuda_graph_memory == 0) { /* vLLM before v0.21.0, or its variable 0 */
+            fprintf(f, "  %-22s %12s  (%s: given as 0, none taken off the pool, as vLLM before v0.21.0 or with "
+                       "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0; %s)\n", "CUDA graphs", "not counted", g, e);
         } else if (r->graphs_profiled && o->cuda_graph_memory >= 0) {
             format_bytes(r->graphs_subtracted, a, sizeof a);
             fprintf(f, "  %-22s %12s  (%s: vLLM's measure as given, taken off the pool; %s)\n", "CUDA graphs", a, g, e);

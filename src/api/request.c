@@ -1114,7 +1114,9 @@ static vc_status vllm_start_check(const vc_request *q, const vc_response *resp, 
  * is_vllm_available) vllm/v1/worker/gpu_worker.py compile_or_warm_up_model calls capture_model outside the
  * CuMemAllocator pools that sleep releases (load_model's tag "weights", initialize_kv_cache's "kv_cache"), so the
  * graph pool stays allocated in both modes. Its bytes are measured on the GPU (determine_available_memory subtracts
- * that measure from the pool): --vllm-cuda-graph-memory gives them, taken off the KV cache and counted beside.
+ * that measure from the pool, by default since vLLM v0.21.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, opt-in in
+ * 0.17 to 0.20): vramcalc's estimate of that measure (src/engine/serve_graphs.c), as --serve takes it off, or
+ * --vllm-cuda-graph-memory's figure, is taken off the KV cache and counted beside.
  * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward; in
  * --trace as rows, src/engine/grpo.c vc__grpo_trace_head / vc__grpo_trace_tail):
  *  - sync (sync_weights, every new global step): under sleep mode wake_up(tags=["weights"]) first, so vLLM's
@@ -1143,7 +1145,7 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     v.tp = v.gpus = q->vllm_tp;    /* LLM(tensor_parallel_size=vllm_tensor_parallel_size): its group's ranks */
     v.pp = v.ep = 1;
     v.enforce_eager = 0;       /* TRL passes none */
-    v.cuda_graph_memory = -1; /* subtracted below, as vLLM does where it profiles them */
+    v.cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT; /* vLLM's default: the estimate, where it profiles them */
     v.precision = vc_serve_auto_precision(m, &resp->gpu);
     vc_serve_options so;
     vc_serve_options_init(&so);
@@ -1217,12 +1219,14 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     const int64_t rank_data = sr.snapshot_custom_ar > 0 ? INT64_C(8) << 20 : 0;
     const int64_t comm = held + sr.non_torch_nccl + sr.non_torch_logits_nccl;
     if ((st = vllm_start_check(q, resp, sr.requested, held, err))) return st;
-    const int64_t gr = q->vllm_graph_mem > 0 ? q->vllm_graph_mem : 0, w = sr.weights;
+    /* its graphs: vc_serve took vramcalc's estimate off the pool where vLLM profiles them (serve.c: vLLM's default,
+     * VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 since v0.21.0), 0 elsewhere; a measure given replaces it */
+    const int64_t gr = q->vllm_graph_mem >= 0 ? q->vllm_graph_mem : sr.graphs_subtracted, w = sr.weights;
     const int64_t g = gr + rank_data; /* allocated from start-up on, sleep mode or not: its graphs and rank_data */
-    int64_t kv = sr.kv_cache;
+    int64_t kv = sr.kv_cache + sr.graphs_subtracted; /* the pool before the graphs */
     if (gr > 0 && sr.graphs_profiled && (kv -= gr) <= 0) /* determine_available_memory: ... - cudagraph_memory_estimate */
         return usage(err, O("vllm_cuda_graph_memory") " %lld: vLLM's KV cache pool (%lld bytes before it) is left empty: vLLM "
-                     "refuses to start", (long long)gr, (long long)sr.kv_cache);
+                     "refuses to start", (long long)gr, (long long)(sr.kv_cache + sr.graphs_subtracted));
     r->grpo.vllm_requested = sr.requested;
     r->grpo.vllm_weights = w;
     r->grpo.vllm_kv_cache = kv;

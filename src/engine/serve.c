@@ -33,8 +33,9 @@
  * what is and is not in it is the table vllm_non_torch below. Since v0.21 V1
  * also subtracts its CUDA graph memory estimate (profile_cudagraph_memory:
  * measured by capturing graphs on the GPU): vramcalc derives it
- * (src/engine/serve_graphs.c) and shows it; the pool takes off only a
- * measure given with --cuda-graph-memory (docs/inference.md item 7).
+ * (src/engine/serve_graphs.c) and takes it off the pool as vLLM does by
+ * default, or a measure given with --cuda-graph-memory (docs/inference.md
+ * item 7).
  */
 #include <math.h>
 #include <stdio.h>
@@ -269,7 +270,8 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
  *    (current_platform.is_cuda(): not ROCm) with cudagraph_mode != NONE,
  *    model_runner.profile_cudagraph_memory(), subtracted when
  *    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (vllm/envs.py: "1" by
- *    default since v0.21.0, #38284): available = requested_memory -
+ *    default since v0.21.0, #38284; "0", opt-in, before it, from its
+ *    introduction in #30515): available = requested_memory -
  *    non_kv_cache_memory - cudagraph_memory_estimate_applied;
  *  - vllm/v1/worker/gpu_model_runner.py profile_cudagraph_memory: per mode,
  *    captures the two largest graphs into a temporary pool with a minimal KV
@@ -866,13 +868,17 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (wh && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE)
         return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "estimate: not derived for an encoder-decoder, whose "
                             "graphs vLLM captures for decode batches only (FULL_DECODE_ONLY); give vLLM's logged figure");
-    const bool graphs_taken = o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE;
-    if (graphs_taken && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
+    const bool graphs_given = o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE;
+    if (graphs_given && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
         return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
                             r->graphs_why == VC_SERVE_GRAPHS_EAGER      ? "under " O("enforce_eager") " (no graph is captured)"
                             : r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "for this model: the V2 model runner's estimate is 0"
                                                                        : "on this GPU's vendor (it profiles graphs on CUDA only)");
-    if (graphs_taken) r->graphs_subtracted = o->cuda_graph_memory >= 0 ? o->cuda_graph_memory : r->graphs_estimate;
+    /* a given measure, else vLLM's default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 since v0.21.0, and with
+     * estimate): the derived estimate wherever vLLM measures them; 0 where it does not (enforce_eager, not CUDA, the V2
+     * runner) and where vramcalc does not derive it (whisper's decode-only graphs: graphs_estimate 0) */
+    if (o->cuda_graph_memory >= 0) r->graphs_subtracted = o->cuda_graph_memory;
+    else if (r->graphs_profiled) r->graphs_subtracted = r->graphs_estimate;
     const int64_t held = r->snapshot_context + r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem;
     if (gpu->total - held < r->requested) {
         gib(gpu->total - held, a, sizeof a);
@@ -883,17 +889,19 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                             o->tp > 1 ? ", NCCL and the all-reduce buffers" : "", so->gpu_memory_utilization, b);
     }
     /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
-    /* determine_available_memory @ 9aaf83ef: ... - cudagraph_memory_estimate_applied (given, or 0) */
+    /* determine_available_memory @ 9aaf83ef: ... - cudagraph_memory_estimate_applied (given, or estimated) */
     if (__builtin_sub_overflow(r->requested - r->profile_peak - r->non_torch, r->graphs_subtracted, &r->kv_cache))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("cuda_graph_memory"), "passes 2^63 bytes");
     if (r->kv_cache <= 0) {
         gib(r->profile_peak + r->non_torch + r->graphs_subtracted, a, sizeof a);
         gib(r->requested, b, sizeof b);
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
-                            "the weights, vLLM's profiling run and its non-torch memory%s take %s in %s, more than "
+                            "the weights, vLLM's profiling run%s take %s in %s, more than "
                             OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache",
-                            r->graphs_subtracted ? " (with " O("cuda_graph_memory") ")" : "", a, vc_precision_name(o->precision),
-                            so->gpu_memory_utilization, gpu->name, b);
+                            !r->graphs_subtracted       ? " and its non-torch memory"
+                            : o->cuda_graph_memory >= 0 ? " and its non-torch memory (with " O("cuda_graph_memory") ")"
+                                                        : ", its non-torch memory and its CUDA graphs (estimated)",
+                            a, vc_precision_name(o->precision), so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");

@@ -78,7 +78,9 @@ static void defaults(vc_options *o)
 {
     memset(o, 0, sizeof *o);
     o->batch = 1;
-    o->cuda_graph_memory = -1; /* --serve: vLLM's CUDA graph measure not given */
+    /* --serve: vLLM's CUDA graph measure not given: vLLM's default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "1"
+     * since v0.21.0), vramcalc's estimate of it taken off the pool where vLLM measures them (src/engine/serve.c) */
+    o->cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT;
     o->optim = VC_OPTIM_ADAM;
     o->optim_impl = VC_IMPL_FOREACH;
     o->accumulate = 1;

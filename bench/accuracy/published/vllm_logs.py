@@ -185,6 +185,11 @@ def vramcalc(cli, row):
             "--prompt", "8", "--new-tokens", "8"] + row["args"]
     if row["tp"] > 1:
         args += ["--tp", str(row["tp"]), "--gpus", str(row["tp"])]
+    # every row's version predates v0.21.0, whose default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1) takes the CUDA
+    # graphs' measure off the pool, vramcalc's default too (src/engine/serve.c): V0 captures its graphs after sizing
+    # the cache and subtracts nothing for them, V1 before v0.21.0 only when opted in; the eager row has none
+    if "--enforce-eager" not in row["args"]:
+        args += ["--cuda-graph-memory", "0"]
     return run(cli, args)["serve"]
 
 
