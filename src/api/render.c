@@ -200,6 +200,8 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     fprintf(f, "  %-22s %12s  (%s)\n", "non-torch increase", a,
             r->non_torch_logits_nccl && r->non_torch_nccl ? "cuBLAS, attention kernels and NCCL's buffers of the "
                                                             "profiling run's all-reduce and logits all-gather"
+            : r->non_torch_logits_nccl && amd ? "RCCL's buffers of the profiling run's logits all-gather; rocBLAS and kernels "
+                                                "not modelled"
             : r->non_torch_logits_nccl ? "cuBLAS, attention kernels and NCCL's buffers of the profiling run's logits all-gather"
             : r->non_torch_nccl ? "cuBLAS, attention kernels and NCCL's NVLS buffers of the profiling run"
             : r->non_torch ? "cuBLAS and attention kernels the profiling run loads"

@@ -383,8 +383,7 @@ static void vllm_graphs(const vc_model *m, const vc_options *o, const vc_gpu_spe
  *    PyTorch's allocator after the snapshot, so in non_torch_increase
  *    (r->non_torch_nccl); the logits' all-gather runs on another
  *    communicator, torch.distributed's, made then (src/engine/serve_nccl.c,
- *    r->non_torch_logits_nccl). Not modelled: vLLM's ROCm paths
- *    (QuickAllReduce, RCCL): nothing on AMD. */
+ *    r->non_torch_logits_nccl). On AMD cards (ROCm): below. */
 static const struct { int sm; int64_t symm[9], ca[9]; } vllm_ar_sizes[] = {
     /* all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES and CUSTOM_ALL_REDUCE_MAX_SIZES, by world size */
     {90, {[2] = 64 * MIB, [4] = 32 * MIB, [6] = 64 * MIB, [8] = 64 * MIB},
@@ -398,6 +397,44 @@ static const struct { int sm; int64_t symm[9], ca[9]; } vllm_ar_sizes[] = {
 #define VLLM_CA_MAX (INT64_C(8192) * 1024)
 #define VLLM_CA_RANK_DATA (INT64_C(8) * 1024 * 1024)
 
+/* vLLM's TP group on AMD cards (ROCm, issue 27; vllm-project/vllm):
+ *  - the ROCm platform's device communicator is CudaCommunicator too
+ *    (vllm/platforms/rocm.py @ e2a00c7b RocmPlatform.get_device_communicator_cls);
+ *    its __init__ (cuda_communicator.py @ 089eca13) makes on ROCm:
+ *    . PyNcclCommunicator over RCCL (torch's ROCm build loads librccl as its
+ *      NCCL), before the snapshot: src/engine/nccl.c's RCCL bytes for one
+ *      communicator of tp ranks (ROCm/rccl@0cbce2a7: 8 MiB a channel; on one
+ *      MI300X node 32, 24, 56 channels for 2, 4, 8 ranks, the trees connected
+ *      at init beside the rings, no runtime connect), no NVLS;
+ *    . no SymmMemCommunicator (VLLM_ALLREDUCE_USE_SYMM_MEM and
+ *      current_platform.is_cuda(): CUDA only);
+ *    . CustomAllreduce where _ENABLE_CUSTOM_ALL_REDUCE: vllm/config/
+ *      parallel.py @ 00193b82 ParallelConfig._verify_args sets
+ *      disable_custom_all_reduce unless current_platform.use_custom_allreduce(),
+ *      which on ROCm is the MI300 series only (rocm.py: gcnArchName gfx94 or
+ *      gfx95: mi300x here, not MI210 or MI250X, gfx90a); custom_all_reduce.py
+ *      @ 00d618aa CustomAllreduce.__init__: world sizes 2, 4, 6, 8 on one node,
+ *      above 2 fully connected (RocmPlatform.is_fully_connected: every pair one
+ *      xGMI hop, an 8 x MI300X board; --nccl-topology pcie says otherwise);
+ *      max_size stays 8192 x 1024 (CUSTOM_ALL_REDUCE_MAX_SIZES applies only on
+ *      CUDA with symmetric memory); on ROCm _complete_init runs at once (no
+ *      P2P check): meta_size() + max_size and max_size through
+ *      create_shared_buffer, 8 MiB of rank_data with torch.empty, as on CUDA
+ *      (meta_size: sizeof(vllm::Signal), 2,560 B, the CUDA build's figure);
+ *    . QuickAllReduce (ROCm, with the custom all-reduce): init_quick_all_reduce
+ *      (quick_all_reduce.py @ 02cdf876) returns before init_custom_qr when
+ *      VLLM_ROCM_QUICK_REDUCE_QUANTIZATION is "NONE", vllm/envs.py's default:
+ *      disabled, nothing allocated;
+ *  - the profiling run's all-reduces (max_num_batched_tokens x hidden_size in
+ *    the model's dtype): quick reduce disabled, the custom all-reduce where
+ *    inp_size < max_size (8 MiB), else PyNccl's RCCL all-reduce, whose rings
+ *    and trees are already connected (no NVLS): nothing after the snapshot;
+ *  - the logits' all-gather: DeviceCommunicatorBase.all_gather on ROCm too,
+ *    torch.distributed's ProcessGroupNCCL (RCCL) over the TP group, its own
+ *    communicator made at that first collective, in the profiling run: its
+ *    RCCL rings and trees in the non-torch increase (serve_nccl.c).
+ * Not counted: RCCL's MSCCL connections (nccl.c "Not counted"), the
+ * non-torch increase's rocBLAS and kernels (context.c: not modelled on AMD). */
 static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options *o, const vc_gpu_spec *gpu, unsigned uses,
                                vc_serve_result *r, vc_error *err)
 {
@@ -411,7 +448,23 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
     if (st) return st;
     r->snapshot_context = parts.runtime + parts.local_memory + parts.eager;
     const bool nvidia = !gpu->preset || !strcmp(gpu->preset->vendor, "NVIDIA");
+    const bool amd = gpu->preset && !strcmp(gpu->preset->vendor, "AMD"); /* ROCm: RCCL (vllm_rocm_snapshot above) */
     const int64_t tp = o->tp;
+    if (tp > 1 && amd) {
+        c.gpus = tp;
+        c.pp = 1;
+        c.ep = 1;
+        c.nccl_stages = 1;
+        vc_nccl_info n;
+        vc_nccl_per_gpu(&c, &n); /* RCCL: rings and trees, all connected at init; no NVLS */
+        r->snapshot_nccl = n.ring_bytes;
+        const int64_t gpn = o->gpus_per_node > 0 ? o->gpus_per_node : 8;
+        if (!strcmp(gpu->preset->name, "mi300x") && (tp == 2 || tp == 4 || tp == 6 || tp == 8) && tp <= gpn &&
+            (tp == 2 || o->nccl_topology == VC_NCCL_TOPO_AUTO))
+            r->snapshot_custom_ar = VLLM_CA_META + VLLM_CA_MAX + VLLM_CA_MAX + VLLM_CA_RANK_DATA;
+        r->non_torch_logits_nccl = vc__vllm_logits_nccl(&n); /* torch.distributed's RCCL communicator (serve_nccl.c) */
+        r->non_torch += r->non_torch_logits_nccl;
+    }
     if (tp > 1 && nvidia) {
         c.gpus = tp;
         c.pp = 1;

@@ -50,6 +50,12 @@
  *    (NCCL_RUNTIME_CONNECT: only the chosen algorithm connects); elsewhere
  *    (no NVLS, or the group spans nodes: tuning.cc disables NVLS across
  *    nodes without CollNet) the ring's connections of tp ranks.
+ *    On AMD cards (ROCm) the same path runs (CudaCommunicator is the ROCm
+ *    platform's communicator, serve.c), ProcessGroupNCCL over RCCL
+ *    (ROCm/rccl@0cbce2a7): no NVLS, and RCCL connects every channel's rings
+ *    and trees at the communicator's init (no runtime connect at that
+ *    commit): nccl.c's RCCL ring bytes (trees included) of tp ranks, e.g.
+ *    256 MiB on 2 MI300X, 896 on 8.
  * Later vLLM differs: copies of v0.30.0's cuda_communicator.py (forks; no
  * vllm-project/vllm commit of it could be read here) have a
  * CudaCommunicator.all_gather that runs PyNccl's all_gather on CUDA (the
