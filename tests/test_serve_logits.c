@@ -108,8 +108,8 @@ static void communicator(void **state)
     opts(&o, 2);
     serve_on(m, &o, &so, "a100-80gb", &r); /* no multicast: the ring */
     assert_int_equal(r.non_torch_logits_nccl, 24 * MIB(12));
-    serve_on(m, &o, &so, "mi300x", &r); /* RCCL: not modelled under --serve */
-    assert_int_equal(r.non_torch_logits_nccl, 0);
+    serve_on(m, &o, &so, "mi300x", &r); /* RCCL (tests/test_serve_rccl.c): 32 channels x 8 MiB, no tree beyond */
+    assert_int_equal(r.non_torch_logits_nccl, 32 * MIB(8));
     opts(&o, 1); /* one GPU: no gather, no communicator */
     serve_on(m, &o, &so, "h100-80gb", &r);
     assert_int_equal(r.non_torch_logits_nccl, 0);
