@@ -448,7 +448,7 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
     if (st) return st;
     r->snapshot_context = parts.runtime + parts.local_memory + parts.eager;
     const bool nvidia = !gpu->preset || !strcmp(gpu->preset->vendor, "NVIDIA");
-    const bool amd = gpu->preset && !strcmp(gpu->preset->vendor, "AMD"); /* ROCm: RCCL (vllm_rocm_snapshot above) */
+    const bool amd = gpu->preset && !strcmp(gpu->preset->vendor, "AMD"); /* ROCm: RCCL (the comment above) */
     const int64_t tp = o->tp;
     if (tp > 1 && amd) {
         c.gpus = tp;
