@@ -243,30 +243,39 @@ static void whisper_large_v3_tp2(void **state)
  *   /usr/bin/python3 bench/accuracy/llm/vllm_whisper_replica.py bench/accuracy/llm/configs/whisper_small.json --clips 3
  * peak above the weights 5,510,656 B in bf16 (at aten::gelu, the MLP's) and 11,020,800 B with --precision fp32.
  * --serve with max_num_batched_tokens 900 (3 clips of 300) gives the same less the allocator's rounding: the bf16
- * features' 3 x 80 x 600 x 2 = 288,000 B take 288,256 B in 512-byte blocks (fp32's 576,000 B are whole blocks). */
+ * features' 3 x 80 x 600 x 2 = 288,000 B take 288,256 B in 512-byte blocks (fp32's 576,000 B are whole blocks).
+ * And on whisper_v3_small.json (d_model 192, 6 heads, ffn 768, 2 layers, 250 positions, 128 mel bins) over 2 clips
+ * (--clips 2; --serve at 500 tokens): 2,464,256 B in bf16, the last clip's embeds' 96,000 B taking 96,256 B. */
 static void replica(void **state)
 {
     (void)state;
-    const vc_precision precs[2] = {VC_PREC_BF16, VC_PREC_FP32};
-    const int64_t measured[2] = {5510656 - 256, 11020800};
-    for (int i = 0; i < 2; i++) {
-        vc_model *m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/whisper_small.json");
+    const struct {
+        const char *cfg;
+        vc_precision prec;
+        int64_t tokens, clips, measured;
+    } c[3] = {{"whisper_small.json", VC_PREC_BF16, 900, 3, 5510656 - 256},
+              {"whisper_small.json", VC_PREC_FP32, 900, 3, 11020800},
+              {"whisper_v3_small.json", VC_PREC_BF16, 500, 2, 2464256 - 256}};
+    for (int i = 0; i < 3; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/../../bench/accuracy/llm/configs/%s", VC_TEST_DATA, c[i].cfg);
+        vc_model *m = load_file(path);
         vc_options o;
         vc_options_init(&o);
-        o.precision = precs[i];
+        o.precision = c[i].prec;
         o.prompt = 4;
         o.new_tokens = 100;
         vc_serve_options so;
         vc_serve_options_init(&so);
-        so.max_num_batched_tokens = 900;
+        so.max_num_batched_tokens = c[i].tokens;
         vc_gpu_spec g;
         vc_error err;
         assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
         vc_serve_result r;
         if (vc_serve(m, &o, &so, &g, &r, &err)) fail_msg("vc_serve: %s", err.msg);
         vc_model_free(m);
-        assert_int_equal(r.mm_items, 3);
-        assert_int_equal(r.encoder_peak - r.weights, measured[i]);
+        assert_int_equal(r.mm_items, c[i].clips);
+        assert_int_equal(r.encoder_peak - r.weights, c[i].measured);
     }
 }
 
