@@ -24,6 +24,15 @@
  *    decoder_layers layers (_get_kv_cache_groups_uniform_page_size), num_blocks = available // page_size //
  *    group_size (get_num_blocks), get_max_concurrency_for_kv_cache_config: num_blocks / the sum over the
  *    groups of cdiv(max_memory_usage_bytes, page_size_bytes).
+ *  - the encoder phase (src/engine/serve_encdec.c encoder_phase, read op by op from whisper.py's WhisperEncoder,
+ *    WhisperEncoderLayer, WhisperAttention, WhisperMLP, mm_encoder_attention.py @ 03037b42 MMEncoderAttention's
+ *    flash path, utils.py cast_overflow_tensors): above the weights, the dummy features clips x num_mel_bins x 3000
+ *    in the model's dtype (vllm/inputs/registry.py @ f06ae651 call_hf_processor casts them), and T = 1500 rows a
+ *    clip of: the worst layer op x clips + the last clip's embeds (WhisperEncoder.forward's loop name), the layer's
+ *    worst op a row the max of the attention's x, norm, qkv (3 d / tp), flash output (d / tp) and float32 lse
+ *    (4 heads / tp), out_proj's output (+ its all-reduced copy at tp > 1), and the MLP's x, residual, norm, fc1
+ *    and GELU outputs (2 I / tp) or fc1's and fc2's (+ the all-reduced copy): for whisper's I = 4 d the fc1 / GELU
+ *    op, 3 d + 2 I / tp elements a row; the convolutions ((clips + 3) [T, d]) and the stack (2 clips) lower.
  * The requests: vLLM's derived max_model_len for whisper is max_target_positions, 448 (vllm/config/model.py
  * _get_and_verify_max_len), its transcription prompt 4 decoder tokens (whisper.py get_generation_prompt):
  * --serve's default request is 4 + 444. */
@@ -102,10 +111,14 @@ static void whisper_small(void **state)
     assert_int_equal(r.mm_item_tokens, 1500);
     assert_int_equal(r.mm_budget, 8192);
     assert_int_equal(r.mm_outputs, 11520000);
-    /* the two phases: the peak is the higher; the decoder's holds the weights and the outputs */
+    /* the two phases: the peak is the higher; the decoder's holds the weights, the outputs and the features */
     assert_int_equal(r.profile_peak, r.encoder_peak > r.decoder_peak ? r.encoder_peak : r.decoder_peak);
-    assert_true(r.decoder_peak > r.weights + r.mm_outputs);
-    assert_true(r.encoder_peak > r.weights + r.mm_outputs);
+    assert_true(r.decoder_peak > r.weights + r.mm_outputs + 5 * 80 * 3000 * 2);
+    /* the encoder phase: the features 5 x 80 x 3000 x 2 B = 2,400,000; a layer's worst op the MLP's, (3 x 768 +
+     * 2 x 3072) x 2 B = 16,896 B a row (out_proj's 7 x 768 x 2 = 10,752 and the flash op's 6 x 768 x 2 + 4 x 12 =
+     * 9,264 lower), x 5 clips + the last clip's embeds 768 x 2: 86,016 B a position, x 1500 = 129,024,000 */
+    assert_int_equal(r.encoder_peak, r.weights + 2400000 + (16896 * 5 + 1536) * 1500);
+    assert_int_equal(r.encoder_peak, 614949120);
     /* the pool: one layer's page 2 x 16 x 12 heads x 64 x 2 B = 49,152 B; a block is a page of each of a
      * group's 12 layers: 589,824 B; two groups (self, cross) of 12 */
     assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
@@ -140,6 +153,10 @@ static void whisper_large_v3(void **state)
     assert_int_equal(r.blocks_per_request, 122);
     assert_int_equal(r.concurrency, r.blocks / 122);
     assert_int_equal(r.mm_outputs, 5 * 1500 * 1280 * 2);
+    /* the encoder phase: features 5 x 128 x 3000 x 2 B = 3,840,000; the MLP op (3 x 1280 + 2 x 5120) x 2 B = 28,160 B
+     * a row, x 5 + 2,560 (the last clip's embeds) = 143,360 B a position, x 1500 = 215,040,000 */
+    assert_int_equal(r.encoder_peak, r.weights + 3840000 + 215040000);
+    assert_int_equal(r.encoder_peak, 3306106880);
     /* fp16, vLLM's --dtype auto for this float16 checkpoint: the op sequence of bf16 (vllm/model_executor/models/
      * whisper.py @ 00a23257 WhisperEncoderLayer.forward calls utils.py cast_overflow_tensors in every dtype; its
      * isinf / isnan bools stay under the layer's MLP peak, its clamp runs only on an inf or a nan: src/hf/
@@ -196,6 +213,12 @@ static void whisper_large_v3_tp2(void **state)
     assert_int_equal(r.concurrency, r.blocks / 122);
     /* the encoder's outputs are whole (out_proj / fc2's all-reduced outputs): 5 x 1500 x 1280 x 2 B */
     assert_int_equal(r.mm_outputs, 19200000);
+    /* the encoder phase on a rank: qkv 3 x 640, fc1 2560 a row; the MLP's fc1 / GELU op (3 x 1280 + 2 x 2560) x 2 B
+     * = 17,920 B a row, fc2's with its all-reduced copy (3 x 1280 + 2560 + 1280 + 1280) x 2 B the same, out_proj's
+     * (2 x 1280 + 4 x 640 + 2 x 1280) x 2 B = 15,360 lower; x 5 + 2,560 = 92,160 B a position, x 1500 =
+     * 138,240,000, and the features 3,840,000 */
+    assert_int_equal(r.encoder_peak, r.weights + 3840000 + 138240000);
+    assert_int_equal(r.encoder_peak, 1760604160);
     assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
     /* serve.c's TP pieces: the logits' all-gather communicator; the all-reduce of 8192 x 1280 x 2 B = 20 MiB in
      * bf16 takes the symmetric memory (under its 64 MiB at sm90, tp 2: all_reduce_utils.py), no NCCL NVLS buffers */
@@ -210,6 +233,50 @@ static void whisper_large_v3_tp2(void **state)
     assert_int_equal(h.page_bytes, r.page_bytes);
     assert_true(h.non_torch_nccl > 0);
     assert_int_equal(h.non_torch, r.non_torch + h.non_torch_nccl);
+}
+
+/* Measured: bench/accuracy/llm/vllm_whisper_replica.py runs vLLM's WhisperForConditionalGeneration.embed_multimodal
+ * (WhisperEncoder and its layers, whisper.py @ 00a23257 statement by statement; MMEncoderAttention's flash kernel as
+ * its output and float32 softmax_lse filled a row at a time) in torch 1.13 on the CPU under inference_mode with the
+ * harness's allocator counter; on bench/accuracy/llm/configs/whisper_small.json (d_model 256, 4 heads, ffn 1024, 2
+ * encoder layers, 300 positions, 80 mel bins) over 3 clips:
+ *   /usr/bin/python3 bench/accuracy/llm/vllm_whisper_replica.py bench/accuracy/llm/configs/whisper_small.json --clips 3
+ * peak above the weights 5,510,656 B in bf16 (at aten::gelu, the MLP's) and 11,020,800 B with --precision fp32.
+ * --serve with max_num_batched_tokens 900 (3 clips of 300) gives the same less the allocator's rounding: the bf16
+ * features' 3 x 80 x 600 x 2 = 288,000 B take 288,256 B in 512-byte blocks (fp32's 576,000 B are whole blocks).
+ * And on whisper_v3_small.json (d_model 192, 6 heads, ffn 768, 2 layers, 250 positions, 128 mel bins) over 2 clips
+ * (--clips 2; --serve at 500 tokens): 2,464,256 B in bf16, the last clip's embeds' 96,000 B taking 96,256 B. */
+static void replica(void **state)
+{
+    (void)state;
+    const struct {
+        const char *cfg;
+        vc_precision prec;
+        int64_t tokens, clips, measured;
+    } c[3] = {{"whisper_small.json", VC_PREC_BF16, 900, 3, 5510656 - 256},
+              {"whisper_small.json", VC_PREC_FP32, 900, 3, 11020800},
+              {"whisper_v3_small.json", VC_PREC_BF16, 500, 2, 2464256 - 256}};
+    for (int i = 0; i < 3; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/../../bench/accuracy/llm/configs/%s", VC_TEST_DATA, c[i].cfg);
+        vc_model *m = load_file(path);
+        vc_options o;
+        vc_options_init(&o);
+        o.precision = c[i].prec;
+        o.prompt = 4;
+        o.new_tokens = 100;
+        vc_serve_options so;
+        vc_serve_options_init(&so);
+        so.max_num_batched_tokens = c[i].tokens;
+        vc_gpu_spec g;
+        vc_error err;
+        assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
+        vc_serve_result r;
+        if (vc_serve(m, &o, &so, &g, &r, &err)) fail_msg("vc_serve: %s", err.msg);
+        vc_model_free(m);
+        assert_int_equal(r.mm_items, c[i].clips);
+        assert_int_equal(r.encoder_peak - r.weights, c[i].measured);
+    }
 }
 
 /* the CLI: the default request (4 + 444), the report's two phases and cache kind */
@@ -271,6 +338,7 @@ int main(void)
         cmocka_unit_test(whisper_small),
         cmocka_unit_test(whisper_large_v3),
         cmocka_unit_test(whisper_large_v3_tp2),
+        cmocka_unit_test(replica),
         cmocka_unit_test(cli),
         cmocka_unit_test(refusals),
     };

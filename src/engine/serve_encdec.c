@@ -67,11 +67,18 @@
  * encoder_cache_manager.py's budget is max_num_batched_encoder_embeds', max_num_batched_tokens by default:
  * followed here.
  *
- * The estimate: the encoder phase is the plan of transformers' encoder (src/hf/hf_whisper.c, part 1: the
- * same sizes, not vLLM's fused qkv and MMEncoderAttention temporaries) under inference at the dummy clips'
- * batch; the decoder phase serve.c's profiling plan of vLLM's decoder (part 2) over the dummy requests, the
- * encoder's outputs and the float32 dummy features held beside it; the profiling peak is the higher phase
- * above vLLM's weights.
+ * The estimate: the encoder phase is vLLM's WhisperEncoder op by op (encoder_phase below: conv1 / conv2 with
+ * GELU per clip, embed_positions, the stack, each WhisperEncoderLayer's fused qkv_proj, MMEncoderAttention's
+ * flash kernel, out_proj, fc1 / GELU / fc2 and cast_overflow_tensors' bools, the final layer_norm) at the dummy
+ * clips' batch, above vLLM's weights and the dummy features (in the model's dtype: vllm/inputs/registry.py
+ * @ f06ae651 InputProcessingContext.call_hf_processor casts the processor's floating outputs, as
+ * src/engine/serve_mm.c reads it); measured by bench/accuracy/llm/vllm_whisper_replica.py (whisper.py's
+ * statements in torch 1.13 on the CPU, the harness's allocator counter): encoder_phase's bytes exactly, the
+ * replica's readings rounded to its allocator's 512-byte blocks (tests/test_whisper_serve.c replica). The
+ * decoder phase is serve.c's profiling plan of vLLM's decoder (part 2) over the dummy requests, the encoder's
+ * outputs and the dummy features held beside it; the plan does not hold the Python locals a sub-layer keeps
+ * until it returns (held_until), so it may undercount by up to two [rows, d_model] tensors a sub-layer. The
+ * profiling peak is the higher phase above vLLM's weights.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +105,7 @@ static bool whisper(const vc_model *m)
 /* The config's sizes (WhisperConfig's defaults: configuration_whisper.py, as src/hf/hf.c's row reads them;
  * the loader checked the values) */
 typedef struct {
-    int64_t d, heads, enc_layers, dec_layers, src, tgt, vocab, mel;
+    int64_t d, heads, enc_layers, dec_layers, src, tgt, vocab, mel, enc_heads, enc_ffn;
     bool tie;
 } wh_sizes;
 
@@ -120,6 +127,8 @@ static vc_status sizes(const vc_model *m, wh_sizes *s, vc_error *err)
     s->tgt = key_int(cfg, "max_target_positions", 448);
     s->vocab = key_int(cfg, "vocab_size", 51865);
     s->mel = key_int(cfg, "num_mel_bins", 80);
+    s->enc_heads = key_int(cfg, "encoder_attention_heads", 6);
+    s->enc_ffn = key_int(cfg, "encoder_ffn_dim", 1536);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
     s->tie = !cJSON_IsBool(t) || cJSON_IsTrue(t); /* PretrainedConfig's True */
     cJSON_Delete(cfg);
@@ -190,12 +199,69 @@ vc_status vc__serve_encdec_decoder(const vc_model *m, const vc_options *o, const
     return load_part(m, 2, len, part, err);
 }
 
+static int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* vLLM's WhisperEncoder.forward over `clips` dummy clips (the header's whisper.py, read op by op as eager PyTorch
+ * runs it: the encoder is not compiled, no support_torch_compile on WhisperEncoder; under inference_mode), its
+ * peak above the weights and the dummy features, in bytes; -1 past 2^63. e the activations' bytes, tp the ranks.
+ * Per clip (T = max_source_positions rows, C = d_model), the loop over the clips (each a [num_mel_bins, 2T] slice
+ * of the batch, unbatched to nn.Conv1d):
+ *   embeds = gelu(conv1(features)): conv1's [C, 2T] output and GELU's; embeds = gelu(conv2(embeds)): the first
+ *   GELU's output (still named embeds) with conv2's [C, T] output and its GELU; transpose a view; embeds +
+ *   embed_positions.weight[:T] a new [T, C] (.to(embeds.dtype) itself: the table is in the model's dtype); each
+ *   clip's embeds kept in the hidden_states list: at the last clip's conv (clips - 1 + 4) x T x C;
+ * torch.stack(hidden_states) (the embeds are 2-D: input_is_batched False): the list and the stack, 2 x clips x T x C;
+ * the loop's name embeds keeps the last clip's [T, C] alive until forward returns;
+ * then each WhisperEncoderLayer over N = clips x T rows, its input held by the caller (forward's hidden_states and
+ * the nn.Module call's args), per row:
+ *   self_attn_layer_norm (nn.LayerNorm: a new output); WhisperAttention.forward: qkv_proj (QKVParallelLinear,
+ *   3 C / tp), q, k, v split views, WhisperEncoderAttention -> MMEncoderAttention.forward_cuda (the custom op is
+ *   always enabled) -> _forward_fa (vllm/model_executor/layers/attention/mm_encoder_attention.py @ 03037b42: the
+ *   backend get_vit_attn_backend's, FLASH_ATTN on an NVIDIA card from sm80; view to [b, s, h, d], no copy) ->
+ *   vllm/v1/attention/ops/vit_attn_wrappers.py @ 03037b42 flash_attn_maxseqlen_wrapper (cu_seqlens an int32
+ *   arange of clips + 1, not counted; the (b s) rearranges views): flash_attn_varlen_func's output [N, heads / tp,
+ *   head_dim] and its float32 softmax_lse [heads / tp, N] inside the kernel; output.reshape a view; out_proj
+ *   (RowParallelLinear: [N, C], at tp > 1 all-reduced into a new tensor, tensor_model_parallel_all_reduce out of
+ *   place) with qkv and the attention's output alive until WhisperAttention.forward returns; residual + attn;
+ *   final_layer_norm; WhisperMLP: fc1 (ColumnParallelLinear, I / tp), activation_fn (get_act_fn("gelu"):
+ *   vllm/model_executor/layers/activation.py @ 00db0119 _ACTIVATION_REGISTRY nn.GELU(), a new output), fc2 (as
+ *   out_proj) with fc1's output named until the rebind; residual + mlp; cast_overflow_tensors (vllm/model_executor/
+ *   models/utils.py: tensors.isinf().any() or tensors.isnan().any(), a [N, C] bool each, one at a time; the clamp
+ *   only on an inf or a nan);
+ * then layer_norm: its input and output, 2 x N x C. Not counted: the kernels' own workspaces (cuDNN's for the
+ * convolutions, cuBLAS's, LayerNorm's per-row mean and rstd) and the tiny index tensors. Below sm80 vLLM takes
+ * TORCH_SDPA (apply_sdpa's output and output.reshape's copy of its permuted view, C / tp a row more than flash's
+ * softmax_lse at that op; the whisper sizes' MLP op stays higher): not distinguished here. */
+static int64_t encoder_phase(const wh_sizes *s, int64_t clips, int64_t e, int64_t tp)
+{
+    const int64_t C = s->d, h = s->d / tp, I = s->enc_ffn / tp, H = s->enc_heads / tp, T = s->src;
+    const int64_t red = tp > 1 ? C * e : 0; /* a row-parallel layer's all-reduced copy */
+    int64_t row = 2 * C * e;                                  /* self_attn_layer_norm */
+    row = mx(row, 2 * C * e + 3 * h * e + h * e + 4 * H);     /* qkv, the flash output and softmax_lse */
+    row = mx(row, 2 * C * e + 4 * h * e + C * e + red);       /* out_proj */
+    row = mx(row, 3 * C * e);                                 /* residual + attn; final_layer_norm */
+    row = mx(row, 3 * C * e + 2 * I * e);                     /* fc1 and GELU */
+    row = mx(row, 3 * C * e + I * e + C * e + red);           /* fc2 */
+    row = mx(row, 4 * C * e);                                 /* residual + mlp */
+    row = mx(row, 3 * C * e + C);                             /* cast_overflow_tensors' isinf / isnan bools */
+    if (s->enc_layers < 1) row = 0;
+    /* bytes a row of a clip: the convolutions' (clips + 3) and the stack's 2 x clips [T, C]; the layers', the
+     * final layer_norm's 2 [T, C] a clip, and the last clip's embeds (the loop's name, alive until forward returns) */
+    int64_t conv, layers, b;
+    if (__builtin_mul_overflow(clips + 3 > 2 * clips ? clips + 3 : 2 * clips, C * e, &conv) ||
+        __builtin_mul_overflow(mx(row, 2 * C * e), clips, &layers) || __builtin_add_overflow(layers, C * e, &layers) ||
+        __builtin_mul_overflow(mx(conv, layers), T, &b))
+        return -1;
+    return b;
+}
+
 vc_status vc__serve_encdec_profile(const vc_model *m, const vc_options *o, const vc_sim *dec, vc_dtype act,
                                    vc_serve_result *r, vc_error *err)
 {
     wh_sizes s;
     vc_status st = sizes(m, &s, err);
     if (st) return st;
+    (void)o; /* the run's options: the encoder phase reads none of them (m->tp the ranks) */
     const int64_t es = vc_dtype_size(act), T = s.src;
     /* the dummy clips (MultiModalBudget, compute_mm_encoder_budget, _get_max_items: above) */
     const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
@@ -209,27 +275,16 @@ vc_status vc__serve_encdec_profile(const vc_model *m, const vc_options *o, const
     const int64_t tp = m->tp > 1 ? m->tp : 1;
     int64_t n = m->nparams + s.d / tp * (s.enc_layers + 2 * s.dec_layers) - (s.tie ? 0 : s.vocab * s.d);
     for (size_t i = 0; i < m->nbuf; i++) n += m->buf[i].numel;
-    /* the encoder phase: transformers' encoder (hf_whisper.c part 1) under inference over the clips */
-    vc_model *enc = NULL;
-    if ((st = load_part(m, 1, 0, &enc, err))) return st;
-    vc_options eo = *o;
-    eo.mode = VC_MODE_INFER;
-    eo.batch = clips;
-    vc_plan *p = NULL;
-    vc_sim es_sim;
-    st = vc_plan_build(enc, &eo, &p, err);
-    if (!st) st = vc_plan_simulate(p, clips, &es_sim, NULL, err);
-    vc_plan_free(p);
-    vc_model_free(enc);
-    if (st) return st;
-    /* the dummy batch: the feature extractor's float32 input_features [num_mel_bins, 2 x T] a clip on the
-     * device (_get_mm_dummy_batch), a profile_run local held through the decoder's run (the plan's own input
-     * is the model-dtype copy _parse_and_validate_audio_input makes); the encoder's outputs [T, d_model] a clip */
+    /* the encoder phase: vLLM's WhisperEncoder over the clips, op by op (encoder_phase above) */
+    const int64_t enc_act = encoder_phase(&s, clips, es, tp);
+    /* the dummy batch: input_features [num_mel_bins, 2 x T] a clip, in the model's dtype (InputProcessingContext
+     * .call_hf_processor's maybe_cast_dtype; _parse_and_validate_audio_input's .to(self.dtype) returns it), a
+     * profile_run local held through both phases; the encoder's outputs [T, d_model] a clip */
     int64_t feats, outs, wbytes, enc_peak, dec_peak;
-    if (__builtin_mul_overflow(clips * s.mel, 2 * T * 4, &feats) || __builtin_mul_overflow(clips * T, s.d * es, &outs) ||
-        __builtin_mul_overflow(n, es, &wbytes))
+    if (enc_act < 0 || __builtin_mul_overflow(clips * s.mel, 2 * T * es, &feats) ||
+        __builtin_mul_overflow(clips * T, s.d * es, &outs) || __builtin_mul_overflow(n, es, &wbytes) ||
+        __builtin_add_overflow(wbytes, enc_act, &enc_peak) || __builtin_add_overflow(enc_peak, feats, &enc_peak))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling passes 2^63 bytes");
-    enc_peak = wbytes + (es_sim.peak - es_sim.persistent[CAT_WEIGHT]) + feats;
     dec_peak = wbytes + (dec->peak - dec->persistent[CAT_WEIGHT]) + outs + feats;
     r->weights = wbytes;
     r->encoder_peak = enc_peak;

@@ -264,7 +264,7 @@ typedef struct {
     struct {
         int64_t dec_NH, dec_I, mel, src;
         double p_act, enc_drop, dec_drop;
-        int part; /* vc_hf_split.whisper_part: 0 the whole model, 1 vLLM's encoder alone, 2 vLLM's decoder's dummy run
+        int part; /* vc_hf_split.whisper_part: 0 the whole model, 2 vLLM's decoder's dummy run
                    * (src/engine/serve_encdec.c) */
         int64_t tp; /* vLLM's tensor-parallel ranks (hf_tp.c; 0 or 1: none): a rank's attention width d_model / tp */
     } wh;

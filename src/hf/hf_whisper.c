@@ -273,12 +273,8 @@ static cJSON *blocks(whw *w, const arch *a, const char *name, const char *in, in
  * vLLM's WhisperForConditionalGeneration (vllm-project/vllm @ 00a23257a13090193fb098c7573598c5fdb4b15e,
  * vllm/model_executor/models/whisper.py) in its profiling run (vllm/v1/worker/gpu_model_runner.py @
  * 000fc94b754f66aeb60ef5acf1ea2e94cdc65164 profile_run):
- *  - part 1, the encoder alone (embed_multimodal -> WhisperModel.get_encoder_outputs -> WhisperEncoder.forward
- *    over the dummy clips): written as transformers' encoder above, its output the encoder's last hidden
- *    state [max_source_positions, d_model] per clip. vLLM's own layers differ in their temporaries: one fused
- *    qkv_proj output [T, 3 d_model] split into views where transformers' q / k / v projections are three
- *    [T, d_model], and MMEncoderAttention (a FlashAttention varlen or sdpa kernel) where transformers runs
- *    F.scaled_dot_product_attention: the same sizes, not the same tensors;
+ *  - the encoder alone (embed_multimodal -> WhisperModel.get_encoder_outputs -> WhisperEncoder.forward over the
+ *    dummy clips) is not a part: src/engine/serve_encdec.c encoder_phase models vLLM's own modules op by op;
  *  - part 2, the decoder's dummy run (_dummy_run(max_num_tokens, is_profile=True)): _init_model_kwargs
  *    returns {} for a generating model, so WhisperForConditionalGeneration.forward gets no encoder_outputs:
  *    WhisperModel.forward's enc_states is None and WhisperCrossAttention.forward skips kv_proj (k = v =
@@ -371,7 +367,6 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     /* encoder_outputs.last_hidden_state; named "encoder" and "decoder_input_ids" below for generate()
      * (src/engine/generate.c "Encoder-decoders") */
     keep(&w, "encoder", "model.encoder.layer_norm", NULL, NULL);
-    if (a->wh.part == 1) return; /* vLLM's encoder alone: its output the model's (src/engine/serve_encdec.c) */
     /* the decoder */
     o = lay(&w, "T5DecoderIds", "decoder_input_ids"); /* shift_tokens_right(labels), or the batch's */
     num(&w, o, "length", (double)a->tgt);

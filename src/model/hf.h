@@ -37,7 +37,7 @@ typedef struct {
     int image_decode; /* the decoding steps of generate() after a prefill that ran the images (src/engine/generate.c):
                        * the tower written as for the prefill but never run, the sequence the text tokens only
                        * (src/hf/hf_vision.c) */
-    int whisper_part; /* --serve's profiling run of a whisper model (src/engine/serve_encdec.c): 1 the encoder alone,
+    int whisper_part; /* --serve's profiling run of a whisper model (src/engine/serve_encdec.c):
                        * 2 the decoder as vLLM's dummy run runs it (no encoder output: the cross-attention's keys and
                        * values not computed); 0 the whole model (src/hf/hf_whisper.c) */
 } vc_hf_split;
