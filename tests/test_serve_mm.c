@@ -309,10 +309,13 @@ static void measured(void **state)
  * is max_patches (16, Llama4ImageProcessorFast's) x image_size high and image_size wide; its best fit is 16 x 1
  * tiles, patches_per_image 1 + 16 = 17 (_call_hf_processor); get_patch_per_chunk (336 // 14)^2 // round(1 / 0.5^2)
  * = 576 // 4 = 144; the item's embeddings (select_text(repl, img_patch_token): the <|patch|> tokens of
- * _prompt_split_image) 17 x 144 = 2448. Scout, --tp 4 (one H100 does not hold it): budget 8192, per prompt
- * max(1, min(999, 1280 // 2448)) = 1, items max(1, min(8192 // 2448, 1024)) = 3; pixel values 3 x 17 x 3 x 336 x
- * 336 x 2 B = 34,546,176 B; outputs (Llama4MultiModalProjector: text hidden_size 5120) 3 x 2448 x 5120 x 2 B =
- * 75,202,560 B; the tower's run under tensor parallelism: not modelled. */
+ * _prompt_split_image) 17 x 144 = 2448. The budget's tokens per item: vllm/multimodal/encoder_budget.py @ 042a4d3e
+ * (the newest stored text) MultiModalBudget.__init__ passes mm_counts = the allowed limits (999 images) to
+ * get_mm_max_toks_per_item, which with no get_mm_max_tokens_per_item sums get_num_embeds over the 999 dummy
+ * images: 999 x 2448 = 2,445,552. Scout, --tp 4 (one H100 does not hold it): budget max(8192, 2,445,552) =
+ * 2,445,552, per prompt max(1, min(999, 1280 // 2,445,552)) = 1, items max(1, min(2,445,552 // 2,445,552, 1024))
+ * = 1; pixel values 17 x 3 x 336 x 336 x 2 B = 11,515,392 B; outputs (Llama4MultiModalProjector: text
+ * hidden_size 5120) 2448 x 5120 x 2 B = 25,067,520 B; the tower's run under tensor parallelism: not modelled. */
 static void llama4(void **state)
 {
     (void)state;
@@ -329,15 +332,16 @@ static void llama4(void **state)
     assert_int_equal(r.mm_item_tokens, 2448);
     assert_int_equal(r.mm_item_width, 336);
     assert_int_equal(r.mm_item_height, 5376);
-    assert_int_equal(r.mm_budget, 8192);
-    assert_int_equal(r.mm_items, 3);
-    assert_int_equal(r.mm_inputs, INT64_C(34546176));
-    assert_int_equal(r.mm_outputs, INT64_C(75202560));
+    assert_int_equal(r.mm_budget, INT64_C(2445552));
+    assert_int_equal(r.mm_items, 1);
+    assert_int_equal(r.mm_inputs, INT64_C(11515392));
+    assert_int_equal(r.mm_outputs, INT64_C(25067520));
     assert_int_equal(r.mm_encoder_peak, -1);
     vc_model_free(m);
     /* bench/accuracy/llm/configs/llama4_vl_small.json (image 112, patch 14: 8 x 8 = 64 patches a tile, s = 65
      * rows with the class token, 16 tokens a tile, 272 an item; vision hidden 64, 4 heads, intermediate 256,
-     * 2 layers, adapter 96 wide, text hidden 64) on one H100: items min(8192 // 272, 1024 x 4) = 30, 510 tiles.
+     * 2 layers, adapter 96 wide, text hidden 64) on one H100: the budget 999 x 272 = 271,728, items
+     * max(1, min(271,728 // 271,728, 1024 x 1)) = 1, 17 tiles.
      * Per tile, the pixel values X = 64 x 3 x 14 x 14 x e; the encoder's input (layernorm_pre's output, held
      * by Llama4VisionModel.forward while the second layer runs) s x 64 x e; then in bf16 the worst op is the
      * rotary embedding's second type_as (Llama4VisionRotaryEmbedding.forward_native): the layer's input x,
@@ -361,10 +365,11 @@ static void llama4(void **state)
     for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
         o.precision = l[i].p;
         serve_h100(m, &o, &so, &r);
-        assert_int_equal(r.mm_items, 30);
+        assert_int_equal(r.mm_items, 1);
         assert_int_equal(r.mm_item_tokens, 272);
+        assert_int_equal(r.mm_budget, 271728);
         assert_int_equal(l[i].measured - l[i].rounding, l[i].per_item);
-        assert_int_equal(r.mm_encoder_peak - r.weights, 30 * l[i].per_item);
+        assert_int_equal(r.mm_encoder_peak - r.weights, l[i].per_item);
     }
     vc_model_free(m);
 }

@@ -67,10 +67,18 @@
  *   preprocessor_config.json; vramcalc reads the config only) x image_size high and image_size wide, whose best
  *   fit (get_best_fit over find_supported_resolutions) is 16 x 1 tiles: patches_per_image 1 + 16 (a global tile),
  *   each tile get_patch_per_chunk = (image_size // patch_size)^2 // round(1 / pixel_shuffle_ratio^2) tokens:
- *   2448 a Scout / Maverick item. (Counted for one dummy item: encoder_budget.py @ 042a4d3e
- *   get_mm_max_toks_per_item passes mm_counts = the allowed limits (999 images under the defaults) to the
- *   dummy inputs whose embeddings it sums, which read literally gives 999 x 2448 "per item", a budget of that
- *   and one dummy item; vramcalc keeps the per-item count the budget is named for. Not settled here.) pixel_values [tiles, num_channels, image_size, image_size] (flat_from_sizes);
+ *   2448 a Scout / Maverick item. The budget counts more: encoder_budget.py @ 042a4d3e (the newest stored
+ *   vllm-project/vllm text; it has #34533's (tokens, name) tie-break, which the other stored text, 83e07779, lacks)
+ *   MultiModalBudget.__init__ calls get_mm_max_toks_per_item with mm_counts = {m: mm_limits.get(m, 1)}, the allowed
+ *   limits (999 images under the defaults); with no get_mm_max_tokens_per_item it builds
+ *   mm_registry.get_dummy_mm_inputs(mm_counts) (Mllama4DummyInputsBuilder.get_dummy_mm_data: mm_counts["image"]
+ *   images) and returns, per modality, sum(item.get_num_embeds() for item in placeholders): 999 x 2448 = 2,445,552
+ *   as the image's "max tokens per item". So the budget is 2,445,552 (compute_mm_encoder_budget's max), per prompt
+ *   max(1, min(999, max_model_len // 2,445,552)) = 1 and items max(1, min(budget // 2,445,552, ...)) = 1: one dummy
+ *   item (GPUModelRunner._get_mm_dummy_batch builds one item and repeats it), 17 tiles of 2448 tokens. (The older
+ *   text, and forks of vLLM stored with the tie-break, pass mm_counts = 1 per modality: 2448 and 3 items on an
+ *   H100's 8192 tokens.) The Qwen videos' frames already follow the limits (above). pixel_values [tiles,
+ *   num_channels, image_size, image_size] (flat_from_sizes);
  *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
  *   outputs [tokens, text hidden_size] per item.
  * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py),
@@ -473,10 +481,13 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     int64_t max_model_len; /* the requests' length */
     if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
-    const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
-    int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
+    /* the tokens per item the budget counts (Tb): T, or for Llama 4 (no get_mm_max_tokens_per_item) the sum over
+     * the dummy inputs of get_mm_max_toks_per_item's mm_counts, the limit of 999 images (the header) */
+    const int64_t Tb = l4 ? 999 * T : T;
+    const int64_t budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
+    int64_t per_prompt = max_model_len / Tb < 999 ? max_model_len / Tb : 999;
     if (per_prompt < 1) per_prompt = 1;
-    int64_t items = budget / T;
+    int64_t items = budget / Tb;
     if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
     if (items < 1) items = 1;
     int64_t out, in;
