@@ -374,7 +374,8 @@ static void llama4(void **state)
     vc_model_free(m);
 }
 
-/* Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py):
+/* Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py; the
+ * same processing info and dummy inputs at 01bae219):
  * Gemma4ProcessingInfo.get_mm_max_tokens_per_item: "image" default_output_length (280), "audio" the processor's
  * audio_seq_length (750, Gemma4Processor's), "video" _VIDEO_MAX_FRAMES 32 x (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6)
  * = 2496: the dummy modality is the video. Budget max(8192, 2496) = 8192, per prompt max(1, min(999, 1280 //
@@ -383,10 +384,17 @@ static void llama4(void **state)
  * pixel_values [70 x 3^2 = 630 patches (padded), 16^2 x 3 = 768] in the model's dtype, 630 x 768 x 2 =
  * 967,680 B; _compute_num_soft_tokens(224, 224, 70): unit 48, scale sqrt(630 / 196), target floor(224 x 1.7928
  * / 48) x 48 = 384, (384 / 16)^2 // 9 = 64 tokens a frame; _process_video_input's output per video
- * torch.cat of 32 frames' embed_vision outputs, [2048, text hidden_size]. E4B (hidden 2560): inputs 3 x 32 x
- * 967,680 = 92,897,280 B, outputs 3 x 2048 x 2560 x 2 = 31,457,280 B. The tower (transformers' Gemma4VisionModel
- * per frame) is not modelled: mm_encoder 2, mm_encoder_peak -1, and the peak is the language model phase's
- * with the inputs and outputs. */
+ * [2048, text hidden_size]. E4B (hidden 2560): inputs 3 x 32 x 967,680 = 92,897,280 B, outputs 3 x 2048 x 2560 x
+ * 2 = 31,457,280 B.
+ * The tower (gemma4_mm.py @ 01bae2190e1c298115941f50bd6ed508216f24e7 _process_video_input, transformers @ 0246b4f3
+ * Gemma4VisionPatchEmbedder): the 96 frames in chunks of _encoder_chunk(630, free, total, 10240) = min(free // 2,
+ * total // 10) // (630 x 4 x 10240 x 8 = 206,438,400); on the H100 (81559 MiB: total // 10 = 8,552,080,998, free
+ * // 2 larger with E4B's 15.2 GiB of weights) 41 frames: chunks of 41, 41, 14. A frame's patch embedder at the
+ * one-hot's cast: its pixel values' 2 * (x - 0.5) 967,680, input_proj's output 630 x 768 x 2 = 967,680,
+ * clamped_positions 630 x 2 x 8 = 10,080, F.one_hot 630 x 2 x 10240 x 8 = 103,219,200 and its bf16 copy
+ * 25,804,800: 130,969,440 B. The second chunk's (the first chunk's 41 outputs kept, 41 x 967,680 = 39,674,880):
+ * 41 x 130,969,440 + 39,674,880 = 5,409,421,920, plus every frame's pixel values 92,897,280: 5,502,319,200 B above
+ * the weights (the last chunk's 1,912,921,920 + and the final torch.cat's 185,794,560 are less). */
 static void gemma4(void **state)
 {
     (void)state;
@@ -397,15 +405,47 @@ static void gemma4(void **state)
     vc_serve_result r;
     vc_model *m = load_file(HF "gemma-4-e4b-it.json");
     serve_h100(m, &o, &so, &r);
-    assert_int_equal(r.mm_encoder, 2);
+    assert_int_equal(r.mm_encoder, 1);
     assert_int_equal(r.mm_item_tokens, 2496);
     assert_int_equal(r.mm_item_width, 224);
     assert_int_equal(r.mm_budget, 8192);
     assert_int_equal(r.mm_items, 3);
     assert_int_equal(r.mm_inputs, INT64_C(92897280));
     assert_int_equal(r.mm_outputs, INT64_C(31457280));
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(5502319200));
+    assert_int_equal(r.profile_peak, r.mm_encoder_peak); /* over the language model phase */
+    /* --tp 2: the tower not modelled; the peak is the language model phase's */
+    o.tp = o.gpus = 2;
+    serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_encoder_peak, -1);
     assert_int_equal(r.profile_peak, r.profile_lm);
+    vc_model_free(m);
+    /* bench/accuracy/llm/configs/gemma4_vl_small.json (vision hidden 64, intermediate 128, 2 layers, 4 heads of 16,
+     * position_embedding_size 256) on one H100: 96 frames, chunk min(96, 8,552,080,998 // (630 x 4 x 256 x 8)) =
+     * 96, one chunk. A frame at the one-hot's cast: 2 * (x - 0.5) 630 x 768 x e, input_proj 630 x 64 x e,
+     * clamped_positions 10,080, the one-hot 630 x 2 x 256 x 8 = 2,580,480 and its copy 630 x 512 x e: bf16
+     * 4,284,000 B, fp32 5,977,440 B; with the frame's pixel values (967,680 or 1,935,360 B) 5,251,680 and
+     * 7,912,800 B a frame.
+     * Measured: `/usr/bin/python3 bench/accuracy/llm/vllm_vision_replica.py bench/accuracy/llm/configs/
+     * gemma4_vl_small.json --items 1 --precision P` (32 frames, one chunk; gemma4_mm.py @ 01bae219 and transformers'
+     * modules statement by statement, SDPA's kernel as its output and logsumexp): 168,396,800 B (bf16) and
+     * 253,552,640 B (fp32), at aten::_to_copy (the one-hot's cast): 32 frames of vramcalc's plus 343,040 B, the
+     * pixel_position_ids (32 x 630 x 2 x 8 = 322,560) and padding_positions (32 x 630 bool, 20,480 in 512-byte
+     * blocks) vramcalc leaves out; with --chunk 12 (chunks 12, 12, 8) 83,684,864 B, vramcalc's 83,341,440 (the
+     * second chunk, the first's outputs kept) plus the same 343,040 and 384 B of clamped_positions' rounding. */
+    m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/gemma4_vl_small.json");
+    opts(&o);
+    static const struct { vc_precision p; int64_t per_frame, measured; } g[] = {
+        {VC_PREC_BF16, 5251680, 168396800},
+        {VC_PREC_FP32, 7912800, 253552640},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        o.precision = g[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 3);
+        assert_int_equal(g[i].measured - 343040, 32 * g[i].per_frame);
+        assert_int_equal(r.mm_encoder_peak - r.weights, 96 * g[i].per_frame);
+    }
     vc_model_free(m);
 }
 
