@@ -394,7 +394,7 @@ static void llama4(void **state)
  * clamped_positions 630 x 2 x 8 = 10,080, F.one_hot 630 x 2 x 10240 x 8 = 103,219,200 and its bf16 copy
  * 25,804,800: 130,969,440 B. The second chunk's (the first chunk's 41 outputs kept, 41 x 967,680 = 39,674,880):
  * 41 x 130,969,440 + 39,674,880 = 5,409,421,920, plus every frame's pixel values 92,897,280: 5,502,319,200 B above
- * the weights (the last chunk's 1,912,921,920 + and the final torch.cat's 185,794,560 are less). */
+ * the weights (the last chunk's 1,912,921,920 and the final torch.cat's 185,794,560 are less). */
 static void gemma4(void **state)
 {
     (void)state;

@@ -82,8 +82,8 @@
  *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
  *   outputs [tokens, text hidden_size] per item.
  * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py; the
- *   same processing info and dummy inputs at 01bae2190e1c298115941f50bd6ed508216f24e7, which also reads
- *   max_soft_tokens and the video num_frames hint, #41799 / #41837, neither given here):
+ *   same processing info and dummy inputs at 01bae2190e1c298115941f50bd6ed508216f24e7; both read max_soft_tokens
+ *   and the video num_frames hint, #41799 / #41837, neither given here):
  *   Gemma4ProcessingInfo.get_mm_max_tokens_per_item gives "image" default_output_length
  *   (280), "audio" the processor's audio_seq_length (Gemma4Processor's 750) and "video" _VIDEO_MAX_FRAMES 32 x
  *   (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6) = 2496, so the dummy modality is the video at 2496 tokens an item;
@@ -92,7 +92,8 @@
  *   pooling_kernel_size^2 patches (padded), patch_size^2 x 3] in the model's dtype; per video the output is
  *   [32 x _compute_num_soft_tokens(224, 224, 70), text hidden_size]. The tower is transformers' Gemma4VisionModel
  *   (AutoModel.from_config; transformers @ 0246b4f3335464614ef1de66531f9131a44ec801 modeling_gemma4.py). At 49e6e473
- *   _process_video_input ran it frame by frame; at 01bae219 (the newer text: it carries the PRs above) it runs
+ *   _process_video_input ran it frame by frame; at 01bae219 (the newer text: #43169, "Batch vision encoder calls
+ *   for image and video processing", merged 2026-05-20) it runs
  *   vt.patch_embedder and vt.encoder over chunks of all the batch's frames, _encoder_chunk(patches, free, total,
  *   position_embedding_size) = max(1, min(free // 2, total // 10) // (patches x 4 x position_embedding_size x 8))
  *   frames a chunk (free and total: current_platform.mem_get_info() as the encoder starts), keeps each chunk's
@@ -100,7 +101,7 @@
  *   is the patch embedder's one-hot cast (gemma4_tower below); the encoder layers (SDPA, transformers' default for
  *   from_config), the pooler and the projection hold less (measured below). pixel_position_ids_videos (two int64 a
  *   patch) and padding_positions (a bool a patch) are not counted.
-  *
+ *
  * The encoder phase's live tensors, read op by op from vLLM's modules as eager PyTorch runs them (the
  * vision encoder is not compiled: CompilationConfig.compile_mm_encoder is False by default; a
  * function's argument stays alive until the call returns, a local until its name is rebound or the
