@@ -309,10 +309,13 @@ static void measured(void **state)
  * is max_patches (16, Llama4ImageProcessorFast's) x image_size high and image_size wide; its best fit is 16 x 1
  * tiles, patches_per_image 1 + 16 = 17 (_call_hf_processor); get_patch_per_chunk (336 // 14)^2 // round(1 / 0.5^2)
  * = 576 // 4 = 144; the item's embeddings (select_text(repl, img_patch_token): the <|patch|> tokens of
- * _prompt_split_image) 17 x 144 = 2448. Scout, --tp 4 (one H100 does not hold it): budget 8192, per prompt
- * max(1, min(999, 1280 // 2448)) = 1, items max(1, min(8192 // 2448, 1024)) = 3; pixel values 3 x 17 x 3 x 336 x
- * 336 x 2 B = 34,546,176 B; outputs (Llama4MultiModalProjector: text hidden_size 5120) 3 x 2448 x 5120 x 2 B =
- * 75,202,560 B; the tower's run under tensor parallelism: not modelled. */
+ * _prompt_split_image) 17 x 144 = 2448. The budget's tokens per item: vllm/multimodal/encoder_budget.py @ 042a4d3e
+ * (the newest stored text) MultiModalBudget.__init__ passes mm_counts = the allowed limits (999 images) to
+ * get_mm_max_toks_per_item, which with no get_mm_max_tokens_per_item sums get_num_embeds over the 999 dummy
+ * images: 999 x 2448 = 2,445,552. Scout, --tp 4 (one H100 does not hold it): budget max(8192, 2,445,552) =
+ * 2,445,552, per prompt max(1, min(999, 1280 // 2,445,552)) = 1, items max(1, min(2,445,552 // 2,445,552, 1024))
+ * = 1; pixel values 17 x 3 x 336 x 336 x 2 B = 11,515,392 B; outputs (Llama4MultiModalProjector: text
+ * hidden_size 5120) 2448 x 5120 x 2 B = 25,067,520 B; the tower's run under tensor parallelism: not modelled. */
 static void llama4(void **state)
 {
     (void)state;
@@ -329,15 +332,16 @@ static void llama4(void **state)
     assert_int_equal(r.mm_item_tokens, 2448);
     assert_int_equal(r.mm_item_width, 336);
     assert_int_equal(r.mm_item_height, 5376);
-    assert_int_equal(r.mm_budget, 8192);
-    assert_int_equal(r.mm_items, 3);
-    assert_int_equal(r.mm_inputs, INT64_C(34546176));
-    assert_int_equal(r.mm_outputs, INT64_C(75202560));
+    assert_int_equal(r.mm_budget, INT64_C(2445552));
+    assert_int_equal(r.mm_items, 1);
+    assert_int_equal(r.mm_inputs, INT64_C(11515392));
+    assert_int_equal(r.mm_outputs, INT64_C(25067520));
     assert_int_equal(r.mm_encoder_peak, -1);
     vc_model_free(m);
     /* bench/accuracy/llm/configs/llama4_vl_small.json (image 112, patch 14: 8 x 8 = 64 patches a tile, s = 65
      * rows with the class token, 16 tokens a tile, 272 an item; vision hidden 64, 4 heads, intermediate 256,
-     * 2 layers, adapter 96 wide, text hidden 64) on one H100: items min(8192 // 272, 1024 x 4) = 30, 510 tiles.
+     * 2 layers, adapter 96 wide, text hidden 64) on one H100: the budget 999 x 272 = 271,728, items
+     * max(1, min(271,728 // 271,728, 1024 x 1)) = 1, 17 tiles.
      * Per tile, the pixel values X = 64 x 3 x 14 x 14 x e; the encoder's input (layernorm_pre's output, held
      * by Llama4VisionModel.forward while the second layer runs) s x 64 x e; then in bf16 the worst op is the
      * rotary embedding's second type_as (Llama4VisionRotaryEmbedding.forward_native): the layer's input x,
@@ -361,15 +365,17 @@ static void llama4(void **state)
     for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
         o.precision = l[i].p;
         serve_h100(m, &o, &so, &r);
-        assert_int_equal(r.mm_items, 30);
+        assert_int_equal(r.mm_items, 1);
         assert_int_equal(r.mm_item_tokens, 272);
+        assert_int_equal(r.mm_budget, 271728);
         assert_int_equal(l[i].measured - l[i].rounding, l[i].per_item);
-        assert_int_equal(r.mm_encoder_peak - r.weights, 30 * l[i].per_item);
+        assert_int_equal(r.mm_encoder_peak - r.weights, l[i].per_item);
     }
     vc_model_free(m);
 }
 
-/* Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py):
+/* Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py; the
+ * same processing info and dummy inputs at 01bae219):
  * Gemma4ProcessingInfo.get_mm_max_tokens_per_item: "image" default_output_length (280), "audio" the processor's
  * audio_seq_length (750, Gemma4Processor's), "video" _VIDEO_MAX_FRAMES 32 x (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6)
  * = 2496: the dummy modality is the video. Budget max(8192, 2496) = 8192, per prompt max(1, min(999, 1280 //
@@ -378,10 +384,17 @@ static void llama4(void **state)
  * pixel_values [70 x 3^2 = 630 patches (padded), 16^2 x 3 = 768] in the model's dtype, 630 x 768 x 2 =
  * 967,680 B; _compute_num_soft_tokens(224, 224, 70): unit 48, scale sqrt(630 / 196), target floor(224 x 1.7928
  * / 48) x 48 = 384, (384 / 16)^2 // 9 = 64 tokens a frame; _process_video_input's output per video
- * torch.cat of 32 frames' embed_vision outputs, [2048, text hidden_size]. E4B (hidden 2560): inputs 3 x 32 x
- * 967,680 = 92,897,280 B, outputs 3 x 2048 x 2560 x 2 = 31,457,280 B. The tower (transformers' Gemma4VisionModel
- * per frame) is not modelled: mm_encoder 2, mm_encoder_peak -1, and the peak is the language model phase's
- * with the inputs and outputs. */
+ * [2048, text hidden_size]. E4B (hidden 2560): inputs 3 x 32 x 967,680 = 92,897,280 B, outputs 3 x 2048 x 2560 x
+ * 2 = 31,457,280 B.
+ * The tower (gemma4_mm.py @ 01bae2190e1c298115941f50bd6ed508216f24e7 _process_video_input, transformers @ 0246b4f3
+ * Gemma4VisionPatchEmbedder): the 96 frames in chunks of _encoder_chunk(630, free, total, 10240) = min(free // 2,
+ * total // 10) // (630 x 4 x 10240 x 8 = 206,438,400); on the H100 (81559 MiB: total // 10 = 8,552,080,998, free
+ * // 2 larger with E4B's 15.2 GiB of weights) 41 frames: chunks of 41, 41, 14. A frame's patch embedder at the
+ * one-hot's cast: its pixel values' 2 * (x - 0.5) 967,680, input_proj's output 630 x 768 x 2 = 967,680,
+ * clamped_positions 630 x 2 x 8 = 10,080, F.one_hot 630 x 2 x 10240 x 8 = 103,219,200 and its bf16 copy
+ * 25,804,800: 130,969,440 B. The second chunk's (the first chunk's 41 outputs kept, 41 x 967,680 = 39,674,880):
+ * 41 x 130,969,440 + 39,674,880 = 5,409,421,920, plus every frame's pixel values 92,897,280: 5,502,319,200 B above
+ * the weights (the last chunk's 1,912,921,920 and the final torch.cat's 185,794,560 are less). */
 static void gemma4(void **state)
 {
     (void)state;
@@ -392,15 +405,47 @@ static void gemma4(void **state)
     vc_serve_result r;
     vc_model *m = load_file(HF "gemma-4-e4b-it.json");
     serve_h100(m, &o, &so, &r);
-    assert_int_equal(r.mm_encoder, 2);
+    assert_int_equal(r.mm_encoder, 1);
     assert_int_equal(r.mm_item_tokens, 2496);
     assert_int_equal(r.mm_item_width, 224);
     assert_int_equal(r.mm_budget, 8192);
     assert_int_equal(r.mm_items, 3);
     assert_int_equal(r.mm_inputs, INT64_C(92897280));
     assert_int_equal(r.mm_outputs, INT64_C(31457280));
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(5502319200));
+    assert_int_equal(r.profile_peak, r.mm_encoder_peak); /* over the language model phase */
+    /* --tp 2: the tower not modelled; the peak is the language model phase's */
+    o.tp = o.gpus = 2;
+    serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_encoder_peak, -1);
     assert_int_equal(r.profile_peak, r.profile_lm);
+    vc_model_free(m);
+    /* bench/accuracy/llm/configs/gemma4_vl_small.json (vision hidden 64, intermediate 128, 2 layers, 4 heads of 16,
+     * position_embedding_size 256) on one H100: 96 frames, chunk min(96, 8,552,080,998 // (630 x 4 x 256 x 8)) =
+     * 96, one chunk. A frame at the one-hot's cast: 2 * (x - 0.5) 630 x 768 x e, input_proj 630 x 64 x e,
+     * clamped_positions 10,080, the one-hot 630 x 2 x 256 x 8 = 2,580,480 and its copy 630 x 512 x e: bf16
+     * 4,284,000 B, fp32 5,977,440 B; with the frame's pixel values (967,680 or 1,935,360 B) 5,251,680 and
+     * 7,912,800 B a frame.
+     * Measured: `/usr/bin/python3 bench/accuracy/llm/vllm_vision_replica.py bench/accuracy/llm/configs/
+     * gemma4_vl_small.json --items 1 --precision P` (32 frames, one chunk; gemma4_mm.py @ 01bae219 and transformers'
+     * modules statement by statement, SDPA's kernel as its output and logsumexp): 168,396,800 B (bf16) and
+     * 253,552,640 B (fp32), at aten::_to_copy (the one-hot's cast): 32 frames of vramcalc's plus 343,040 B, the
+     * pixel_position_ids (32 x 630 x 2 x 8 = 322,560) and padding_positions (32 x 630 bool, 20,480 in 512-byte
+     * blocks) vramcalc leaves out; with --chunk 12 (chunks 12, 12, 8) 83,684,864 B, vramcalc's 83,341,440 (the
+     * second chunk, the first's outputs kept) plus the same 343,040 and 384 B of clamped_positions' rounding. */
+    m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/gemma4_vl_small.json");
+    opts(&o);
+    static const struct { vc_precision p; int64_t per_frame, measured; } g[] = {
+        {VC_PREC_BF16, 5251680, 168396800},
+        {VC_PREC_FP32, 7912800, 253552640},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        o.precision = g[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 3);
+        assert_int_equal(g[i].measured - 343040, 32 * g[i].per_frame);
+        assert_int_equal(r.mm_encoder_peak - r.weights, 96 * g[i].per_frame);
+    }
     vc_model_free(m);
 }
 

@@ -67,23 +67,40 @@
  *   preprocessor_config.json; vramcalc reads the config only) x image_size high and image_size wide, whose best
  *   fit (get_best_fit over find_supported_resolutions) is 16 x 1 tiles: patches_per_image 1 + 16 (a global tile),
  *   each tile get_patch_per_chunk = (image_size // patch_size)^2 // round(1 / pixel_shuffle_ratio^2) tokens:
- *   2448 a Scout / Maverick item. (Counted for one dummy item: encoder_budget.py @ 042a4d3e
- *   get_mm_max_toks_per_item passes mm_counts = the allowed limits (999 images under the defaults) to the
- *   dummy inputs whose embeddings it sums, which read literally gives 999 x 2448 "per item", a budget of that
- *   and one dummy item; vramcalc keeps the per-item count the budget is named for. Not settled here.) pixel_values [tiles, num_channels, image_size, image_size] (flat_from_sizes);
+ *   2448 a Scout / Maverick item. The budget counts more: encoder_budget.py @ 042a4d3e (the newest stored
+ *   vllm-project/vllm text; it has #34533's (tokens, name) tie-break, which the other stored text, 83e07779, lacks)
+ *   MultiModalBudget.__init__ calls get_mm_max_toks_per_item with mm_counts = {m: mm_limits.get(m, 1)}, the allowed
+ *   limits (999 images under the defaults); with no get_mm_max_tokens_per_item it builds
+ *   mm_registry.get_dummy_mm_inputs(mm_counts) (Mllama4DummyInputsBuilder.get_dummy_mm_data: mm_counts["image"]
+ *   images) and returns, per modality, sum(item.get_num_embeds() for item in placeholders): 999 x 2448 = 2,445,552
+ *   as the image's "max tokens per item". So the budget is 2,445,552 (compute_mm_encoder_budget's max), per prompt
+ *   max(1, min(999, max_model_len // 2,445,552)) = 1 and items max(1, min(budget // 2,445,552, ...)) = 1: one dummy
+ *   item (GPUModelRunner._get_mm_dummy_batch builds one item and repeats it), 17 tiles of 2448 tokens. (The older
+ *   text, and forks of vLLM stored with the tie-break, pass mm_counts = 1 per modality: 2448 and 3 items on an
+ *   H100's 8192 tokens.) The Qwen videos' frames already follow the limits (above). pixel_values [tiles,
+ *   num_channels, image_size, image_size] (flat_from_sizes);
  *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
  *   outputs [tokens, text hidden_size] per item.
- * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py),
- *   the dummy batch only: Gemma4ProcessingInfo.get_mm_max_tokens_per_item gives "image" default_output_length
+ * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py; the
+ *   same processing info and dummy inputs at 01bae2190e1c298115941f50bd6ed508216f24e7; both read max_soft_tokens
+ *   and the video num_frames hint, #41799 / #41837, neither given here):
+ *   Gemma4ProcessingInfo.get_mm_max_tokens_per_item gives "image" default_output_length
  *   (280), "audio" the processor's audio_seq_length (Gemma4Processor's 750) and "video" _VIDEO_MAX_FRAMES 32 x
  *   (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6) = 2496, so the dummy modality is the video at 2496 tokens an item;
  *   Gemma4DummyInputsBuilder's video is 32 frames of 224 x 224 (the image processor's size is None), each frame
  *   processed as an image with max_soft_tokens 70 (_call_hf_processor): pixel_values_videos [frames, 70 x
- *   pooling_kernel_size^2 patches (padded), patch_size^2 x 3] in the model's dtype; _process_video_input runs
- *   the vision tower frame by frame and keeps per video the torch.cat of the frames' embed_vision outputs,
- *   [32 x _compute_num_soft_tokens(224, 224, 70), text hidden_size]. The tower itself is transformers'
- *   Gemma4VisionModel (AutoModel.from_config), not modelled: mm_encoder 2 (the dummy batch derived, the encoder
- *   phase not), mm_encoder_peak -1; pixel_position_ids_videos (two integers a patch) are not counted.
+ *   pooling_kernel_size^2 patches (padded), patch_size^2 x 3] in the model's dtype; per video the output is
+ *   [32 x _compute_num_soft_tokens(224, 224, 70), text hidden_size]. The tower is transformers' Gemma4VisionModel
+ *   (AutoModel.from_config; transformers @ 0246b4f3335464614ef1de66531f9131a44ec801 modeling_gemma4.py). At 49e6e473
+ *   _process_video_input ran it frame by frame; at 01bae219 (the newer text: #43169, "Batch vision encoder calls
+ *   for image and video processing", merged 2026-05-20) it runs
+ *   vt.patch_embedder and vt.encoder over chunks of all the batch's frames, _encoder_chunk(patches, free, total,
+ *   position_embedding_size) = max(1, min(free // 2, total // 10) // (patches x 4 x position_embedding_size x 8))
+ *   frames a chunk (free and total: current_platform.mem_get_info() as the encoder starts), keeps each chunk's
+ *   last_hidden_state in a list, then torch.cat, the pooler frame by frame and one embed_vision call. The worst op
+ *   is the patch embedder's one-hot cast (gemma4_tower below); the encoder layers (SDPA, transformers' default for
+ *   from_config), the pooler and the projection hold less (measured below). pixel_position_ids_videos (two int64 a
+ *   patch) and padding_positions (a bool a patch) are not counted.
  *
  * The encoder phase's live tensors, read op by op from vLLM's modules as eager PyTorch runs them (the
  * vision encoder is not compiled: CompilationConfig.compile_mm_encoder is False by default; a
@@ -138,6 +155,9 @@
  *     vllm/model_executor/layers/rotary_embedding/llama4_vision_rope.py @ 10760a01 Llama4VisionRotaryEmbedding
  *     .forward_native (forward_cuda calls it): query.float(), key.float() (copies unless float32), the complex64
  *     products with the cos_sin_cache buffer, .type_as (new unless float32).
+ * Measured (Gemma 4): the replica's gemma4() (gemma4_mm.py @ 01bae219 and transformers' modules statement by
+ * statement, SDPA as its output and logsumexp) on gemma4_vl_small.json peaks at the one-hot's cast, at gemma4_tower's
+ * bytes plus the position ids and padding mask (tests/test_serve_mm.c gemma4).
  * Measured: bench/accuracy/llm/vllm_vision_replica.py (the Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers, and Gemma 3's
  * SigLIP and projector, in torch 1.13 on the CPU, the harness's allocator counter) equals qwen_tower's bytes plus
  * the per-image index tensors (cu_seqlens; fast_pos_embed_interpolate's per-side vectors), and siglip_tower's
@@ -322,6 +342,36 @@ static int64_t llama4_tower(const tower *t, int64_t tiles, int64_t S, int64_t Tt
     return __builtin_mul_overflow(p, tiles, &b) ? -1 : b;
 }
 
+/* Gemma 4's encoder phase above the weights (gemma4_mm.py @ 01bae219 Gemma4ForConditionalGeneration._process_video_input
+ * and _encoder_chunk; transformers @ 0246b4f3 modeling_gemma4.py Gemma4VisionPatchEmbedder), -1 past 2^63: F frames of
+ * N patches (pd pixel values each), C the tower's width, P position_embedding_size, b frames a chunk. The pixel values
+ * of every frame are held throughout; each chunk's encoder output is kept in last_hidden_states_list until the
+ * torch.cat after the loop. In a chunk of c frames the patch embedder's worst op is the one-hot's cast:
+ * Gemma4VisionPatchEmbedder.forward's pixel_values = 2 * (pixel_values - 0.5) (a new tensor; the argument is the
+ * caller's slice), input_proj's output [c, N, C], then _position_embeddings: clamped_positions [c, N, 2] int64,
+ * F.one_hot(..., num_classes=P) [c, N, 2, P] int64 and its permute(...).to(position_embedding_table) copy in the
+ * table's dtype (the int64 one freed when the name is rebound); then the matmul's [c, 2, N, C]. */
+static int64_t gemma4_tower(int64_t F, int64_t b, int64_t N, int64_t pd, int64_t C, int64_t P, int64_t e)
+{
+    const int64_t X = N * pd * e, H = N * C * e; /* a frame's pixel values, its hidden states */
+    int64_t frame = mx(2 * X, X + H + 16 * N + 16 * N * P + 2 * N * P * e); /* 2 * (x - 0.5); the cast */
+    frame = mx(frame, X + H + 16 * N + 2 * N * P * e + 2 * H);                 /* one_hot @ table */
+    const int64_t q = F / b, rem = F % b;
+    int64_t held, a, c, peak;
+    if (__builtin_mul_overflow(F, X, &held) || __builtin_mul_overflow(frame, b, &a) ||
+        __builtin_mul_overflow((q - 1) * b, H, &c) || __builtin_add_overflow(a, c, &peak))
+        return -1;
+    if (rem > 0) { /* the last, shorter chunk with every full chunk's output kept */
+        if (__builtin_mul_overflow(frame, rem, &a) || __builtin_mul_overflow(q * b, H, &c) || __builtin_add_overflow(a, c, &a))
+            return -1;
+        peak = mx(peak, a);
+    }
+    /* torch.cat(last_hidden_states_list): the list and the cat, [F, N, C] each */
+    if (__builtin_mul_overflow(2 * F, H, &a)) return -1;
+    peak = mx(peak, a);
+    return __builtin_add_overflow(held, peak, &peak) ? -1 : peak;
+}
+
 vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,
                        vc_error *err)
 {
@@ -366,13 +416,16 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_item_width = img;
         r->mm_item_height = 16 * img;
     }
-    /* Gemma 4 (gemma4_mm.py, the header's commit): the dummy batch only, its tower not modelled (mm_encoder 2) */
+    /* Gemma 4 (gemma4_mm.py, the header's commits): the dummy batch, then the tower (gemma4_tower) */
     if (!strcmp(type, "gemma4") && cJSON_IsObject(v)) {
         const cJSON *kk = cJSON_GetObjectItemCaseSensitive(v, "pooling_kernel_size");
         const int64_t p = num(v, "patch_size", 16), k = cJSON_IsNumber(kk) ? (int64_t)kk->valuedouble : 0,
                       cin = 3, Ht = num(text_config(root), "hidden_size", 0);
+        /* Gemma4VisionConfig's defaults as src/hf/hf_gemma4.c reads them */
+        const int64_t C = num(v, "hidden_size", 768), pe = num(v, "position_embedding_size", 10240);
         cJSON_Delete(root);
-        if (p < 1 || p > 4096 || k < 1 || k > 4096 || Ht < 1 || Ht > (1 << 24)) { /* pooling_kernel_size unread: not derived */
+        if (p < 1 || p > 4096 || k < 1 || k > 4096 || Ht < 1 || Ht > (1 << 24) || C < 1 || C > (1 << 24) || pe < 1 ||
+            pe > (1 << 24)) { /* pooling_kernel_size unread: not derived */
             r->mm_encoder = -1;
             return VC_OK;
         }
@@ -398,7 +451,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         if (__builtin_mul_overflow(items, 32 * soft * Ht * e, &out) ||
             __builtin_mul_overflow(items, 32 * maxp * cin * p * p * e, &in))
             return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
-        r->mm_encoder = 2;
+        r->mm_encoder = 1;
         r->mm_items = items;
         r->mm_item_tokens = T;
         r->mm_item_width = r->mm_item_height = 224;
@@ -406,6 +459,31 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_outputs = out;
         r->mm_inputs = in;
         r->mm_encoder_peak = -1;
+        const bool cuda = !(gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0);
+        /* not modelled (above); nor a frame past 2^20 patches or 1024-pixel patches (no published config) */
+        if (o->tp > 1 || !cuda || maxp > (1 << 20) || p > 1024) return VC_OK;
+        /* _encoder_chunk(pixel_values.shape[1], free, total, position_embedding_size): max(1, min(free // 2,
+         * total // 10) // (N x 4 x P x 8)) frames a chunk, at most all of them; free and total from
+         * current_platform.mem_get_info() when the encoder runs: total less the weights, the dummy pixel values
+         * and the CUDA context as serve.c's snapshot counts it */
+        vc_options c = *o;
+        c.mode = VC_MODE_INFER;
+        c.context = -1;
+        c.device = gpu->preset;
+        vc_context_parts parts;
+        int64_t ctx_total;
+        vc_status st = vc_context_estimate(&c, VC_USES_FLASH, &parts, &ctx_total, err);
+        if (st) return st;
+        const int64_t N = maxp, F = items * 32;
+        int64_t freeb = gpu->total - r->weights - in - (parts.runtime + parts.local_memory + parts.eager);
+        if (freeb < 0) freeb = 0;
+        const int64_t cap = freeb / 2 < gpu->total / 10 ? freeb / 2 : gpu->total / 10;
+        int64_t chunk = cap / (N * 4 * pe * 8);
+        if (chunk < 1) chunk = 1;
+        if (chunk > F) chunk = F;
+        r->mm_encoder_peak = gemma4_tower(F, chunk, N, cin * p * p, C, pe, e);
+        if (r->mm_encoder_peak < 0)
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
         return VC_OK;
     }
     if (!q25 && !q3vl && !q35 && !g3 && !l4) { /* another model with a vision tower: not derived */
@@ -473,10 +551,13 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     int64_t max_model_len; /* the requests' length */
     if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
-    const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
-    int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
+    /* the tokens per item the budget counts (Tb): T, or for Llama 4 (no get_mm_max_tokens_per_item) the sum over
+     * the dummy inputs of get_mm_max_toks_per_item's mm_counts, the limit of 999 images (the header) */
+    const int64_t Tb = l4 ? 999 * T : T;
+    const int64_t budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
+    int64_t per_prompt = max_model_len / Tb < 999 ? max_model_len / Tb : 999;
     if (per_prompt < 1) per_prompt = 1;
-    int64_t items = budget / T;
+    int64_t items = budget / Tb;
     if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
     if (items < 1) items = 1;
     int64_t out, in;

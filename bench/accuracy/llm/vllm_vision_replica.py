@@ -53,7 +53,8 @@ def main(argv):
     ap.add_argument("config")
     ap.add_argument("--grid", type=int, default=16, help="the dummy image's patches per side (a multiple of 8)")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
-    ap.add_argument("--items", type=int, default=2, help="siglip, llama4: the dummy images in the batch")
+    ap.add_argument("--items", type=int, default=2, help="siglip, llama4: the dummy images in the batch; gemma4: videos")
+    ap.add_argument("--chunk", type=int, default=0, help="gemma4: frames a chunk (_encoder_chunk's; 0: all)")
     args = ap.parse_args(argv)
     measure.reexec_with_preload()
     import torch
@@ -68,6 +69,8 @@ def main(argv):
         return siglip(args, cfg, tr, torch, F)
     if cfg.get("model_type") == "llama4":
         return llama4(args, cfg, tr, torch, F)
+    if cfg.get("model_type") == "gemma4":
+        return gemma4(args, cfg, tr, torch, F)
     v = cfg["vision_config"]
     qwen3 = cfg.get("model_type") in ("qwen3_vl", "qwen3_5", "qwen3_5_moe")
     dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -636,6 +639,235 @@ def llama4(args, cfg, tr, torch, F):
                       "tiles": n, "allocated_before": before, "peak": peak - before,
                       "per_item": (peak - before) / args.items, "where": where,
                       "outputs": vision_embeddings_flat.numel() * vision_embeddings_flat.element_size()}))
+    return 0
+
+
+def gemma4(args, cfg, tr, torch, F):
+    """Gemma 4's vision tower on the dummy videos, vllm-project/vllm @ 01bae2190e1c298115941f50bd6ed508216f24e7
+    vllm/model_executor/models/gemma4_mm.py Gemma4ForConditionalGeneration._process_video_input (frames encoded in
+    chunks of --chunk, _encoder_chunk's; each chunk's last_hidden_state kept in a list; torch.cat; the pooler per
+    frame; one embed_vision call) over transformers @ 0246b4f3335464614ef1de66531f9131a44ec801
+    src/transformers/models/gemma4/modeling_gemma4.py: Gemma4VisionPatchEmbedder (forward, _position_embeddings),
+    Gemma4VisionEncoder / EncoderLayer / Attention / MLP, Gemma4RMSNorm, Gemma4VisionRotaryEmbedding,
+    apply_multidimensional_rope, Gemma4VisionPooler. Not the source's: SDPA's kernel (torch 1.13 has none), replaced
+    by its output and float32 logsumexp filled one query row at a time; the attention mask taken as an expand of
+    the [b, N] padding mask (a view); Gemma4ClippableLinear's clamps (use_clipped_linears off). The dummy video
+    (Gemma4DummyInputsBuilder): 32 frames of 224 x 224, each patchified at max_soft_tokens 70 (70 x k^2 patch
+    slots, the image resized by _compute_num_soft_tokens' rule, the rest padding at position (-1, -1))."""
+    import math
+    v = cfg["vision_config"]
+    dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    C, I, L = v["hidden_size"], v["intermediate_size"], v["num_hidden_layers"]
+    H, D = v["num_attention_heads"], v.get("head_dim", v["hidden_size"] // v["num_attention_heads"])
+    p, k, P = v["patch_size"], v["pooling_kernel_size"], v["position_embedding_size"]
+    Ht = cfg["text_config"]["hidden_size"]
+    eps = v.get("rms_norm_eps", 1e-6)
+    N = 70 * k * k
+    unit = p * k
+    scale = math.sqrt(N / ((224 / p) * (224 / p)))
+    side = max(unit, int(math.floor(224 * scale / unit)) * unit) // p
+    frames = args.items * 32
+    chunk = args.chunk or frames
+
+    def w(*s):
+        return (torch.randn(*s) * 0.02).to(dt)
+
+    def module(f):  # nn.Module._call_impl: the args tuple holds the inputs until forward returns
+        def call(*a, **kw):
+            return f(*a, **kw)
+        return call
+
+    W = {"in": w(C, 3 * p * p), "table": w(2, P, C), "proj": w(Ht, C)}
+    layers = [{"q": w(H * D, C), "k": w(H * D, C), "v": w(H * D, C), "o": w(C, H * D), "qn": w(D), "kn": w(D),
+               "ln1": w(C), "ln2": w(C), "ln3": w(C), "ln4": w(C), "gate": w(I, C), "up": w(I, C), "down": w(C, I)}
+              for _ in range(L)]
+    theta = v.get("rope_parameters", {}).get("rope_theta", 100.0)
+    spatial_dim = D // 2
+    inv_freq = 1.0 / (theta ** (torch.arange(0, spatial_dim, 2, dtype=torch.int64).float() / spatial_dim))
+
+    @module
+    def rms(hidden_states, weight=None):  # Gemma4RMSNorm.forward
+        def _norm(hs):
+            mean_squared = hs.pow(2).mean(-1, keepdim=True) + eps
+            return hs * torch.pow(mean_squared, -0.5)
+        normed_output = _norm(hidden_states.float())
+        if weight is not None:
+            normed_output = normed_output * weight.float()
+        return normed_output.type_as(hidden_states)
+
+    def _position_embeddings(pixel_position_ids, padding_positions):
+        clamped_positions = pixel_position_ids.clamp(min=0)
+        one_hot = F.one_hot(clamped_positions, num_classes=P)
+        one_hot = one_hot.permute(0, 2, 1, 3).to(W["table"])
+        position_embeddings = one_hot @ W["table"]
+        position_embeddings = position_embeddings.sum(dim=1)
+        position_embeddings = torch.where(padding_positions.unsqueeze(-1), torch.zeros((), dtype=dt), position_embeddings)
+        return position_embeddings
+
+    @module
+    def patch_embedder(pixel_values, pixel_position_ids, padding_positions):  # Gemma4VisionPatchEmbedder.forward
+        pixel_values = 2 * (pixel_values - 0.5)
+        hidden_states = F.linear(pixel_values.to(W["in"].dtype), W["in"])
+        position_embeddings = _position_embeddings(pixel_position_ids, padding_positions)
+        return hidden_states + position_embeddings
+
+    @module
+    def rotary_emb(x, position_ids):  # Gemma4VisionRotaryEmbedding.forward
+        inv_freq_expanded = inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        all_cos, all_sin = [], []
+        for i in range(2):
+            dim_position_ids = position_ids[:, :, i]
+            dim_position_ids_expanded = dim_position_ids[:, None, :].float()
+            freqs = (inv_freq_expanded.float() @ dim_position_ids_expanded.float()).transpose(1, 2)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos = emb.cos() * 1.0
+            sin = emb.sin() * 1.0
+            all_cos.append(cos)
+            all_sin.append(sin)
+        cos = torch.cat(all_cos, dim=-1).to(dtype=x.dtype)
+        sin = torch.cat(all_sin, dim=-1).to(dtype=x.dtype)
+        return cos, sin
+
+    def rotate_half(x):
+        x1 = x[..., : x.shape[-1] // 2]
+        x2 = x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim):
+        cos = cos.unsqueeze(unsqueeze_dim)
+        sin = sin.unsqueeze(unsqueeze_dim)
+        return (x * cos) + (rotate_half(x) * sin)
+
+    def apply_multidimensional_rope(x, cos, sin, position_ids, unsqueeze_dim=2):
+        ndim = position_ids.shape[-1]
+        n = 2 * (x.shape[-1] // (2 * ndim))
+        x_parts = torch.split(x, [n] * ndim, dim=-1)
+        cos_parts = torch.split(cos, [n] * ndim, dim=-1)
+        sin_parts = torch.split(sin, [n] * ndim, dim=-1)
+        y_parts = [apply_rotary_pos_emb(x_parts[j], cos_parts[j], sin_parts[j], unsqueeze_dim) for j in range(ndim)]
+        return torch.cat(y_parts, dim=-1)
+
+    @module
+    def sdpa(query, key, value, mask):  # the kernel: its output [b, H, N, D] and logsumexp [b, H, N] float32
+        b, h, n, d = query.shape
+        out = torch.empty(b, h, n, d, dtype=query.dtype)
+        lse = torch.empty(b, h, n, dtype=torch.float32)
+        for i in range(b):
+            for r in range(n):
+                sc = torch.einsum("hd,htd->ht", query[i, :, r].float(), key[i].float())
+                sc = sc.masked_fill(~mask[i, 0, r][None, :], float("-inf"))
+                lse[i, :, r] = torch.logsumexp(sc, dim=-1)
+                out[i, :, r] = torch.einsum("ht,htd->hd", sc.softmax(-1), value[i].float()).to(query.dtype)
+                del sc
+        return out.transpose(1, 2).contiguous()  # sdpa_attention_forward
+
+    @module
+    def self_attn(hidden_states, position_embeddings, attention_mask, position_ids, Lw):  # Gemma4VisionAttention
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, D)
+        cos, sin = position_embeddings
+        query_states = F.linear(hidden_states, Lw["q"]).view(hidden_shape)
+        query_states = rms(query_states, Lw["qn"])
+        query_states = apply_multidimensional_rope(query_states, cos, sin, position_ids)
+        query_states = query_states.transpose(1, 2)
+        key_states = F.linear(hidden_states, Lw["k"]).view(hidden_shape)
+        key_states = rms(key_states, Lw["kn"])
+        key_states = apply_multidimensional_rope(key_states, cos, sin, position_ids)
+        key_states = key_states.transpose(1, 2)
+        value_states = F.linear(hidden_states, Lw["v"]).view(hidden_shape)
+        value_states = rms(value_states)
+        value_states = value_states.transpose(1, 2)
+        attn_output = sdpa(query_states, key_states, value_states, attention_mask)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = F.linear(attn_output, Lw["o"])
+        return attn_output
+
+    @module
+    def mlp(x, Lw):  # Gemma4VisionMLP.forward
+        return F.linear(F.gelu(F.linear(x, Lw["gate"]), approximate="tanh") * F.linear(x, Lw["up"]), Lw["down"])
+
+    @module
+    def layer(hidden_states, position_embeddings, attention_mask, position_ids, Lw):  # Gemma4VisionEncoderLayer
+        residual = hidden_states
+        hidden_states = rms(hidden_states, Lw["ln1"])
+        hidden_states = self_attn(hidden_states, position_embeddings, attention_mask, position_ids, Lw)
+        hidden_states = rms(hidden_states, Lw["ln2"])
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = rms(hidden_states, Lw["ln3"])
+        hidden_states = mlp(hidden_states, Lw)
+        hidden_states = rms(hidden_states, Lw["ln4"])
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+    @module
+    def encoder(inputs_embeds, attention_mask, pixel_position_ids):  # Gemma4VisionEncoder.forward
+        b, n = attention_mask.shape
+        attention_mask = attention_mask[:, None, None, :].expand(b, 1, n, n)
+        hidden_states = inputs_embeds
+        position_embeddings = rotary_emb(hidden_states, pixel_position_ids)
+        for Lw in layers:
+            hidden_states = layer(hidden_states, position_embeddings, attention_mask, pixel_position_ids, Lw)
+        return hidden_states
+
+    @module
+    def pooler(hidden_states, pixel_position_ids, padding_positions, output_length):  # Gemma4VisionPooler
+        hidden_states = hidden_states.masked_fill(padding_positions.unsqueeze(-1), 0.0)
+        if hidden_states.shape[1] != output_length:
+            input_seq_len = hidden_states.shape[1]
+            kk = int((input_seq_len // output_length) ** 0.5)
+            clamped_positions = pixel_position_ids.clamp(min=0)
+            max_x = clamped_positions[..., 0].max(dim=-1, keepdim=True)[0] + 1
+            kernel_idxs = torch.div(clamped_positions, kk, rounding_mode="floor")
+            kernel_idxs = kernel_idxs[..., 0] + (max_x // kk) * kernel_idxs[..., 1]
+            weights = F.one_hot(kernel_idxs.long(), output_length).float() / (kk * kk)
+            output = weights.transpose(1, 2) @ hidden_states.float()
+            mask = torch.logical_not((weights == 0).all(dim=1))
+            hidden_states, padding_positions = output.to(hidden_states.dtype), mask
+        hidden_states *= C ** 0.5
+        return hidden_states, padding_positions
+
+    # the processor's patch positions of one frame: side x side real patches, then padding
+    ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    pos = torch.full((N, 2), -1, dtype=torch.int64)
+    pos[: side * side, 0], pos[: side * side, 1] = xs.reshape(-1), ys.reshape(-1)
+    with torch.inference_mode():
+        before = tr.O.opobs_current()
+        tr.O.opobs_reset_peak()
+        pixel_values = torch.empty(frames, N, 3 * p * p, dtype=dt).uniform_()  # the dummy batch, in the model's dtype
+        pixel_values[:, side * side:] = 0
+        pixel_position_ids = pos.expand(frames, N, 2).clone()
+        after_inputs = tr.O.opobs_current()
+        # _process_video_input
+        padding_positions = (pixel_position_ids == -1).all(dim=-1)
+        last_hidden_states_list = []
+        for i in range(0, frames, chunk):
+            pv_chunk = pixel_values[i: i + chunk]
+            pp_chunk = pixel_position_ids[i: i + chunk]
+            pad_chunk = padding_positions[i: i + chunk]
+            inputs_embeds = patch_embedder(pv_chunk, pp_chunk, pad_chunk).to(dt)
+            last_hidden_state = encoder(inputs_embeds, ~pad_chunk, pp_chunk)
+            last_hidden_states_list.append(last_hidden_state)
+            del inputs_embeds, last_hidden_state
+        last_hidden_states = torch.cat(last_hidden_states_list, dim=0)
+        output_length = pixel_values.shape[1] // (k * k)
+        all_frame_valid_states = []
+        for i in range(frames):
+            single_hidden = last_hidden_states[i].unsqueeze(0)
+            single_pos_ids = pixel_position_ids[i].unsqueeze(0)
+            single_pad_pos = padding_positions[i].unsqueeze(0)
+            pooled_states, valid_mask = pooler(single_hidden, single_pos_ids, single_pad_pos, output_length)
+            valid_states = pooled_states[valid_mask]
+            all_frame_valid_states.append(valid_states)
+            del pooled_states, valid_mask, valid_states
+        flat_valid_states = torch.cat(all_frame_valid_states, dim=0).to(dt)
+        flat_proj_embs = F.linear(rms(flat_valid_states.unsqueeze(0)), W["proj"]).squeeze(0)  # embed_vision
+        peak = tr.O.opobs_peak()
+        where = tr.O.opobs_peak_where().decode()
+    print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "videos": args.items,
+                      "frames": frames, "chunk": chunk, "patches": N, "real_patches": side * side,
+                      "allocated_before": before, "inputs": after_inputs - before, "peak": peak - before,
+                      "where": where, "outputs": flat_proj_embs.numel() * flat_proj_embs.element_size()}))
     return 0
 
 
