@@ -502,6 +502,10 @@ static void test_vllm_graphs(void **state)
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 8914432LL);
     snprintf(a, sizeof a, "%s", q);
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 16391975424LL + 28356025036LL + 8914432LL);
+    cli_run t; /* the table: the pool whole, the graphs outside vLLM's share (vc_result.grpo.vllm_graphs_off_pool 0) */
+    run(&t, a);
+    assert_non_null(strstr(t.out, "its KV cache       26.4 GiB         28356025036  (its pool)"));
+    assert_non_null(strstr(t.out, "its CUDA graphs      8.5 MiB             8914432  (9 graphs, not in share)"));
     snprintf(a, sizeof a, "%s --vllm-sleep --vllm-cuda-graph-memory 512MiB", q);
     assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 28356025036LL); /* the engine's object */
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 536870912LL);

@@ -1116,7 +1116,8 @@ static vc_status vllm_start_check(const vc_request *q, const vc_response *resp, 
  * graph pool stays allocated in both modes. Its bytes are measured on the GPU (determine_available_memory subtracts
  * that measure from the pool, by default since vLLM v0.21.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, opt-in in
  * 0.17 to 0.20): vramcalc's estimate of that measure (src/engine/serve_graphs.c), as --serve takes it off, or
- * --vllm-cuda-graph-memory's figure, is taken off the KV cache and counted beside.
+ * --vllm-cuda-graph-memory's figure (given to vc_serve, which sizes the pool with it), is taken off the KV cache and
+ * counted beside. The V2 model runner subtracts none yet captures them (serve.c vllm_graphs): counted beside only.
  * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward; in
  * --trace as rows, src/engine/grpo.c vc__grpo_trace_head / vc__grpo_trace_tail):
  *  - sync (sync_weights, every new global step): under sleep mode wake_up(tags=["weights"]) first, so vLLM's
@@ -1241,6 +1242,7 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     r->grpo.vllm_kv_cache = kv;
     r->grpo.vllm_graphs = sr.graphs_piecewise + sr.graphs_full;
     r->grpo.vllm_graph_memory = gr;
+    r->grpo.vllm_graphs_off_pool = gr > 0 && sr.graphs_profiled;
     r->grpo.vllm_tp = q->vllm_tp;
     r->grpo.vllm_comm = comm;
     r->grpo.vllm_comm_allocated = rank_data;
