@@ -273,8 +273,9 @@ static void test_vllm_errors(void **state)
         /* a request longer than the KV cache (vLLM: max_model_len larger than the KV cache) */
         {0, "--gpu h100-80gb --vllm-gpu-memory-utilization 0.1 --prompt 100000 --new-tokens 30000",
          "--use-vllm: one request of 130000 tokens (--prompt + --new-tokens) needs more KV cache than the"},
-        {0, "--gpu h100-80gb --vllm-cuda-graph-memory 30GiB", "--vllm-cuda-graph-memory 32212254720: vLLM's KV cache "
-                                                              "pool"},
+        /* a given figure over the pool: vc_serve's KV cache refusal, with it (test_vllm_graphs) */
+        {0, "--gpu h100-80gb --vllm-cuda-graph-memory 30GiB", "--use-vllm: the weights, vLLM's profiling run and its "
+                                                              "non-torch memory (with --vllm-cuda-graph-memory) take"},
         /* a TP group: vc_serve's own snapshot check (the group's NCCL buffers), and its KV cache refusal */
         {1, "--vllm-gpu-memory-utilization 0.99", "--vllm-gpu-memory-utilization: vLLM refuses to start: free memory "
                                                   "at its snapshot"},
@@ -461,22 +462,52 @@ static void test_vllm_graphs(void **state)
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 1073741824LL); /* sleep(level=2) keeps them */
     /* the generation phase is the same bytes: weights + (pool - graphs) + graphs */
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 44511173939LL);
-    /* a figure above the pool before the graphs (kv + 8,422,912 = 18,775,495,987 B) leaves none: vLLM refuses */
+    /* a figure above the pool before the graphs (kv + 8,422,912 = 18,775,495,987 B) leaves none: vLLM refuses, as
+     * --serve refuses (the figure goes to vc_serve as --cuda-graph-memory): the weights, the profiling run and the
+     * non-torch memory (0.3 x 85,520,809,984 - 18,775,495,987 = 6,880,747,008 B) + 30 GiB = 36.41 GiB, more than the
+     * share 25,656,242,995 B = 23.89 GiB */
     snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 30GiB", c);
-    assert_usage(a, "--vllm-cuda-graph-memory 32212254720: vLLM's KV cache pool (18775495987 bytes before it) is left empty");
+    assert_usage(a, "--use-vllm: the weights, vLLM's profiling run and its non-torch memory (with --vllm-cuda-graph-memory) "
+                    "take 36.41 GiB in bf16, more than --vllm-gpu-memory-utilization 0.30 of h100-80gb (23.89 GiB): no memory "
+                    "is left for the KV cache");
+    /* the given figure replaces the estimate before the pool is sized (issue 26): at --vllm-gpu-memory-utilization
+     * 0.08055 the share is floor(85,520,809,984 x 0.08055) = 6,888,701,244 B, the pool before the graphs 6,888,701,244 -
+     * 6,880,747,008 = 7,954,236 B: the estimate (8,422,912 B) leaves none, 1 MiB leaves 6,905,660 B (3 blocks of 16
+     * tokens x 114,688 B: 28 layers x 8 kv heads x 128 x 2 x 2 B a token), enough for one request of 16 + 16 tokens */
+    const char *e = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 16 --new-tokens 16 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb --vllm-gpu-memory-utilization 0.08055";
+    snprintf(a, sizeof a, "%s", e);
+    assert_usage(a, "--use-vllm: the weights, vLLM's profiling run, its non-torch memory and its CUDA graphs (estimated) take "
+                    "6.42 GiB in bf16, more than --vllm-gpu-memory-utilization 0.08 of h100-80gb (6.42 GiB)");
+    snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 1MiB", e);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 7954236LL - 1048576LL);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 1048576LL);
     /* -b 2: max_num_seqs 2, sizes 1, 2, 4: 3 PIECEWISE + 2 FULL */
     snprintf(a, sizeof a, "%s -b 2 --num-generations 2", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"graphs\": "), 5);
     /* Qwen3ForCausalLM runs vLLM's V2 model runner, whose profile_cudagraph_memory returns 0 (serve.c
-     * vllm_v2_runner): nothing taken off by default, nor held; a given figure comes beside the pool, which keeps its
-     * size */
+     * vllm_v2_runner): nothing taken off the pool, but its capture_model still captures the graphs after the pool is
+     * sized (vllm-project/vllm @ 0036d38d, vllm/v1/worker/gpu/model_runner.py GPUModelRunner.capture_model), so they
+     * are held beside it: the estimate by default. Qwen3-8B (H 4096, I 12288, head_dim 128), max_num_seqs 8: sizes 1,
+     * 2, 4, 8, 16 (5 PIECEWISE, 4 FULL); the capture at 16 tokens runs 8 requests of 2 tokens: 16 x (3 x 12288 + 3 x
+     * 4096) x 2 B = 1,572,864 B at the MLP's product, the 16 int64 ids (128 B, one 512 B block), the cos and sin of
+     * one sequence (2 x 2 x 128 x 2 B = 1,024 B): 1,574,400 B, + (4 + 3) x 1 MiB = 8,914,432 B. The pool keeps its
+     * size (28,356,025,036 B, as before); sleep(level=2) keeps the graphs; without sleep they come on top of the
+     * weights (16,391,975,424 B) and the pool. A given figure replaces the estimate beside the pool */
     const char *q = VC_TEST_DATA "/hf/qwen3-8b.json --loss grpo -p bf16 --prompt 128 --new-tokens 128 -b 8 --grad-ckpt "
-                                 "--use-vllm --gpu h200-141gb --vllm-sleep";
+                                 "--use-vllm --gpu h200-141gb";
+    snprintf(a, sizeof a, "%s --vllm-sleep", q);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 8914432LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 28356025036LL); /* the engine's object */
+    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 8914432LL);
     snprintf(a, sizeof a, "%s", q);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 0);
-    const long long qkv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
-    snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 512MiB", q);
-    assert_int_equal(json_after(a, "\"vllm\"", "\"kv_cache\": "), qkv);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 16391975424LL + 28356025036LL + 8914432LL);
+    cli_run t; /* the table: the pool whole, the graphs outside vLLM's share (vc_result.grpo.vllm_graphs_off_pool 0) */
+    run(&t, a);
+    assert_non_null(strstr(t.out, "its KV cache       26.4 GiB         28356025036  (its pool)"));
+    assert_non_null(strstr(t.out, "its CUDA graphs      8.5 MiB             8914432  (9 graphs, not in share)"));
+    snprintf(a, sizeof a, "%s --vllm-sleep --vllm-cuda-graph-memory 512MiB", q);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 28356025036LL); /* the engine's object */
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 536870912LL);
 }
 

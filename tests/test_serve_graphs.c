@@ -208,6 +208,43 @@ static void eager_and_report(void **state)
     assert_non_null(strstr(out, "\"subtracted\": 0, \"estimate\": 0"));
 }
 
+/* Qwen3-8B (H 4096, I 12288, head_dim 128) runs vLLM's V2 model runner (vllm/config/vllm.py use_v2_model_runner:
+ * Qwen3ForCausalLM, dense, unquantized), whose profile_cudagraph_memory returns 0 (vllm-project/vllm @
+ * 0036d38de46c5d48fdedeb658dedc0fc0f95677d, vllm/v1/worker/gpu/model_runner.py): nothing taken off the pool. Its
+ * capture_model still captures them after the pool is sized (CudaGraphManager.capture, vllm/v1/worker/gpu/
+ * cudagraph_utils.py: PIECEWISE sizes then FULL's, largest first, into one graph pool), and nothing bounds them: the
+ * estimate comes on top of gpu_memory_utilization's share. On an H100: 512 sequences of one token at the largest
+ * size, the live set 512 x (3 x 12288 + 3 x 4096) x 2 B + 512 x 8 B ids + the cos and sin of one token (2 x 128 x
+ * 2 B) = 50,336,256 B, + 100 MiB = 155,193,856 B (148.0 MiB) */
+static void qwen3_v2_runner(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "qwen3-8b.json");
+    vc_options o;
+    bf16_opts(&o, 1);
+    vc_serve_result r;
+    serve_on(m, &o, "h100-80gb", &r);
+    assert_int_equal(r.graphs_why, VC_SERVE_GRAPHS_V2_RUNNER);
+    const int64_t act = mlp_peak(512, 12288, 4096, 2 * 1 * 128 * 2);
+    assert_int_equal(act, 50336256);
+    assert_int_equal(r.graphs_activations, act);
+    assert_int_equal(r.graphs_estimate, act + MIB(100));
+    assert_int_equal(r.graphs_subtracted, 0);
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch); /* the share less the rest: no graphs */
+    vc_model_free(m);
+    const char *out = cli_output(HF "qwen3-8b.json --serve --gpu h100-80gb");
+    assert_non_null(strstr(out, "  CUDA graphs               148.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512), "
+                                "captured after the pool is sized: the V2 model runner's profile_cudagraph_memory is 0; "
+                                "estimated 148.0 MiB: activations at 512 tokens 48.0 MiB + cuBLAS workspace 0 B + 100 graphs "
+                                "x 1 MiB; none taken off the pool: on top of gpu_memory_utilization's share)"));
+    out = cli_output(HF "qwen3-8b.json --serve --gpu h100-80gb -f json");
+    assert_non_null(strstr(out, "\"subtracted\": 0, \"estimate\": 155193856"));
+    assert_non_null(strstr(out, "\"beyond_utilization\": 155193856"));
+    /* where vLLM subtracts them (Llama), nothing beyond the share */
+    out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -f json");
+    assert_non_null(strstr(out, "\"source\": \"estimated\", \"beyond_utilization\": 0"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +253,7 @@ int main(void)
         cmocka_unit_test(gemma3_h100),
         cmocka_unit_test(eager_and_report),
         cmocka_unit_test(estimate_taken_off),
+        cmocka_unit_test(qwen3_v2_runner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -854,14 +854,18 @@ typedef struct {
          * sync_peak, resident + what of vLLM is allocated while it runs (its weights, woken by
          * wake_up(tags=["weights"]) under sleep mode; its KV cache without sleep mode; its CUDA graphs) +
          * sync_temp; vllm_peak, resident + vLLM's weights, KV cache and graphs while it generates; graphs, the
-         * graphs its cudagraph_mode captures (serve.c vllm_graphs: PIECEWISE + FULL); graph_memory, their pool
-         * as given by --vllm-cuda-graph-memory (vLLM's logged figure; 0 when not given: not counted) */
+         * graphs its cudagraph_mode captures (serve.c vllm_graphs: PIECEWISE + FULL); graph_memory, their pool:
+         * --vllm-cuda-graph-memory's figure (vLLM's logged one), else vramcalc's estimate where vLLM subtracts its
+         * measure or (the V2 model runner) captures them without one, else 0 */
         int64_t resident, sync_temp, sync_peak, vllm_peak, vllm_graphs, vllm_graph_memory;
         /* --vllm-tensor-parallel-size (vllm_tp, 1 without): the engine's tensor-parallel group, weights and KV cache
          * above its rank's; vllm_comm, the group's NCCL communicator and all-reduce buffers on the rank (serve.c
          * vllm_snapshot): in total, of them vllm_comm_allocated (the custom all-reduce's rank_data, torch.empty) in
          * the caching allocator, beside the step like the graphs */
         int64_t vllm_tp, vllm_comm, vllm_comm_allocated;
+        /* 1: vllm_graph_memory was taken off the KV cache (vLLM subtracts its measure); 0: on top of the pool (the
+         * V2 model runner, whose profile_cudagraph_memory is 0; not CUDA) or none */
+        int64_t vllm_graphs_off_pool;
     } grpo;
 } vc_result;
 

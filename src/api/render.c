@@ -126,12 +126,15 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         fprintf(f, ",\n    \"cuda_graphs\": {\"piecewise\": %" PRId64 ", \"largest_piecewise\": %" PRId64 ", \"full\": %" PRId64
                    ", \"largest_full\": %" PRId64 ", \"subtracted_by_vllm\": %s, \"why\": \"%s\", \"floor\": %" PRId64
                    ", \"subtracted\": %" PRId64 ", \"estimate\": %" PRId64 ", \"estimate_parts\": {\"activations\": %" PRId64
-                   ", \"workspace\": %" PRId64 ", \"floor\": %" PRId64 "}, \"source\": \"%s\"}",
+                   ", \"workspace\": %" PRId64 ", \"floor\": %" PRId64 "}, \"source\": \"%s\", \"beyond_utilization\": %" PRId64 "}",
                 r->graphs_piecewise, r->graphs_largest_piecewise, r->graphs_full, r->graphs_largest_full,
                 r->graphs_profiled ? "true" : "false", r->graphs_why >= 0 && r->graphs_why < 4 ? why[r->graphs_why] : "?",
                 r->graphs_floor, r->graphs_subtracted, r->graphs_estimate, r->graphs_activations, r->graphs_workspace,
                 r->graphs_estimate ? r->graphs_floor : 0, /* the estimate's parts: serve_graphs.c */
-                o->cuda_graph_memory >= 0 ? "given" : "estimated");
+                o->cuda_graph_memory >= 0 ? "given" : "estimated",
+                /* the V2 model runner captures them after the pool is sized, subtracting none (serve.c vllm_graphs):
+                 * the estimate on top of gpu_memory_utilization's share */
+                r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? r->graphs_estimate : 0);
         if (r->latent_layers > 0) /* MLA: the cache's kind (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_latent\", \"latent_layers\": %" PRId64 ", \"latent_per_token\": %" PRId64,
                     r->latent_layers, r->latent);
@@ -251,10 +254,13 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         } else if (r->graphs_profiled) {
             fprintf(f, "  %-22s %12s  (%s: vLLM subtracts its start-up measure of them, %s; the pool below does "
                        "not)\n", "CUDA graphs", a, g, e);
-        } else
-            fprintf(f, "  %-22s %12s  (%s, captured after the pool is sized: %s; %s)\n", "CUDA graphs", "not counted", g,
-                    r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "the V2 model runner's profile_cudagraph_memory is 0"
-                                                              : "vLLM profiles them on CUDA only", e);
+        } else if (r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER) /* captured after the pool is sized, none subtracted */
+            fprintf(f, "  %-22s %12s  (%s, captured after the pool is sized: the V2 model runner's "
+                       "profile_cudagraph_memory is 0; %s; none taken off the pool: on top of gpu_memory_utilization's "
+                       "share)\n", "CUDA graphs", a, g, e);
+        else
+            fprintf(f, "  %-22s %12s  (%s, captured after the pool is sized: vLLM profiles them on CUDA only; %s)\n",
+                    "CUDA graphs", "not counted", g, e);
     }
     format_bytes(r->kv_cache, a, sizeof a);
     fprintf(f, "  %-22s %12s\n", "KV cache pool", a);

@@ -622,9 +622,9 @@ void report_table(FILE *f, const vc_report *rep)
         if (o->grpo_vllm) { /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
             row(f, t, "  vLLM engine", r->grpo.vllm_requested, "(its share of the card)");
             row(f, t, "    its weights", r->grpo.vllm_weights, "(vLLM's copy)");
-            row(f, t, "    its KV cache", r->grpo.vllm_kv_cache, r->grpo.vllm_graph_memory ? "(less its graphs)" : "(its pool)");
+            row(f, t, "    its KV cache", r->grpo.vllm_kv_cache, r->grpo.vllm_graphs_off_pool ? "(less its graphs)" : "(its pool)");
             snprintf(note, sizeof note, "(%" PRId64 " graphs%s)", r->grpo.vllm_graphs,
-                     r->grpo.vllm_graph_memory ? "" : ", not counted");
+                     !r->grpo.vllm_graph_memory ? ", not counted" : r->grpo.vllm_graphs_off_pool ? "" : ", not in share");
             row(f, t, "    its CUDA graphs", r->grpo.vllm_graph_memory, note);
             if (r->grpo.vllm_tp > 1) { /* --vllm-tensor-parallel-size: the rank's figures above, its group's buffers */
                 snprintf(note, sizeof note, "(tp %" PRId64 ": NCCL, all-reduce)", r->grpo.vllm_tp);

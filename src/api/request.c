@@ -1116,7 +1116,8 @@ static vc_status vllm_start_check(const vc_request *q, const vc_response *resp, 
  * graph pool stays allocated in both modes. Its bytes are measured on the GPU (determine_available_memory subtracts
  * that measure from the pool, by default since vLLM v0.21.0: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, opt-in in
  * 0.17 to 0.20): vramcalc's estimate of that measure (src/engine/serve_graphs.c), as --serve takes it off, or
- * --vllm-cuda-graph-memory's figure, is taken off the KV cache and counted beside.
+ * --vllm-cuda-graph-memory's figure (given to vc_serve, which sizes the pool with it), is taken off the KV cache and
+ * counted beside. The V2 model runner subtracts none yet captures them (serve.c vllm_graphs): counted beside only.
  * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward; in
  * --trace as rows, src/engine/grpo.c vc__grpo_trace_head / vc__grpo_trace_tail):
  *  - sync (sync_weights, every new global step): under sleep mode wake_up(tags=["weights"]) first, so vLLM's
@@ -1145,7 +1146,8 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     v.tp = v.gpus = q->vllm_tp;    /* LLM(tensor_parallel_size=vllm_tensor_parallel_size): its group's ranks */
     v.pp = v.ep = 1;
     v.enforce_eager = 0;       /* TRL passes none */
-    v.cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT; /* vLLM's default: the estimate, where it profiles them */
+    v.cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_VLLM_DEFAULT; /* vLLM's default: the estimate, where it profiles them;
+                                                              * a measure given: below, once the model is known */
     v.precision = vc_serve_auto_precision(m, &resp->gpu);
     vc_serve_options so;
     vc_serve_options_init(&so);
@@ -1189,7 +1191,13 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
         none.r = 0;
         if (!(st = vc__model_twin(m, q->hf.seq, &base, err))) st = vc_model_set_lora(base, &none, err);
     }
-    if (!st && (st = vc_serve(base ? base : m, &v, &so, &resp->gpu, &sr, err)) && err) {
+    /* --vllm-cuda-graph-memory: vLLM's measure, taken off the pool by vc_serve where vLLM subtracts its measure (as
+     * --serve's --cuda-graph-memory), so that the pool is sized and refused once, with the figure given; where vLLM
+     * subtracts none (the V2 model runner, not CUDA) it is counted beside the pool only (below) */
+    const vc_model *eng = base ? base : m;
+    if (!st && q->vllm_graph_mem >= 0 && vc__serve_graphs_why(eng, &v, &resp->gpu) == VC_SERVE_GRAPHS_PROFILED)
+        v.cuda_graph_memory = q->vllm_graph_mem;
+    if (!st && (st = vc_serve(eng, &v, &so, &resp->gpu, &sr, err)) && err) {
         /* the refusal in the options that set the engine (vllm_rename_marks); a model with learned positions past
          * which the profiling run's dummy requests reach (serve.c: max_num_seqs = cdiv(4096, positions) needed) is
          * refused in the batch that sets max_num_seqs */
@@ -1219,19 +1227,22 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     const int64_t rank_data = sr.snapshot_custom_ar > 0 ? INT64_C(8) << 20 : 0;
     const int64_t comm = held + sr.non_torch_nccl + sr.non_torch_logits_nccl;
     if ((st = vllm_start_check(q, resp, sr.requested, held, err))) return st;
-    /* its graphs: vc_serve took vramcalc's estimate off the pool where vLLM profiles them (serve.c: vLLM's default,
-     * VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 since v0.21.0), 0 elsewhere; a measure given replaces it */
-    const int64_t gr = q->vllm_graph_mem >= 0 ? q->vllm_graph_mem : sr.graphs_subtracted, w = sr.weights;
+    /* its graphs: vc_serve took vramcalc's estimate, or the measure given, off the pool where vLLM subtracts its
+     * measure (serve.c: vLLM's default, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 since v0.21.0). The V2 model runner
+     * subtracts none but captures them after the pool is sized (serve.c vllm_graphs: GPUModelRunner.capture_model,
+     * vllm/v1/worker/gpu/model_runner.py @ 0036d38d): the estimate, or the measure given, beside the pool. Not CUDA:
+     * the measure given only (vramcalc does not follow ROCm's capture) */
+    const int64_t gr = q->vllm_graph_mem >= 0                         ? q->vllm_graph_mem
+                       : sr.graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? sr.graphs_estimate
+                                                                    : sr.graphs_subtracted;
+    const int64_t w = sr.weights, kv = sr.kv_cache;
     const int64_t g = gr + rank_data; /* allocated from start-up on, sleep mode or not: its graphs and rank_data */
-    int64_t kv = sr.kv_cache + sr.graphs_subtracted; /* the pool before the graphs */
-    if (gr > 0 && sr.graphs_profiled && (kv -= gr) <= 0) /* determine_available_memory: ... - cudagraph_memory_estimate */
-        return usage(err, O("vllm_cuda_graph_memory") " %lld: vLLM's KV cache pool (%lld bytes before it) is left empty: vLLM "
-                     "refuses to start", (long long)gr, (long long)(sr.kv_cache + sr.graphs_subtracted));
     r->grpo.vllm_requested = sr.requested;
     r->grpo.vllm_weights = w;
     r->grpo.vllm_kv_cache = kv;
     r->grpo.vllm_graphs = sr.graphs_piecewise + sr.graphs_full;
     r->grpo.vllm_graph_memory = gr;
+    r->grpo.vllm_graphs_off_pool = gr > 0 && sr.graphs_profiled;
     r->grpo.vllm_tp = q->vllm_tp;
     r->grpo.vllm_comm = comm;
     r->grpo.vllm_comm_allocated = rank_data;

@@ -120,6 +120,10 @@ vc_status vc__grpo_trace_tail(const vc_model *m, const vc_options *o, const vc_g
 vc_status vc__trace(const vc_model *m, const vc_options *o, const vc_grpo_engine *v, void (*line)(void *, const char *),
                     void *ctx, vc_error *err);
 
+/* serve.c: why vLLM does or does not subtract its CUDA graphs from the KV pool (vc_serve_result.graphs_why,
+ * VC_SERVE_GRAPHS_*): --use-vllm's engine (src/api/request.c vllm_beside) gives a measure to vc_serve only there */
+int vc__serve_graphs_why(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu);
+
 /* grpo.c: --use-vllm, the gradients the trainer holds between steps, of the step's persistent `all` (DDP's
  * buckets; every one under --zero-grad zero); -1 on overflow */
 int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t all);

@@ -282,7 +282,17 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
  *  - vllm/config/vllm.py use_v2_model_runner: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
  *    = {Qwen3ForCausalLM}, not MoE, not quantized, runs the V2 model runner,
  *    whose profile_cudagraph_memory (vllm/v1/worker/gpu/model_runner.py)
- *    returns 0: nothing subtracted. */
+ *    returns 0: nothing subtracted. It still captures them after the pool is
+ *    sized (vllm-project/vllm @ 0036d38de46c5d48fdedeb658dedc0fc0f95677d,
+ *    vllm/v1/worker/gpu/model_runner.py GPUModelRunner.capture_model:
+ *    cudagraph_manager.capture, measured as the free memory before less after
+ *    and logged "Graph capturing finished in %.0f secs, took %.2f GiB";
+ *    vllm/v1/worker/gpu/cudagraph_utils.py CudaGraphManager.capture: the mixed
+ *    mode's (PIECEWISE) sizes, then FULL's uniform-decode sizes, each largest
+ *    first (capture_graphs), all into one torch.cuda.graph_pool_handle()), and
+ *    nothing bounds them: they come on top of gpu_memory_utilization's share.
+ *    vramcalc counts its estimate (serve_graphs.c: the same single pool, the
+ *    largest capture first) as their bytes there (vc__serve_graphs_why). */
 static bool vllm_v2_runner(const vc_model *m)
 {
     if (!m->gen_json || !m->text || m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE) return false;
@@ -298,13 +308,19 @@ static bool vllm_v2_runner(const vc_model *m)
 
 #define MIB (INT64_C(1) << 20)
 
+/* why vLLM does or does not subtract its CUDA graphs (VC_SERVE_GRAPHS_*), above; GRPO's vllm_beside
+ * (src/api/request.c) asks it before vc_serve, to give a measure only where vLLM subtracts it */
+int vc__serve_graphs_why(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu)
+{
+    if (o->enforce_eager) return VC_SERVE_GRAPHS_EAGER;
+    if (gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0) return VC_SERVE_GRAPHS_NOT_CUDA;
+    return vllm_v2_runner(m) ? VC_SERVE_GRAPHS_V2_RUNNER : VC_SERVE_GRAPHS_PROFILED;
+}
+
 static void vllm_graphs(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_serve_result *r)
 {
-    r->graphs_why = VC_SERVE_GRAPHS_PROFILED;
-    if (o->enforce_eager) {
-        r->graphs_why = VC_SERVE_GRAPHS_EAGER;
-        return;
-    }
+    r->graphs_why = vc__serve_graphs_why(m, o, gpu);
+    if (r->graphs_why == VC_SERVE_GRAPHS_EAGER) return;
     const int64_t seqs = r->max_num_seqs, tokens = r->max_num_batched_tokens;
     int64_t max = seqs < 256 ? 2 * seqs : 512;
     if (tokens < max) max = tokens;
@@ -325,8 +341,6 @@ static void vllm_graphs(const vc_model *m, const vc_options *o, const vc_gpu_spe
         }
     }
     r->graphs_floor = (r->graphs_piecewise - 1 + (r->graphs_full > 0 ? r->graphs_full - 1 : 0)) * MIB;
-    if (gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0) r->graphs_why = VC_SERVE_GRAPHS_NOT_CUDA;
-    else if (vllm_v2_runner(m)) r->graphs_why = VC_SERVE_GRAPHS_V2_RUNNER;
     r->graphs_profiled = r->graphs_why == VC_SERVE_GRAPHS_PROFILED;
 }
 
