@@ -204,8 +204,10 @@ static void check_serve(const vc_model *m, size_t size)
         return;
     }
     CHECK(r.weights >= 0 && r.profile_peak >= r.weights && r.requested > 0 && r.page_bytes > 0);
-    CHECK(r.non_torch >= 0 && r.non_torch == r.non_torch_cublas + r.non_torch_kernels);
-    CHECK(r.kv_cache == r.requested - r.profile_peak - r.non_torch && r.kv_cache > 0); /* vLLM's non-torch increase (serve.c) */
+    CHECK(r.non_torch >= 0 && r.non_torch == r.non_torch_cublas + r.non_torch_kernels + r.non_torch_nccl + r.non_torch_logits_nccl);
+    /* vLLM's non-torch increase and its CUDA graphs' measure, vramcalc's estimate by default (serve.c, serve_graphs.c) */
+    CHECK(r.graphs_subtracted >= 0 && r.graphs_subtracted == (r.graphs_profiled ? r.graphs_estimate : 0));
+    CHECK(r.kv_cache == r.requested - r.profile_peak - r.non_torch - r.graphs_subtracted && r.kv_cache > 0);
     CHECK(r.blocks >= 0 && r.blocks <= r.kv_cache / r.page_bytes);
     CHECK(r.tokens == r.blocks * so.block_size);
     CHECK(r.request_tokens == o.prompt + o.new_tokens);
