@@ -135,39 +135,6 @@ static vc_status sizes(const vc_model *m, wh_sizes *s, vc_error *err)
     return VC_OK;
 }
 
-/* m's text loaded again as a whisper part (vc_hf_split.whisper_part), at [seq] tokens for the decoder
- * (seq 0: the tree's own input), as src/model/model.c's twin loads a decoding twin */
-static vc_status load_part(const vc_model *m, int part, int64_t seq, vc_model **out, vc_error *err)
-{
-    *out = NULL;
-    vc_model *t = calloc(1, sizeof *t);
-    if (!t || !(t->arena = vc_arena_new()) || !(t->text = malloc(m->text_len + 1))) {
-        vc_model_free(t);
-        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    }
-    memcpy(t->text, m->text, m->text_len + 1);
-    t->text_len = m->text_len;
-    t->hf = m->hf;
-    t->tf = m->tf;
-    t->quant = m->quant;
-    t->has_quant = m->has_quant;
-    t->tp = m->tp;
-    t->sp = m->sp;
-    t->vllm = m->vllm;
-    t->whisper_part = part;
-    t->file = vc_arena_strdup(t->arena, m->file);
-    t->has_override = seq > 0;
-    if (seq > 0) t->override = vc_shape_make(1, &seq);
-    vc_status st = t->file ? vc__load(t, seq > 0 ? &t->override : NULL, err)
-                           : vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    if (st != VC_OK) {
-        vc_model_free(t);
-        return st;
-    }
-    *out = t;
-    return VC_OK;
-}
-
 vc_status vc__serve_encdec_decoder(const vc_model *m, const vc_options *o, const vc_serve_result *r, int64_t len,
                                    vc_model **part, vc_error *err)
 {
@@ -196,7 +163,7 @@ vc_status vc__serve_encdec_decoder(const vc_model *m, const vc_options *o, const
                             "tokens (max_source_positions): an encoder-decoder's audio is not chunked and vLLM refuses "
                             "to start (compute_mm_encoder_budget: ValueError)",
                             (long long)r->max_num_batched_tokens, (long long)s.src);
-    return load_part(m, 2, len, part, err);
+    return vc__model_part(m, 2, len, part, err); /* the decoder alone, at the requests' length */
 }
 
 static int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }

@@ -158,25 +158,32 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     return VC_OK;
 }
 
-static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_model **out, vc_error *err);
+static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, int part, vc_model **out, vc_error *err);
 
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
 {
     /* m's instances set up again at [seq] (src/model/reshape.c) where m's tree allows it: the same model */
-    return vc__twin_reshape(m, seq, out) == VC_OK ? VC_OK : twin(m, seq, false, out, err);
+    return vc__twin_reshape(m, seq, out) == VC_OK ? VC_OK : twin(m, seq, false, -1, out, err);
 }
 
 vc_status vc__model_twin_load(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
 {
-    return twin(m, seq, false, out, err);
+    return twin(m, seq, false, -1, out, err);
+}
+
+vc_status vc__model_part(const vc_model *m, int part, int64_t seq, vc_model **out, vc_error *err)
+{
+    return twin(m, seq, false, part, out, err);
 }
 
 vc_status vc__model_twin_decode(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
 {
-    return twin(m, seq, true, out, err);
+    return twin(m, seq, true, -1, out, err);
 }
 
-static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_model **out, vc_error *err)
+/* m's text loaded again at [seq]: a twin (part -1: the same model, its structure checked), or whisper's
+ * part `part` (vc_hf_split.whisper_part; src/engine/serve_encdec.c), which vLLM loads without m's adapters */
+static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, int part, vc_model **out, vc_error *err)
 {
     *out = NULL;
     vc_model *t = calloc(1, sizeof *t);
@@ -188,7 +195,7 @@ static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_mode
     t->text_len = m->text_len;
     t->hf = m->hf;
     t->tf = m->tf;
-    t->lora = m->lora;
+    if (part < 0) t->lora = m->lora;
     t->quant = m->quant; /* --weights */
     t->has_quant = m->has_quant;
     t->ep = m->ep;
@@ -197,12 +204,12 @@ static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_mode
     t->vllm = m->vllm;
     t->mxfp4_align = m->mxfp4_align;
     t->image_decode = image_decode;
-    t->whisper_part = m->whisper_part; /* a whisper part's twin is the same part (src/engine/serve_encdec.c) */
+    t->whisper_part = part >= 0 ? part : m->whisper_part; /* a whisper part's twin is the same part */
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);
     vc_status st = t->file ? vc__load(t, &t->override, err) : vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    if (st == VC_OK && (t->npar != m->npar || t->nbuf != m->nbuf || t->ninst != m->ninst || t->nval != m->nval))
+    if (st == VC_OK && part < 0 && (t->npar != m->npar || t->nbuf != m->nbuf || t->ninst != m->ninst || t->nval != m->nval))
         st = vc_set_error(err, VC_ERR_MODEL, NULL, "the model changes its structure with the sequence length");
     if (st != VC_OK) {
         vc_model_free(t);

@@ -185,6 +185,9 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
  * at seq tokens with no image rows, the tower's layers as the prefill's (the same structure) and not run
  * (vc_hf_split.image_decode, src/hf/hf_vision.c). */
 vc_status vc__model_twin_decode(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
+/* model.c: m's text loaded again at [seq] tokens as whisper's part `part` (vc_hf_split.whisper_part, without
+ * m's adapters): the decoder vLLM's dummy run uses (src/engine/serve_encdec.c) */
+vc_status vc__model_part(const vc_model *m, int part, int64_t seq, vc_model **out, vc_error *err);
 
 /* model.c: a new model from m's text with its config.json options but
  * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
