@@ -48,6 +48,24 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_he
 import measure  # noqa: E402
 
 
+def flash_rows(q, k_, v_, H, D, C):
+    """A flash kernel over [b, s, C] queries, keys and values (H heads of D) per item: the two tensors it
+    allocates, its output [b, s, C] in q's dtype and its float32 softmax_lse [H, b x s], filled one query row
+    at a time (SigLIP's and Llama 4's MMEncoderAttention)."""
+    import torch  # main's, imported after the harness's preload
+    b, s_, _ = q.shape
+    q, k_, v_ = (y.reshape(b, s_, H, D) for y in (q, k_, v_))
+    output = torch.empty(b, s_, H, D, dtype=q.dtype)
+    lse = torch.empty(H, b * s_, dtype=torch.float32)
+    for i in range(b):
+        for r in range(s_):
+            sc = torch.einsum("hd,thd->ht", q[i, r].float(), k_[i].float()) * D ** -0.5
+            lse[:, i * s_ + r] = torch.logsumexp(sc, dim=-1)
+            output[i, r] = torch.einsum("ht,thd->hd", sc.softmax(-1), v_[i].float()).to(q.dtype)
+            del sc
+    return output.view(b, s_, C)
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
@@ -379,17 +397,7 @@ def siglip(args, cfg, tr, torch, F):
         return emb
 
     def flash(q, k_, v_):  # output and softmax_lse over each image, one query row at a time
-        b, s_, _ = q.shape
-        q, k_, v_ = (y.reshape(b, s_, H, D) for y in (q, k_, v_))
-        output = torch.empty(b, s_, H, D, dtype=q.dtype)
-        lse = torch.empty(H, b * s_, dtype=torch.float32)
-        for i in range(b):
-            for r in range(s_):
-                sc = torch.einsum("hd,thd->ht", q[i, r].float(), k_[i].float()) * D ** -0.5
-                lse[:, i * s_ + r] = torch.logsumexp(sc, dim=-1)
-                output[i, r] = torch.einsum("ht,thd->hd", sc.softmax(-1), v_[i].float()).to(q.dtype)
-                del sc
-        return output.view(b, s_, C)
+        return flash_rows(q, k_, v_, H, D, C)
 
     @module
     def self_attn(hidden_states, L):  # SiglipAttention.forward
@@ -527,17 +535,7 @@ def llama4(args, cfg, tr, torch, F):
 
     @module
     def attn(q, k_, v_):  # MMEncoderAttention, flash: output and softmax_lse, one query row at a time
-        b, s_, _ = q.shape
-        q, k_, v_ = (y.reshape(b, s_, H, D) for y in (q, k_, v_))
-        output = torch.empty(b, s_, H, D, dtype=q.dtype)
-        lse = torch.empty(H, b * s_, dtype=torch.float32)
-        for i in range(b):
-            for r in range(s_):
-                sc = torch.einsum("hd,thd->ht", q[i, r].float(), k_[i].float()) * D ** -0.5
-                lse[:, i * s_ + r] = torch.logsumexp(sc, dim=-1)
-                output[i, r] = torch.einsum("ht,thd->hd", sc.softmax(-1), v_[i].float()).to(q.dtype)
-                del sc
-        return output.view(b, s_, C)
+        return flash_rows(q, k_, v_, H, D, C)
 
     @module
     def self_attn(hidden_states, L):  # Llama4VisionAttention.forward
