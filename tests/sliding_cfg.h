@@ -1,7 +1,7 @@
 /* tests/sliding_cfg.h: the small Mistral config of the sliding-window mask tests (test_sliding_mask.c,
  * test_sliding_4x.c), written twice to temporary files: with a 32-token window (with_window) and with
- * "sliding_window": null (without_window). Include after cmocka.h; the test's group runs sliding_setup and
- * sliding_teardown. */
+ * "sliding_window": null (without_window), and the report's numbers the tests read. Include after cmocka.h,
+ * cjson/cJSON.h and cli_doc.h; the test's group runs sliding_setup and sliding_teardown. */
 #ifndef VC_TEST_SLIDING_CFG_H
 #define VC_TEST_SLIDING_CFG_H
 
@@ -44,6 +44,36 @@ static int sliding_teardown(void **state)
     unlink(with_window);
     unlink(without_window);
     return 0;
+}
+
+/* A number of the report: o[k1] or o[k1][k2]. */
+static long long num(const cJSON *o, const char *k1, const char *k2)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k1);
+    if (k2) v = cJSON_GetObjectItemCaseSensitive(v, k2);
+    assert_true(cJSON_IsNumber(v));
+    return (long long)v->valuedouble;
+}
+
+/* Training `cfg args -f json` (args with --per-layer, cli_doc.h): the two attention layers' activations and the
+ * step's peak. */
+static void sliding_train(const char *cfg, const char *args, long long act[2], long long *peak)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "%s %s -f json", cfg, args);
+    cJSON *j = cli_doc(a);
+    int k = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(l, "kind");
+        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "RotaryAttention")) {
+            assert_true(k < 2);
+            act[k++] = num(l, "activations", NULL);
+        }
+    }
+    assert_int_equal(k, 2);
+    *peak = num(j, "memory", "peak_allocated");
+    cJSON_Delete(j);
 }
 
 #endif

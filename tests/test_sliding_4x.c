@@ -40,33 +40,13 @@
 
 #include "sliding_cfg.h"
 
-static long long num(const cJSON *o, const char *k1, const char *k2)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k1);
-    if (k2) v = cJSON_GetObjectItemCaseSensitive(v, k2);
-    assert_true(cJSON_IsNumber(v));
-    return (long long)v->valuedouble;
-}
-
 /* Training at seq s (bf16, batch 2, --attention efficient, `extra` added): the two attention layers'
  * activations (--per-layer) and the step's peak. */
 static void train(const char *cfg, int s, const char *extra, long long act[2], long long *peak)
 {
     char a[512];
-    snprintf(a, sizeof a, "%s --seq %d -b %d -p bf16 --attention efficient --per-layer %s -f json", cfg, s, B, extra);
-    cJSON *j = cli_doc(a);
-    int k = 0;
-    const cJSON *l;
-    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(l, "kind");
-        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "RotaryAttention")) {
-            assert_true(k < 2);
-            act[k++] = num(l, "activations", NULL);
-        }
-    }
-    assert_int_equal(k, 2);
-    *peak = num(j, "memory", "peak_allocated");
-    cJSON_Delete(j);
+    snprintf(a, sizeof a, "--seq %d -b %d -p bf16 --attention efficient --per-layer %s", s, B, extra);
+    sliding_train(cfg, a, act, peak);
 }
 
 /* The caching allocator's block for n bytes (CUDACachingAllocator.cpp round_size: multiples of 512). */

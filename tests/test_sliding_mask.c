@@ -52,14 +52,6 @@ static cJSON *cfg_doc(const char *cfg, const char *args)
     return cli_doc(a);
 }
 
-static long long num(const cJSON *o, const char *k1, const char *k2)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k1);
-    if (k2) v = cJSON_GetObjectItemCaseSensitive(v, k2);
-    assert_true(cJSON_IsNumber(v));
-    return (long long)v->valuedouble;
-}
-
 /* Training at seq s, bf16, batch 2, under `attn`: the two attention layers' activations (--per-layer) and
  * the step's peak. */
 static void train_at(const char *cfg, int s, const char *attn, const char *torch, long long act[2], long long *peak)
@@ -67,19 +59,7 @@ static void train_at(const char *cfg, int s, const char *attn, const char *torch
     char a[256];
     snprintf(a, sizeof a, "--seq %d -b %d -p bf16 --attention %s --per-layer%s%s", s, B, attn, torch ? " --torch " : "",
              torch ? torch : "");
-    cJSON *j = cfg_doc(cfg, a);
-    int k = 0;
-    const cJSON *l;
-    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(l, "kind");
-        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "RotaryAttention")) {
-            assert_true(k < 2);
-            act[k++] = num(l, "activations", NULL);
-        }
-    }
-    assert_int_equal(k, 2);
-    *peak = num(j, "memory", "peak_allocated");
-    cJSON_Delete(j);
+    sliding_train(cfg, a, act, peak);
 }
 
 /* The same at the default release (--torch 2.15, the newest source). */
