@@ -473,6 +473,10 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err);
  * `rows` sampled rows, built like a generation's prefill. */
 vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t tokens, int64_t rows, vc_plan **out,
                                  vc_error *err);
+/* serve.c: the config vLLM reads the language model's keys from (get_hf_text_config): root's text_config when it
+ * is an object, else root */
+struct cJSON;
+const struct cJSON *vc__vllm_text_config(const struct cJSON *root);
 /* --serve (serve_mm.c): a multimodal model's encoder profiling: r's mm_ fields from its config, the GPU and
  * the activations' dtype; r->max_num_batched_tokens and max_num_seqs set */
 vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,

@@ -107,8 +107,8 @@ static const char *const vllm_rope_plain[] = {
 
 /* The config vLLM reads the language model's keys from, hf_text_config (vllm-project/vllm @ e23031f0,
  * vllm/transformers_utils/config.py get_hf_text_config: config.get_text_config(), a multimodal
- * config's text_config): max_model_len and the rotary cache come from it (Qwen3.5's text_config). */
-static const cJSON *hf_text_config(const cJSON *root)
+ * config's text_config): max_model_len and the rotary cache come from it (Qwen3.5's text_config); plan.h. */
+const cJSON *vc__vllm_text_config(const cJSON *root)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "text_config");
     return cJSON_IsObject(t) ? t : root;
@@ -127,7 +127,7 @@ static int64_t vllm_rope_cache(const vc_model *m)
     if (!half || !m->gen_json || !m->text) return 0;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return 0;
-    const cJSON *tc = hf_text_config(root);
+    const cJSON *tc = vc__vllm_text_config(root);
     const cJSON *mp = cJSON_GetObjectItemCaseSensitive(tc, "max_position_embeddings");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(tc, "rope_scaling");
     const cJSON *t = cJSON_IsObject(rs) ? cJSON_GetObjectItemCaseSensitive(rs, "rope_type") : NULL;
@@ -164,7 +164,7 @@ static double vllm_max_model_len(const vc_model *m, const char **key, bool *scal
     if (!m->gen_json || !m->text) return m->max_positions > 0 ? (double)m->max_positions : 0;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return 0;
-    const cJSON *tc = hf_text_config(root);
+    const cJSON *tc = vc__vllm_text_config(root);
     double len = 0;
     for (size_t i = 0; i < sizeof vllm_len_keys / sizeof *vllm_len_keys; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(tc, vllm_len_keys[i]);
@@ -507,7 +507,7 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
         /* the profiling run's all-reduce: the custom all-reduce's, the symmetric memory's, else NCCL's */
         int64_t hidden = 0, size;
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
-        const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(hf_text_config(root), "hidden_size") : NULL;
+        const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(vc__vllm_text_config(root), "hidden_size") : NULL;
         const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
         if (!h && cJSON_IsString(mt) && !strcmp(mt->valuestring, "whisper")) /* WhisperConfig.attribute_map: hidden_size is
                                                                                   * d_model (src/engine/serve_encdec.c) */
@@ -640,7 +640,7 @@ static int64_t gemma4_qkv_extra(const vc_model *m)
     if (!m->gen_json || !m->text) return 0;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return 0;
-    const cJSON *tc = hf_text_config(root);
+    const cJSON *tc = vc__vllm_text_config(root);
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(tc, "hidden_size");
     const bool keqv = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "attention_k_eq_v"));
     const bool bias = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "attention_bias"));
@@ -703,7 +703,7 @@ static int64_t gemma4_rope_rest(const vc_model *m)
     if (!half || !m->gen_json || !m->text) return 0;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return 0;
-    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(hf_text_config(root), "max_position_embeddings");
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(vc__vllm_text_config(root), "max_position_embeddings");
     int64_t n = 0;
     if (cJSON_IsNumber(mp) && mp->valuedouble >= 1 && mp->valuedouble <= (double)VC_MAX_DIM_SIZE)
         n = (int64_t)mp->valuedouble * 2 * half;

@@ -195,13 +195,6 @@ typedef struct {
 
 static int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* The config vLLM reads the language model's keys from (src/engine/serve.c hf_text_config) */
-static const cJSON *text_config(const cJSON *root)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "text_config");
-    return cJSON_IsObject(t) ? t : root;
-}
-
 static int64_t num(const cJSON *o, const char *k, int64_t def)
 {
     const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
@@ -403,7 +396,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         const int64_t side = P > 0 ? img / P : 0;
         if (k < 1 || (double)k * ratio != 1.0 || side < 1 || img % P || side % k || C < 1 || NH < 1 || C % NH ||
             C * k * k != I || vout != l4_pout || l4_pin < 1 || l4_pout < 1 || side > 4096 || C > (1 << 24) ||
-            I > (1 << 26) || l4_pin > (1 << 24) || l4_pout > (1 << 24) || num(text_config(root), "hidden_size", 0) > (1 << 24)) {
+            I > (1 << 26) || l4_pin > (1 << 24) || l4_pout > (1 << 24) || num(vc__vllm_text_config(root), "hidden_size", 0) > (1 << 24)) {
             r->mm_encoder = -1;
             cJSON_Delete(root);
             return VC_OK;
@@ -420,7 +413,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     if (!strcmp(type, "gemma4") && cJSON_IsObject(v)) {
         const cJSON *kk = cJSON_GetObjectItemCaseSensitive(v, "pooling_kernel_size");
         const int64_t p = num(v, "patch_size", 16), k = cJSON_IsNumber(kk) ? (int64_t)kk->valuedouble : 0,
-                      cin = 3, Ht = num(text_config(root), "hidden_size", 0);
+                      cin = 3, Ht = num(vc__vllm_text_config(root), "hidden_size", 0);
         /* Gemma4VisionConfig's defaults as src/hf/hf_gemma4.c reads them */
         const int64_t C = num(v, "hidden_size", 768), pe = num(v, "position_embedding_size", 10240);
         cJSON_Delete(root);
@@ -497,7 +490,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     t.native = !o->enforce_eager;
     t.flash = !(gpu->preset && gpu->preset->sm > 0 && gpu->preset->sm < 80);
     const bool cuda = !(gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0);
-    const cJSON *hk = cJSON_GetObjectItemCaseSensitive(text_config(root), "hidden_size");
+    const cJSON *hk = cJSON_GetObjectItemCaseSensitive(vc__vllm_text_config(root), "hidden_size");
     const int64_t hidden = cJSON_IsNumber(hk) ? (int64_t)hk->valuedouble : 0;
     int64_t T, patch, side = 0;
     if (l4) {

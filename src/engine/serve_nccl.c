@@ -79,8 +79,7 @@ static int64_t config_vocab(const vc_model *m)
     if (!m->gen_json || !m->text) return 0;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return 0;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "text_config");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_IsObject(t) ? t : root, "vocab_size");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(vc__vllm_text_config(root), "vocab_size");
     int64_t n = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e12 ? (int64_t)v->valuedouble : 0;
     cJSON_Delete(root);
     return n;
