@@ -1668,8 +1668,11 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4 };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_DEEPSEEK_V2 };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "deepseek_v2", NULL};
+/* style deepseek_v2's topk_method (DeepseekV2Moe.route_tokens_to_experts) */
+enum { TOPK_GREEDY, TOPK_GROUP_LIMITED };
+static const char *const topk_methods[] = {"greedy", "group_limited_greedy", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -1680,8 +1683,9 @@ static const char *const moe_impls[] = {"per_expert", "grouped_mm", NULL};
 
 typedef struct {
     int64_t hidden, inter, E, k, shared;
-    int64_t n_group, topk_group; /* deepseek_v3: the expert groups and the groups kept */
+    int64_t n_group, topk_group; /* deepseek_v3 (deepseek_v2 group_limited_greedy): the expert groups and the groups kept */
     int act, style, impl;
+    int topk_method; /* deepseek_v2: TOPK_* */
     bool norm_topk;
     double imbalance;
     int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
@@ -1698,9 +1702,27 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_bool(a, "norm_topk_prob", true, &c->norm_topk) ||
         vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance) ||
         vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl) ||
-        vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group))
+        vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group) ||
+        vc_arg_enum(a, "topk_method", topk_methods, TOPK_GREEDY, &c->topk_method))
         return -1;
-    if (c->style == MOE_DEEPSEEK) { /* DeepseekV3MoE: routing only with the stacked experts here */
+    if (c->style != MOE_DEEPSEEK_V2 && vc_arg_type(a, "topk_method"))
+        return vc_arg_fail(a, "topk_method", "only style deepseek_v2 has a topk_method");
+    if (c->style == MOE_DEEPSEEK_V2) { /* DeepseekV2Moe (modeling_deepseek_v2.py @ 0233e509) */
+        if (c->impl != MOE_GROUPED_MM)
+            return vc_arg_fail(a, "experts_implementation", "style deepseek_v2 is modelled with grouped_mm (transformers 5)");
+        if (c->topk_method == TOPK_GREEDY && (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group")))
+            return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "topk_method greedy routes "
+                               "without groups");
+        if (c->E % c->n_group) /* router_logits.view(T, num_group, -1) */
+            return vc_arg_fail(a, "n_group", "%lld groups: num_experts (%lld) must split into them", (long long)c->n_group,
+                               (long long)c->E);
+        if (c->topk_group > c->n_group)
+            return vc_arg_fail(a, "topk_group", "topk_group (%lld) is more than n_group (%lld)", (long long)c->topk_group,
+                               (long long)c->n_group);
+        if (c->shared < 1) /* forward adds self.shared_experts(residuals) unconditionally */
+            return vc_arg_fail(a, "shared_expert_intermediate_size", "style deepseek_v2 has shared experts: "
+                               "moe_intermediate_size x n_shared_experts");
+    } else if (c->style == MOE_DEEPSEEK) { /* DeepseekV3MoE: routing only with the stacked experts here */
         if (c->impl != MOE_GROUPED_MM)
             return vc_arg_fail(a, "experts_implementation", "style deepseek_v3 is modelled with grouped_mm (transformers 5)");
         if (c->E % c->n_group || c->E / c->n_group < 2)
@@ -1799,7 +1821,8 @@ static int moe_setup(vc_setup *s, void *p)
         c->ep = s->ep;
         s->ep_used = true;
         vc_moe_ep e = moe_ep_of(c);
-        return vc__moe_ep_setup(s, &e, c->act == 0, c->shared > 0, c->style == MOE_MIXTRAL || c->norm_topk);
+        return vc__moe_ep_setup(s, &e, c->act == 0, c->shared > 0,
+                                c->style == MOE_MIXTRAL || (c->norm_topk && c->style != MOE_DEEPSEEK_V2));
     }
     if (c->impl == MOE_GROUPED_MM) {
         /* transformers 5: the router (MixtralTopKRouter / Qwen2MoeTopKRouter) and
@@ -1826,7 +1849,15 @@ static int moe_setup(vc_setup *s, void *p)
          * @0095b976) swaps a parameter whose name holds "gate_up_proj", or "down_proj" and "experts",
          * for FP8Expert whatever the model (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts,
          * Qwen3NextExperts, DeepseekV3's), unless modules_to_not_convert names it */
-        bool ds = c->style == MOE_DEEPSEEK;
+        bool ds = c->style == MOE_DEEPSEEK, ds2 = c->style == MOE_DEEPSEEK_V2;
+        if (ds2) /* DeepseekV2Moe.__init__: experts (DeepseekV2Experts, stacked), gate (nn.Linear, no bias),
+                  * shared_experts (DeepseekV2MLP of moe_intermediate_size x n_shared_experts); no correction bias */
+            return vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_experts.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_experts.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_experts.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
         if ((!ds && vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0)) ||
             vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
             vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS))
@@ -2142,6 +2173,72 @@ static void moe_deepseek_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false));
 }
 
+/* DeepseekV2Moe.forward (transformers 5, models/deepseek_v2/modeling_deepseek_v2.py at
+ * 0233e509531ace915c8241b4c16c8032a583279c):
+ *  - router_logits = F.linear(hidden_states.type(float32), gate.weight.type(float32)) [T, E], the
+ *    forward's local until it returns;
+ *  - route_tokens_to_experts: router_logits.softmax(dim=-1, dtype=float32) (a new tensor, saved by
+ *    its backward); topk_method "greedy": topk(k, sorted=False); "group_limited_greedy": the group
+ *    scores view(T, n_group, -1).max(dim=-1).values (MaxBackward0 keeps the int64 indices),
+ *    topk(topk_group)[1], zeros_like + scatter_, the mask unsqueezed, expanded and reshaped (a
+ *    copy), ~score_mask.bool(), masked_fill(mask, 0.0) (its backward keeps the mask),
+ *    topk(k, sorted=False): the weights carry the softmax's gradient; topk_weight *
+ *    routed_scaling_factor. norm_topk_prob is not read: no renormalisation. Its locals live until
+ *    it returns;
+ *  - DeepseekV2Experts under @use_experts_implementation: grouped_mm_experts_forward (experts_grouped),
+ *    then hidden_states + self.shared_experts(residuals) (DeepseekV2MLP, moe_intermediate_size x
+ *    n_shared_experts).
+ * Parameters: experts.gate_up_proj 0, down_proj 1, gate.weight 2, shared_experts 3-5. */
+static void moe_deepseek_v2_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], E = c->E, G = c->n_group;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
+    vc_t x = vc_input(b, 0);
+    vc_t logits = lin_rows(b, vc__op_cast(b, x, VC_DT_F32), vc__op_cast(b, vc_weight(b, 2), VC_DT_F32), T, E);
+    vc_hold(b, logits);
+    vc_t sm = vc__op_unary(b, "_softmax", logits, VC_SAVE_OUT, false);
+    vc_t idx, rw, loc[7];
+    size_t nloc = 0;
+    loc[nloc++] = sm;
+    if (c->topk_method == TOPK_GREEDY) {
+        rw = topk_op(b, sm, S, VC_DT_F32, &idx);
+    } else {
+        vc_t gmax;
+        vc_t gs = topk_op(b, sm, vc_n_sample(L * G), VC_DT_F32, &gmax); /* max(dim=-1): values and indices */
+        vc_t gidx = nograd_tmp(b, "topk", gs, vc_n_sample(L * c->topk_group), VC_DT_I64, vc_n_sample(L * c->topk_group),
+                               VC_DT_F32);
+        vc_t gmask = vc__op_new(b, "zeros_like", vc_n_sample(L * G), VC_DT_F32); /* scatter_ writes into it */
+        vc_t smask = vc__op_nograd(b, "reshape", gmask, -1, TE, VC_DT_F32);      /* expand(...).reshape: a copy */
+        vc_t nb = vc__op_nograd(b, "bitwise_not", vc__op_nograd(b, "_to_copy", smask, -1, TE, VC_DT_BOOL), -1, TE, VC_DT_BOOL);
+        vc_op *o = vc_op_begin(b, "masked_fill"); /* tmp_scores: the softmax's gradient flows through it */
+        vc_op_in(o, sm);
+        vc_op_in_nodiff(o, nb);
+        vc_t tmp = vc_op_out(o, TE, VC_DT_F32);
+        vc_op_save(o, nb);
+        vc_op_end(o);
+        rw = topk_op(b, tmp, S, VC_DT_F32, &idx);
+        loc[nloc++] = gs;
+        loc[nloc++] = gidx;
+        loc[nloc++] = gmask;
+        loc[nloc++] = smask;
+        loc[nloc++] = nb;
+        loc[nloc++] = tmp;
+    }
+    for (size_t i = 0; i < nloc; i++) vc_hold(b, loc[i]);
+    rw = scalar_op(b, "mul", rw); /* * routed_scaling_factor */
+    for (size_t i = 0; i < nloc; i++) vc_release(b, loc[i]);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
+    vc_hold(b, out);
+    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_release(b, out);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    vc_set_output(b, vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false));
+}
+
 /* GptOssMLP.forward (modular_gpt_oss.py, transformers 5) with GptOssExperts under
  * @use_experts_implementation(is_transposed=True, has_bias=True) run by
  * grouped_mm_experts_forward (integrations/moe.py @8b584a67):
@@ -2307,6 +2404,10 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     }
     if (c->style == MOE_DEEPSEEK) {
         moe_deepseek_emit(b, c);
+        return;
+    }
+    if (c->style == MOE_DEEPSEEK_V2) {
+        moe_deepseek_v2_emit(b, c);
         return;
     }
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E;

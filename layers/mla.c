@@ -44,12 +44,22 @@
  * Parameters: kv_a_layernorm.weight [kv_lora_rank], kv_b_proj.weight
  * [H x (nope + v), kv_lora_rank] (an nn.Linear's: a quantized format
  * replaces it). Output: [L, H x v].
+ *
+ * complex (DeepseekV2Attention.forward, transformers @ 0233e509531ace915c8241b4c16c8032a583279c,
+ * models/deepseek_v2/modeling_deepseek_v2.py): the same steps, with the rotation of
+ * apply_rotary_emb on DeepseekV2RotaryEmbedding's freqs_cis (complex64 [L, rope / 2]: the rope
+ * input is then [2, L, rope / 2], RotaryEmbedding complex): xq.float() (a copy of a 16-bit q_pe;
+ * in float32 the strided view itself, which reshape(..., -1, 2) views: its last dimension is
+ * contiguous), view_as_complex, xq_ * freqs_cis (complex64: float32's bytes of [B, H, L, rope];
+ * mul saves freqs_cis alone, which needs no grad), view_as_real(...).flatten(3).type_as(xq) (a
+ * copy for a 16-bit model, the product itself in float32); xk likewise on k_pe [B, 1, L, rope].
+ * The float copies (xq_, xk_) are the function's locals until it returns. No interleave copy.
  */
 #include "ops.h"
 
 typedef struct {
     int64_t H, nope, rope, v, kvl; /* heads, qk_nope/qk_rope/v head dims, kv_lora_rank */
-    bool interleave, causal;
+    bool interleave, causal, complex;
     double dropout, eps;
 } mla_cfg;
 
@@ -60,8 +70,11 @@ static int mla_parse(vc_args *a, void *p)
         vc_arg_int(a, "qk_rope_head_dim", VC_REQUIRED, 2, &c->rope) || vc_arg_int(a, "v_head_dim", VC_REQUIRED, 1, &c->v) ||
         vc_arg_int(a, "kv_lora_rank", VC_REQUIRED, 1, &c->kvl) || vc_arg_bool(a, "rope_interleave", true, &c->interleave) ||
         vc_arg_bool(a, "causal", true, &c->causal) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
-        vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps))
+        vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_bool(a, "complex_rope", false, &c->complex))
         return -1;
+    if (c->complex && vc_arg_type(a, "rope_interleave"))
+        return vc_arg_fail(a, "rope_interleave", "complex_rope (DeepSeek-V2's apply_rotary_emb) pairs adjacent "
+                           "elements itself: no interleave");
     if (c->rope % 2) return vc_arg_fail(a, "qk_rope_head_dim", "must be even, got %lld", (long long)c->rope);
     return 0;
 }
@@ -85,8 +98,10 @@ static int mla_setup(vc_setup *s, void *p)
         return -1;
     if (mla_in(s, 0, "query states", L, q) || mla_in(s, 1, "compressed_kv", L, c->kvl + c->rope)) return -1;
     const vc_shape *r = &s->in[2];
-    if (r->nd != 3 || r->d[0] != 2 || r->d[1] != L || r->d[2] != c->rope)
-        return vc_fail(s, "inputs", "the rope input must be a RotaryEmbedding's [2, %lld, %lld]", (long long)L, (long long)c->rope);
+    const int64_t rd = c->complex ? c->rope / 2 : c->rope; /* a complex RotaryEmbedding's freqs_cis */
+    if (r->nd != 3 || r->d[0] != 2 || r->d[1] != L || r->d[2] != rd)
+        return vc_fail(s, "inputs", "the rope input must be a%s RotaryEmbedding's [2, %lld, %lld]", c->complex ? " complex" : "",
+                       (long long)L, (long long)rd);
     int64_t d[2] = {L, o};
     s->out = vc_shape_make(2, d);
     return vc_param(s, "kv_a_layernorm.weight", c->kvl) ||
@@ -115,6 +130,21 @@ static vc_t mla_rope(vc_build *b, const mla_cfg *c, vc_t x, vc_t cs, int64_t hea
     return vc__rope_apply(b, x, cs, heads, L, c->rope, c->rope);
 }
 
+/* apply_rotary_emb (modeling_deepseek_v2.py) on q_pe [B, H, L, rope] and k_pe [B, 1, L, rope]. */
+static void mla_rope_complex(vc_build *b, const mla_cfg *c, vc_t *q, vc_t *k, vc_t cs, int64_t L)
+{
+    const vc_dtype dt = vc_dt_of(b, *q);
+    vc_t qf = vc__op_cast(b, *q, VC_DT_F32), kf = vc__op_cast(b, *k, VC_DT_F32);
+    vc_hold(b, qf);
+    vc_hold(b, kf);
+    vc_t q2 = vc__op_cast(b, vc__op_mul_dt(b, qf, cs, vc_n_sample(L * c->H * c->rope), VC_DT_F32), dt);
+    vc_t k2 = vc__op_cast(b, vc__op_mul_dt(b, kf, cs, vc_n_sample(L * c->rope), VC_DT_F32), dt);
+    vc_release(b, qf);
+    vc_release(b, kf);
+    *q = q2;
+    *k = k2;
+}
+
 static void mla_emit(vc_build *b, const void *p)
 {
     const mla_cfg *c = p;
@@ -140,8 +170,12 @@ static void mla_emit(vc_build *b, const void *p)
     vc_t val = vc__op_view(b, kvb, vc_n_sample(H * L * c->v), false);
     /* k_rot.view(B, 1, L, rope); the rotations */
     k_rot = vc__op_view(b, k_rot, vc_numel_of(b, k_rot), false);
-    q_rot = mla_rope(b, c, q_rot, cs, H, L);
-    k_rot = mla_rope(b, c, k_rot, cs, 1, L);
+    if (c->complex) {
+        mla_rope_complex(b, c, &q_rot, &k_rot, cs, L);
+    } else {
+        q_rot = mla_rope(b, c, q_rot, cs, H, L);
+        k_rot = mla_rope(b, c, k_rot, cs, 1, L);
+    }
     /* query_states = cat((q_pass, q_rot)); key_states = cat((k_pass, k_rot.expand(...))) */
     vc_t q = cat2(b, q_pass, q_rot, vc_n_sample(H * L * qk), VC_GRAD_PASS);
     vc_t k = cat2(b, k_nope, k_rot, vc_n_sample(H * L * qk), VC_GRAD_REDUCE);

@@ -578,6 +578,40 @@ const hf_family vc__hf_families[] = {
      .block = BLK_MODERNBERT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED,
      .pos = POS_ROPE, .head = HEAD_MODERNBERT, .head_class = "ModernBertForSequenceClassification", .prefix = "model",
      .lora_targets = NULL},
+    /* DeepseekV2Config (configuration_deepseek_v2.py @ 008e5743; DeepSeek-V2, V2-Lite, V2.5,
+     * DeepSeek-Coder-V2) and modeling_deepseek_v2.py @ 0233e509 (src/hf/hf_deepseek_v2.c): DeepSeek-V3's
+     * modules (MLA, dense layers below first_k_dense_replace, stacked experts and shared experts) with
+     * DeepseekV2Attention's complex rotation (apply_rotary_emb on freqs_cis) and DeepseekV2Moe's softmax
+     * routing, topk_method greedy or group_limited_greedy, no correction bias, no renormalisation; the
+     * sizes LlamaConfig's rows require are required here too, num_experts_per_tok (None by default:
+     * topk fails) as well */
+    {.model_type = "deepseek_v2", .config_class = "DeepseekV2Config",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0),
+              [K_EXPERTS] = DEF("n_routed_experts", 64), [K_TOPK] = REQ("num_experts_per_tok"),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 1407), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
+              [K_Q_LORA] = OFF_IF_NULL("q_lora_rank", 1536), [K_KV_LORA] = DEF("kv_lora_rank", 512),
+              [K_QK_NOPE] = DEF("qk_nope_head_dim", 128), [K_V_HEAD] = DEF("v_head_dim", 128),
+              [K_N_SHARED] = DEF("n_shared_experts", 2), [K_N_GROUP] = DEF("n_group", 1),
+              [K_TOPK_GROUP] = DEF("topk_group", 1), [K_FIRST_DENSE] = DEF("first_k_dense_replace", 0),
+              [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 1.0)},
+     LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL, .ds_v2 = true},
+    /* DeepseekV32Config (configuration_deepseek_v32.py @ 008e5743; DeepSeek-V3.2-Exp, DeepSeek-V3.2):
+     * DeepSeek-V3's keys and modules plus the DeepSeek Sparse Attention indexer in every layer
+     * (index_n_heads, index_head_dim, index_topk: src/hf/hf_deepseek_v32.c); the sizes required as in
+     * the deepseek_v3 row. The keys are checked and the parameters counted, the memory refused
+     * (vc__hf_deepseek_v32_refuse) */
+    {.model_type = "deepseek_v32", .config_class = "DeepseekV32Config",
+     .keys = {LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 163840), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_EXPERTS] = DEF("n_routed_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 2048), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),
+              [K_Q_LORA] = OFF_IF_NULL("q_lora_rank", 1536), [K_KV_LORA] = DEF("kv_lora_rank", 512),
+              [K_QK_NOPE] = DEF("qk_nope_head_dim", 128), [K_V_HEAD] = DEF("v_head_dim", 128),
+              [K_N_SHARED] = DEF("n_shared_experts", 1), [K_N_GROUP] = DEF("n_group", 8), [K_TOPK_GROUP] = DEF("topk_group", 4),
+              [K_FIRST_DENSE] = DEF("first_k_dense_replace", 3), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
+              [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 2.5)},
+     LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL, .dsa = true},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -773,6 +807,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
+    if (a.f->dsa) return vc__hf_deepseek_v32_refuse(&a, err), err->code; /* the count; the memory refused (hf_deepseek_v32.c) */
     if (a.f->block == BLK_T5) { /* T5ForConditionalGeneration (hf_t5.c): what is not modelled is refused */
         if (a.ckpt && a.ckpt_every > 1) /* T5Stack checkpoints every T5Block (hf_t5.c) */
             return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "t5: T5Stack checkpoints every T5Block of both "

@@ -171,6 +171,12 @@ typedef struct {
     /* issue 31 (qwen3_5, qwen3_5_moe): Qwen3_5GatedDeltaNet's four projections in_proj_qkv, in_proj_z,
      * in_proj_b, in_proj_a instead of Qwen3NextGatedDeltaNet's in_proj_qkvz and in_proj_ba */
     bool gdn_split;
+    /* issue 31 (deepseek_v2): DeepseekV2Attention's complex rotary and DeepseekV2Moe's softmax routing
+     * (topk_method) on DeepSeek-V3's modules (src/hf/hf_deepseek_v2.c) */
+    bool ds_v2;
+    /* issue 31 (deepseek_v32): DeepSeek Sparse Attention's indexer in every layer (src/hf/hf_deepseek_v32.c:
+     * the keys checked and the parameters counted; the memory refused) */
+    bool dsa;
 } hf_family;
 
 enum {
@@ -293,13 +299,15 @@ typedef struct {
         const cJSON *types;
         bool keqv, moe, wide;
     } g4;
+    int topk_method; /* deepseek_v2: 0 greedy, 1 group_limited_greedy (hf_deepseek_v2.c) */
+    struct { int64_t nh, hd, topk; } dsa; /* deepseek_v32: index_n_heads, index_head_dim, index_topk */
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -394,6 +402,19 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
 /* hf_vision.c: the tower's layers appended to arr, before the language model; returns the
  * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
+
+/* hf_deepseek_v2.c: DeepseekV2Config's keys the row's reading cannot check (topk_method, n_group /
+ * topk_group with it, n_shared_experts null, moe_layer_freq, scoring_func, mlp_bias), read into a
+ * after the row's keys; -1 with r->err naming the key. */
+int vc__hf_deepseek_v2_read(rd *r, arch *a);
+
+/* hf_deepseek_v32.c: DeepseekV32Config's indexer keys (index_n_heads, index_head_dim, index_topk) and
+ * the checks the row's reading cannot make (q_lora_rank null, mlp_layer_types, layer_types); -1 with
+ * r->err naming the key. */
+int vc__hf_deepseek_v32_read(rd *r, arch *a);
+/* hf_deepseek_v32.c: always -1, err set: the parameters (exact, and as the checkpoint stores them) and
+ * why the memory is refused (the indexer, in transformers and vLLM, is not modelled). */
+int vc__hf_deepseek_v32_refuse(const arch *a, vc_error *err);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against

@@ -288,7 +288,8 @@ static void mla_attention(wr *w, const arch *a)
     num(w, o, "qk_rope_head_dim", (double)a->D);
     num(w, o, "v_head_dim", (double)a->v_head);
     num(w, o, "kv_lora_rank", (double)a->kv_lora);
-    flag(w, o, "rope_interleave", a->rope_interleave);
+    if (a->f->ds_v2) flag(w, o, "complex_rope", true); /* DeepseekV2Attention: apply_rotary_emb on freqs_cis */
+    else flag(w, o, "rope_interleave", a->rope_interleave);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
 }
 
@@ -388,9 +389,16 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         num(w, o, "intermediate_size", (double)a->moe_I);
         num(w, o, "num_experts", (double)a->E);
         num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", mx ? "mixtral" : ds ? "deepseek_v3" : "qwen2_moe");
-        flag(w, o, "norm_topk_prob", a->norm_topk);
-        if (ds) { /* DeepseekV3MoE: the groups; shared_experts, an MLP of moe_intermediate_size x n_shared_experts */
+        str(w, o, "style", mx ? "mixtral" : a->f->ds_v2 ? "deepseek_v2" : ds ? "deepseek_v3" : "qwen2_moe");
+        if (!a->f->ds_v2) flag(w, o, "norm_topk_prob", a->norm_topk); /* DeepseekV2Moe does not read it */
+        if (a->f->ds_v2) { /* DeepseekV2Moe: topk_method, its groups; shared_experts of moe_intermediate_size x n_shared_experts */
+            str(w, o, "topk_method", a->topk_method ? "group_limited_greedy" : "greedy");
+            if (a->topk_method) {
+                num(w, o, "n_group", (double)a->n_group);
+                num(w, o, "topk_group", (double)a->topk_group);
+            }
+            num(w, o, "shared_expert_intermediate_size", (double)(a->moe_I * a->n_shared));
+        } else if (ds) { /* DeepseekV3MoE: the groups; shared_experts, an MLP of moe_intermediate_size x n_shared_experts */
             num(w, o, "n_group", (double)a->n_group);
             num(w, o, "topk_group", (double)a->topk_group);
             num(w, o, "shared_expert_intermediate_size", (double)(a->moe_I * a->n_shared));
@@ -962,7 +970,7 @@ static void build_layers(wr *w, const arch *a)
         num(w, o, "head_dim", (double)a->D);
         num(w, o, "rotary_dim", (double)a->R);
         if (a->f->half_rope) flag(w, o, "half", true); /* GptOssRotaryEmbedding: emb = freqs, no cat */
-        if (a->f->moe == MOE_LLAMA4) flag(w, o, "complex", true); /* Llama4TextRotaryEmbedding: freqs_cis */
+        if (a->f->moe == MOE_LLAMA4 || a->f->ds_v2) flag(w, o, "complex", true); /* freqs_cis (DeepseekV2RotaryEmbedding too) */ /* Llama4TextRotaryEmbedding: freqs_cis */
         /* the sdpa sliding layers' mask, made by the model's forward before its layers (layers/llm.c rope_emit):
          * not under eager, sinks, chunked attention or Gemma 3's image masks (their own mask paths) */
         int64_t sw = 0;

@@ -397,7 +397,9 @@ static int read_family(rd *r, arch *a)
                    f->keys[K_LIN_KH].key, (long long)a->lin_kh);
     if (f->moe && a->K > a->E)
         return vc__hf_bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
-    if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
+    if (f->moe == MOE_DEEPSEEK && !f->ds_v2 && read_deepseek(r, a)) return -1;
+    if (f->ds_v2 && vc__hf_deepseek_v2_read(r, a)) return -1; /* topk_method and the rest (hf_deepseek_v2.c) */
+    if (f->dsa && vc__hf_deepseek_v32_read(r, a)) return -1; /* the indexer's keys (hf_deepseek_v32.c) */
     if (f->block == BLK_T5 && vc__hf_t5_read(r, a)) return -1; /* feed_forward_proj and the rest (hf_t5.c) */
     if (f->block == BLK_WHISPER && vc__hf_whisper_read(r, a)) return -1; /* the decoder's heads and the rest (hf_whisper.c) */
     if (f->moe == MOE_LLAMA4 && vc__hf_llama4_read(r, a)) return -1; /* moe_layers and the rest (hf_llama4.c) */

@@ -358,7 +358,7 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe"):
+    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe", "deepseek_v2"):
         result["experts_implementation"] = args.experts
 
     image_tokens = 0
@@ -780,7 +780,7 @@ def main(argv):
         elif t5:  # the decoder's self-attention keys and values per generated token (the cross-attention's: the prompt's)
             kv_per_token = raw.get("num_decoder_layers") or raw.get("num_layers", 6)
             kv_per_token *= 2 * raw.get("num_heads", 8) * raw.get("d_kv", 64) * (2 if args.precision == "bf16" else 4)
-        elif cfg.model_type == "deepseek_v3":  # MLA: DynamicCache keeps key_states (qk_head_dim) and value_states
+        elif cfg.model_type in ("deepseek_v3", "deepseek_v2"):  # MLA: DynamicCache keeps key_states (qk_head_dim) and value_states
             kv_per_token = cfg.num_hidden_layers * cfg.num_attention_heads * (
                 cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "falcon":  # DynamicCache keeps what FalconAttention gives it (falcon_replica.py)

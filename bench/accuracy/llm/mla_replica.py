@@ -334,6 +334,123 @@ class DeepseekV3MoE(nn.Module):
         hidden_states = hidden_states + self.shared_experts(residuals)
         return hidden_states
 
+# ---------------------------------------------------------------------------
+# DeepSeek-V2 (model_type deepseek_v2, issue 31): huggingface/transformers @
+# 0233e509531ace915c8241b4c16c8032a583279c, src/transformers/models/deepseek_v2/modeling_deepseek_v2.py.
+# DeepseekV2Attention is DeepseekV3Attention's modules with apply_rotary_emb on the complex freqs_cis
+# of DeepseekV2RotaryEmbedding; DeepseekV2Moe routes by softmax (topk_method greedy or
+# group_limited_greedy, no correction bias, no renormalisation) over DeepseekV2Experts (stacked,
+# @use_experts_implementation: grouped_mm_experts_forward, moe_v5_replica.py).
+# ---------------------------------------------------------------------------
+class DeepseekV2RotaryEmbedding(nn.Module):
+    """DeepseekV2RotaryEmbedding: compute_default_rope_parameters (dim = head_dim = qk_rope_head_dim),
+    forward: freqs (float32), torch.polar(ones_like(freqs), freqs), * attention_scaling (1.0)."""
+
+    def __init__(self, cfg, dim):
+        super().__init__()
+        base = cfg.d.get("rope_theta", 10000.0)
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.attention_scaling = 1.0
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    @torch.no_grad()
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        freqs = (inv_freq_expanded.to(x.device) @ position_ids_expanded).transpose(1, 2)
+        freqs_cis = torch.polar(torch.ones_like(freqs), freqs)
+        freqs_cis = freqs_cis * self.attention_scaling
+        return freqs_cis
+
+
+def apply_rotary_emb_v2(xq, xk, freqs_cis):
+    """modeling_deepseek_v2.py apply_rotary_emb."""
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    freqs_cis = freqs_cis.unsqueeze(1).to(xq_.device)
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3).type_as(xq)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3).type_as(xk)
+    return xq_out, xk_out
+
+
+class DeepseekV2Attention(DeepseekV3Attention):
+    """DeepseekV2Attention.__init__ (DeepseekV3Attention's modules, no rope_interleave) / forward."""
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        batch_size, seq_length = hidden_states.shape[:-1]
+        query_shape = (batch_size, seq_length, -1, self.qk_head_dim)
+        key_shape = (batch_size, seq_length, -1, self.qk_nope_head_dim + self.v_head_dim)
+        if self.q_lora_rank is None:
+            q = self.q_proj(hidden_states)
+        else:
+            q = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(hidden_states)))
+        q = q.view(query_shape).transpose(1, 2)
+        q_nope, q_pe = torch.split(q, [self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
+        compressed_kv = self.kv_a_proj_with_mqa(hidden_states)
+        k_nope, k_pe = torch.split(compressed_kv, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        k_nope = self.kv_b_proj(self.kv_a_layernorm(k_nope)).view(key_shape).transpose(1, 2)
+        k_nope, value_states = torch.split(k_nope, [self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+        k_pe = k_pe.view(batch_size, 1, seq_length, self.qk_rope_head_dim)
+        q_pe, k_pe = apply_rotary_emb_v2(q_pe, k_pe, position_embeddings.to(q_pe.device))
+        k_pe = k_pe.expand(*k_nope.shape[:-1], -1)
+        query_states = torch.cat((q_nope, q_pe), dim=-1)
+        key_states = torch.cat((k_nope, k_pe), dim=-1)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        attn_output, _ = self.sdpa(self, query_states, key_states, value_states, attention_mask,
+                                   0.0 if not self.training else self.attention_dropout, self.scaling)
+        attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class DeepseekV2Moe(nn.Module):
+    """DeepseekV2Moe.__init__ (experts, gate: nn.Linear(H, E, bias=False), shared_experts) /
+    route_tokens_to_experts / forward."""
+
+    def __init__(self, cfg, act, shared_mlp, linear):
+        super().__init__()
+        self.experts = _naive_moe(cfg, act)
+        self.gate = linear(cfg.hidden_size, cfg.d["n_routed_experts"], bias=False)
+        self.shared_experts = shared_mlp
+        self.num_experts = cfg.d["n_routed_experts"]
+        self.routed_scaling_factor = cfg.d.get("routed_scaling_factor", 1.0)
+        self.topk_method = cfg.d.get("topk_method", "greedy")
+        self.num_group = cfg.d.get("n_group")
+        self.top_k = cfg.d["num_experts_per_tok"]
+        self.topk_group = cfg.d.get("topk_group")
+
+    def route_tokens_to_experts(self, router_logits):
+        batch_size, seq_len, hidden_dim = router_logits.shape
+        router_logits = router_logits.view(-1, hidden_dim)
+        router_logits = router_logits.softmax(dim=-1, dtype=torch.float32)
+        if self.topk_method == "greedy":
+            topk_weight, topk_idx = torch.topk(router_logits, k=self.top_k, dim=-1, sorted=False)
+        elif self.topk_method == "group_limited_greedy":
+            group_scores = router_logits.view(batch_size * seq_len, self.num_group, -1).max(dim=-1).values
+            group_idx = torch.topk(group_scores, k=self.topk_group, dim=-1, sorted=False)[1]
+            group_mask = torch.zeros_like(group_scores)
+            group_mask.scatter_(1, group_idx, 1)
+            score_mask = (
+                group_mask.unsqueeze(-1)
+                .expand(batch_size * seq_len, self.num_group, self.num_experts // self.num_group)
+                .reshape(batch_size * seq_len, -1)
+            )
+            tmp_scores = router_logits.masked_fill(~score_mask.bool(), 0.0)
+            topk_weight, topk_idx = torch.topk(tmp_scores, k=self.top_k, dim=-1, sorted=False)
+        topk_weight = topk_weight * self.routed_scaling_factor
+        return topk_idx, topk_weight
+
+    def forward(self, hidden_states):
+        residuals = hidden_states
+        orig_shape = hidden_states.shape
+        router_logits = F.linear(hidden_states.type(torch.float32), self.gate.weight.type(torch.float32))
+        topk_indices, topk_weights = self.route_tokens_to_experts(router_logits)
+        hidden_states = hidden_states.view(-1, hidden_states.shape[-1])
+        hidden_states = self.experts(hidden_states, topk_indices, topk_weights).view(*orig_shape)
+        hidden_states = hidden_states + self.shared_experts(residuals)
+        return hidden_states
+
+
 CASES = [  # (config under tests/data/hf, named_parameters() count test_hf.c asserts)
     ("deepseek-v3.json", 671026404352),
     ("kimi-k2.json", 1026408209408),

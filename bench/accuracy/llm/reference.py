@@ -447,9 +447,23 @@ class DecoderLayer(nn.Module):
         t = cfg.model_type
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
-        if t != "deepseek_v3":
+        if t not in ("deepseek_v3", "deepseek_v2"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
-        if t == "deepseek_v3":
+        if t == "deepseek_v2":
+            # DeepseekV2DecoderLayer (modeling_deepseek_v2.py @ 0233e509): MLA with the complex rotation,
+            # DeepseekV2MLP below first_k_dense_replace (0 by default), DeepseekV2Moe from it on
+            # (mla_replica.py); transformers 5's experts only
+            import mla_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("deepseek_v2 is replicated with transformers 5's experts: --experts grouped_mm")
+            self.self_attn = mla_replica.DeepseekV2Attention(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
+            if layer_idx < cfg.d.get("first_k_dense_replace", 0):
+                self.mlp = GatedMLP(cfg, cfg.hidden_act)
+            else:
+                inter = cfg.d["moe_intermediate_size"] * cfg.d.get("n_shared_experts", 2)
+                self.mlp = mla_replica.DeepseekV2Moe(cfg, act_fn(cfg.hidden_act), GatedMLP(cfg, cfg.hidden_act, inter),
+                                                     Linear)
+        elif t == "deepseek_v3":
             # DeepseekV3DecoderLayer: MLA, DeepseekV3MLP below first_k_dense_replace, the MoE from
             # it on (mla_replica.py); transformers 5's experts only
             import mla_replica
@@ -669,7 +683,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe"):
+                     "qwen3_5", "qwen3_5_moe", "deepseek_v2"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -709,7 +723,7 @@ class CausalLM(nn.Module):
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
         self.norm = Norm(H, eps=cfg.rms_norm_eps)
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
-        if t == "deepseek_v3":  # DeepseekV3Config: head_dim = qk_rope_head_dim (the rotary embedding's)
+        if t in ("deepseek_v3", "deepseek_v2"):  # DeepseekV3Config / DeepseekV2Config: head_dim = qk_rope_head_dim
             head_dim = cfg.d["qk_rope_head_dim"]
         if t in ("qwen3_5", "qwen3_5_moe"):
             # Qwen3_5ForConditionalGeneration: model.visual (its weights, frozen; no image is run) beside
@@ -717,6 +731,9 @@ class CausalLM(nn.Module):
             import deltanet_replica
             self.rotary_emb = deltanet_replica.Qwen3_5TextRotaryEmbedding(cfg, head_dim)
             self.visual = deltanet_replica.Qwen3_5VisionModel(cfg.d.get("vision_config") or {})
+        elif t == "deepseek_v2":  # DeepseekV2RotaryEmbedding: complex64 freqs_cis (mla_replica.py)
+            import mla_replica
+            self.rotary_emb = mla_replica.DeepseekV2RotaryEmbedding(cfg, head_dim)
         else:
             self.rotary_emb = RotaryEmbedding(cfg, head_dim)
         self.lm_head = Linear(H, V, bias=False)

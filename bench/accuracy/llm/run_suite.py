@@ -1157,6 +1157,34 @@ def cases():
     for i, (cfg, b, pr, m, p) in enumerate(swg):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=p, held_out=(i % 3 == 2)))
+    # issue 31: DeepSeek-V2 (mla_replica.py: DeepseekV2Attention's complex rotation on DeepseekV2RotaryEmbedding's
+    # freqs_cis, DeepseekV2Moe's softmax routing over stacked experts, modeling_deepseek_v2.py @ 0233e509).
+    # deepseek_v2_small: q_lora_rank 48, 16 experts in 4 groups, topk_method group_limited_greedy (top-2 groups,
+    # top-4), routed_scaling_factor 16, one dense layer; deepseek_v2_lite_small: q_lora_rank null (q_proj),
+    # greedy, 2 shared experts, two dense layers. Train (LoRA on the Linears vramcalc names the same),
+    # generate (its prefill is the no_grad forward; DynamicCache's full per-head K/V). Every third held out.
+    ds2 = [
+        ("train", "deepseek_v2_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "deepseek_v2_small", 2, 64, "adamw", "bf16", False, 0),
+        ("train", "deepseek_v2_small", 2, 64, "adamw", "bf16", True, 0),
+        ("train", "deepseek_v2_small", 2, 96, "adamw", "bf16", False, 8),
+        ("train", "deepseek_v2_lite_small", 3, 48, "sgd", "fp32", False, 0),
+        ("train", "deepseek_v2_lite_small", 1, 128, "adam", "bf16", True, 8),
+        ("generate", "deepseek_v2_small", 1, 64, 16, "fp32", False, 0),
+        ("generate", "deepseek_v2_small", 2, 32, 24, "bf16", False, 0),
+        ("generate", "deepseek_v2_lite_small", 2, 96, 8, "fp32", False, 0),
+        ("train", "deepseek_v2_lite_small", 2, 64, "adamw", "fp32", False, 8),
+        ("generate", "deepseek_v2_lite_small", 1, 48, 32, "bf16", False, 0),
+        ("train", "deepseek_v2_small", 4, 32, "sgd", "fp32", True, 0),
+    ]
+    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(ds2):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets=mla_targets if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
     return out
 
 

@@ -1,0 +1,129 @@
+/*
+ * hf_deepseek_v32.c — DeepSeek-V3.2 (model_type deepseek_v32: DeepSeek-V3.2-Exp, DeepSeek-V3.2;
+ * issue 31): DeepSeek-V3's modules plus DeepSeek Sparse Attention's indexer in every layer. The
+ * keys the row's reading (hf_read.c) cannot check, the exact parameter count, and the refusal of
+ * the memory, which is not modelled.
+ *
+ * Sources:
+ *  - huggingface/transformers configuration_deepseek_v32.py @ 008e574391258935f3ecc3035c882e73bbcac419,
+ *    DeepseekV32Config: DeepSeek-V3's keys with index_topk 2048, index_head_dim 128, index_n_heads 64;
+ *    __post_init__: head_dim = qk_rope_head_dim, mlp_layer_types None -> first_k_dense_replace
+ *    "dense" then "sparse", layer_types None -> "deepseek_sparse_attention" everywhere.
+ *  - modeling_deepseek_v32.py @ 01f8fa55d98fbd77fb6461c47ae14fc6206f2f87: DeepseekV32Attention is
+ *    DeepseekV3Attention's modules with q_a_proj / q_a_layernorm / q_b_proj always used
+ *    (q_resid = q_a_layernorm(q_a_proj(x)) feeds the indexer) and self.indexer =
+ *    DeepseekV32Indexer: wq_b nn.Linear(q_lora_rank, index_n_heads x index_head_dim, bias=False),
+ *    wk nn.Linear(hidden, index_head_dim, bias=False), k_norm nn.LayerNorm(index_head_dim) (weight
+ *    and bias), weights_proj nn.Linear(hidden, index_n_heads, bias=False); its no_grad forward
+ *    splits q and k into [qk_rope_head_dim, index_head_dim - qk_rope_head_dim], computes float32
+ *    scores [B, S, index_n_heads, T], relu, the weighted head sum [B, S, T], topk(index_topk) ->
+ *    an int32 [B, S, topk]; under sdpa/eager a bool [B, 1, S, T] index mask joins the causal mask;
+ *    DeepseekV32Cache keeps the indexer keys beside the full per-head K/V (update_indexer).
+ *    DeepseekV32MoE, DeepseekV32TopkRouter (e_score_correction_bias a buffer), DeepseekV32Experts
+ *    (stacked) are DeepSeek-V3's; _keys_to_ignore_on_load_unexpected drops model.layers.61 (MTP).
+ *  - vllm-project/vllm vllm/model_executor/models/deepseek_v2.py @ 002d6073aa034d4f5545d45021b0e56d1f3c3593
+ *    (it serves deepseek_v32): Indexer (wq_b ReplicatedLinear, wk + weights_proj fused into
+ *    wk_weights_proj, k_norm LayerNorm), DeepseekV32IndexerCache: MLAAttentionSpec of one head of
+ *    index_head_dim + index_head_dim // 128 x 4 bytes (fp8 values and a float32 scale per 128), dtype
+ *    uint8: 132 bytes per token and layer beside the MLA latent; the sparse indexer's buffers
+ *    (topk_indices_buffer, the prefill logits).
+ * Neither runtime's indexer memory is modelled: vc_hf_build refuses the model after the keys are
+ * checked, naming the parameter count.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+static const cJSON *v32_raw(rd *r, const char *key) { return cJSON_GetObjectItemCaseSensitive(r->cfg, key); }
+
+/* An integer key in [min, 2^40], def when absent or null. */
+static int v32_int(rd *r, const char *key, int64_t def, int64_t min, int64_t *out)
+{
+    const cJSON *v = v32_raw(r, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return 0;
+    }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)MAX_SIZE)
+        return vc__hf_bad(r, key, "expected an integer from %lld to 2^40", (long long)min);
+    *out = (int64_t)d;
+    return 0;
+}
+
+/* A list key: absent or null, or n strings each of which is(i) accepts. */
+static int v32_list(rd *r, const char *key, const arch *a, const char *want)
+{
+    const cJSON *v = v32_raw(r, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
+        return vc__hf_bad(r, key, "expected a list of %lld strings (one per layer)", (long long)a->N);
+    int64_t i = 0;
+    for (const cJSON *e = v->child; e; e = e->next, i++) {
+        const char *ok = want ? want : i < a->first_dense ? "dense" : "sparse";
+        if (!cJSON_IsString(e) || strcmp(e->valuestring, ok))
+            return vc__hf_bad(r, key, "layer %lld: expected \"%s\" (%s)", (long long)i, ok,
+                              want ? "every layer runs DeepSeek Sparse Attention" : "only first_k_dense_replace dense "
+                              "layers, then MoE layers, are modelled");
+    }
+    return 0;
+}
+
+int vc__hf_deepseek_v32_read(rd *r, arch *a)
+{
+    if (a->q_lora == 0) /* the indexer's wq_b reads q_a_layernorm(q_a_proj(x)): DeepseekV32Attention always builds them */
+        return vc__hf_bad(r, "q_lora_rank", "null: DeepseekV32Indexer's wq_b reads q_a_layernorm(q_a_proj(x)), which "
+                          "needs q_lora_rank");
+    if (v32_int(r, "index_n_heads", 64, 1, &a->dsa.nh) || v32_int(r, "index_head_dim", 128, 1, &a->dsa.hd) ||
+        v32_int(r, "index_topk", 2048, 1, &a->dsa.topk))
+        return -1;
+    if (a->dsa.hd < a->D) /* torch.split(q, [qk_rope_head_dim, index_head_dim - qk_rope_head_dim]) */
+        return vc__hf_bad(r, "index_head_dim", "%lld is less than qk_rope_head_dim (%lld), the rotary part it splits off",
+                          (long long)a->dsa.hd, (long long)a->D);
+    int64_t t;
+    if (__builtin_mul_overflow(a->dsa.nh, a->dsa.hd, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, a->q_lora, &t) ||
+        t > (INT64_C(1) << 48))
+        return vc__hf_bad(r, a->dsa.nh >= a->dsa.hd ? "index_n_heads" : "index_head_dim", "wq_b (%lld heads x %lld, from %lld) is more than 2^40 wide or 2^48 elements",
+                          (long long)a->dsa.nh, (long long)a->dsa.hd, (long long)a->q_lora);
+    if (__builtin_mul_overflow(a->dsa.nh + a->dsa.hd, a->H, &t) || t > (INT64_C(1) << 48))
+        return vc__hf_bad(r, "index_head_dim", "wk and weights_proj ((%lld + %lld) x %lld) are more than 2^48 elements",
+                          (long long)a->dsa.hd, (long long)a->dsa.nh, (long long)a->H);
+    return v32_list(r, "mlp_layer_types", a, NULL) || v32_list(r, "layer_types", a, "deepseek_sparse_attention") ? -1 : 0;
+}
+
+/* DeepseekV32ForCausalLM.named_parameters() from the module shapes; *stored: with the checkpoint's
+ * e_score_correction_bias values and its num_nextn_predict_layers MTP layers (each a MoE decoder layer
+ * with its indexer, enorm, hnorm, eh_proj [H, 2H], shared_head.norm, shared_head.head and its own
+ * embed_tokens, as DeepSeek-V3's model.safetensors.index.json lists model.layers.61). */
+static int64_t v32_count(const arch *a, int64_t *stored)
+{
+    const int64_t H = a->H, NH = a->NH, qk = a->qk_nope + a->D, b = a->qkv_bias ? 1 : 0;
+    int64_t attn = a->q_lora * H + b * a->q_lora + a->q_lora + NH * qk * a->q_lora;   /* q_a_proj, q_a_layernorm, q_b_proj */
+    attn += (a->kv_lora + a->D) * H + b * (a->kv_lora + a->D) + a->kv_lora;             /* kv_a_proj_with_mqa, kv_a_layernorm */
+    attn += NH * (a->qk_nope + a->v_head) * a->kv_lora + NH * a->v_head * H + b * H;    /* kv_b_proj, o_proj */
+    attn += a->dsa.nh * a->dsa.hd * a->q_lora + a->dsa.hd * H + 2 * a->dsa.hd + a->dsa.nh * H; /* the indexer */
+    const int64_t dense = 3 * H * a->I, moe = a->E * 3 * a->moe_I * H + a->E * H + 3 * H * a->moe_I * a->n_shared;
+    const int64_t nd = a->first_dense < a->N ? a->first_dense : a->N;
+    const int64_t total = a->V * H * (a->tie ? 1 : 2) + H + a->N * (attn + 2 * H) + nd * dense + (a->N - nd) * moe;
+    const int64_t mtp = attn + 2 * H + moe + a->E + 2 * H + 2 * H * H + H + 2 * a->V * H;
+    *stored = total + (a->N - nd) * a->E + a->nextn * mtp;
+    return total;
+}
+
+int vc__hf_deepseek_v32_refuse(const arch *a, vc_error *err)
+{
+    int64_t stored;
+    const int64_t n = v32_count(a, &stored);
+    vc_set_error(err, VC_ERR_MODEL, "model_type", "deepseek_v32: %lld parameters (%lld in the checkpoint with the routers' "
+                 "correction biases and %lld MTP layer%s); DeepSeek Sparse Attention's indexer is not modelled: "
+                 "transformers' DeepseekV32Indexer (float32 scores [B, S, %lld heads, T], the top-%lld index mask, its "
+                 "key cache) and vLLM's (a uint8 key cache of %lld bytes per token and layer beside the MLA latent, "
+                 "the top-k buffers)", (long long)n, (long long)stored, (long long)a->nextn, a->nextn == 1 ? "" : "s", (long long)a->dsa.nh,
+                 (long long)a->dsa.topk, (long long)(a->dsa.hd + a->dsa.hd / 128 * 4));
+    return -1;
+}

@@ -1,0 +1,159 @@
+/*
+ * test_fam_deepseek_v32.c — the deepseek_v32 row (issue 31; src/hf/hf_deepseek_v32.c): DeepSeek-V3.2's
+ * keys checked, its parameters counted exactly, its memory refused in one line.
+ *
+ * 1. DeepSeek-V3.2 (tests/data/hf/deepseek-v3.2.json: the config.json of deepseek-ai/DeepSeek-V3.2, as
+ *    transformers stores it under models/deepseek_v32/deepseek_files/config.json @ a10b6fa8; V3.2-Exp's
+ *    has the same shape). DeepseekV32ForCausalLM (modeling_deepseek_v32.py @ 01f8fa55) is DeepSeek-V3's
+ *    modules plus, in every layer's self_attn, DeepseekV32Indexer: wq_b [index_n_heads x index_head_dim,
+ *    q_lora_rank] = 64 x 128 x 1536 = 12,582,912, wk [index_head_dim, hidden] = 128 x 7168 = 917,504,
+ *    k_norm (LayerNorm weight and bias) 256, weights_proj [index_n_heads, hidden] = 64 x 7168 = 458,752:
+ *    13,959,424 a layer. named_parameters(): DeepSeek-V3's 671,026,404,352 (test_hf test_mla, the same
+ *    shape) + 61 x 13,959,424 = 671,877,929,216, checked here against the deepseek_v3 row's own count of
+ *    the same config. As the checkpoint stores it: + 58 MoE layers x 256 e_score_correction_bias values
+ *    (14,848) + the MTP layer (model.layers.61: DeepSeek-V3's 13,463,426,304 with its bias values, + its
+ *    indexer 13,959,424) = 685,355,329,792, the Hub's "685B".
+ * 2. The refusal names model_type and says why: the indexer's memory under transformers (float32 scores
+ *    [B, S, index_n_heads, T], the index mask) and vLLM (deepseek_v2.py @ 002d6073
+ *    DeepseekV32IndexerCache: uint8, index_head_dim + index_head_dim / 128 x 4 = 132 bytes per token and
+ *    layer beside the MLA latent) is not modelled.
+ * 3. Every bad or inconsistent value of the indexer's keys (and DeepSeek-V3's) exits naming the key.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 64);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static vc_status load_js(const char *js, vc_model **m, vc_error *err)
+{
+    *m = NULL;
+    return vc_model_load_string_hf(js, strlen(js), "config.json", NULL, m, err);
+}
+
+static void test_v32_count(void **state)
+{
+    (void)state;
+    char *js = slurp(HF "deepseek-v3.2.json");
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+    assert_null(m);
+    assert_string_equal(err.path, "model_type");
+    const int64_t indexer = 64 * 128 * 1536 + 128 * 7168 + 2 * 128 + 64 * 7168;
+    assert_int_equal(indexer, 13959424);
+    char want[160];
+    snprintf(want, sizeof want, "deepseek_v32: %lld parameters (%lld in the checkpoint", (long long)INT64_C(671877929216),
+             (long long)INT64_C(685355329792));
+    if (!strstr(err.msg, want)) fail_msg("%s", err.msg);
+    assert_non_null(strstr(err.msg, "132 bytes per token and layer"));
+    assert_non_null(strstr(err.msg, "DeepseekV32Indexer"));
+    /* the same config read by the deepseek_v3 row: DeepSeek-V3's modules alone (the index keys unread) */
+    char *at = strstr(js, "\"deepseek_v32\"");
+    assert_non_null(at);
+    memcpy(at, "\"deepseek_v3\" ", 14);
+    assert_int_equal(load_js(js, &m, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m), INT64_C(671026404352));
+    assert_int_equal(vc_model_parameters(m) + 61 * indexer, INT64_C(671877929216));
+    vc_model_free(m);
+    free(js);
+}
+
+static const char *const tiny[][2] = {
+    {"vocab_size", "1000"}, {"hidden_size", "64"}, {"intermediate_size", "128"}, {"num_hidden_layers", "2"},
+    {"num_attention_heads", "4"}, {"q_lora_rank", "32"}, {"kv_lora_rank", "16"}, {"qk_nope_head_dim", "8"},
+    {"qk_rope_head_dim", "4"}, {"v_head_dim", "8"}, {"n_routed_experts", "8"}, {"num_experts_per_tok", "2"},
+    {"n_group", "2"}, {"topk_group", "1"}, {"moe_intermediate_size", "16"}, {"first_k_dense_replace", "1"},
+    {"index_n_heads", "2"}, {"index_head_dim", "8"}, {"index_topk", "4"},
+};
+
+static void tiny_js(char *js, size_t n, const char *k, const char *v)
+{
+    size_t at = (size_t)snprintf(js, n, "{\"model_type\":\"deepseek_v32\"");
+    bool seen = false;
+    for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++) {
+        bool mine = k && !strcmp(k, tiny[i][0]);
+        seen |= mine;
+        at += (size_t)snprintf(js + at, n - at, ",\"%s\":%s", tiny[i][0], mine ? v : tiny[i][1]);
+    }
+    if (k && !seen) at += (size_t)snprintf(js + at, n - at, ",\"%s\":%s", k, v);
+    snprintf(js + at, n - at, "}");
+}
+
+static void test_tiny(void **state)
+{
+    (void)state;
+    /* test_hf's MLA tiny config (197,024 parameters with DeepSeek-V3's modules) + 2 layers x the indexer
+     * (wq_b 2 x 8 x 32 = 512, wk 8 x 64 = 512, k_norm 16, weights_proj 2 x 64 = 128: 1,168) = 199,360;
+     * stored: + the one MoE layer's 8 bias values = 199,368 (no MTP layer) */
+    char js[1024];
+    tiny_js(js, sizeof js, NULL, NULL);
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "model_type");
+    if (!strstr(err.msg, "deepseek_v32: 199360 parameters (199368 in the checkpoint")) fail_msg("%s", err.msg);
+    assert_non_null(strstr(err.msg, "0 MTP layers"));
+    assert_non_null(strstr(err.msg, "top-4 index mask"));
+    assert_non_null(strstr(err.msg, "of 8 bytes per token")); /* index_head_dim 8: 8 + 8 / 128 x 4 = 8 bytes */
+    static const struct {
+        const char *key, *value, *path;
+    } bad[] = {
+        {"index_n_heads", "0", "index_n_heads"},
+        {"index_n_heads", "\"64\"", "index_n_heads"},
+        {"index_head_dim", "2", "index_head_dim"},        /* less than qk_rope_head_dim 4 */
+        {"index_head_dim", "1.5", "index_head_dim"},
+        {"index_topk", "0", "index_topk"},
+        {"index_n_heads", "1099511627776", "index_n_heads"}, /* wq_b 2^40 x 8 wide */
+        {"index_head_dim", "1099511627776", "index_head_dim"}, /* wk 2^40 x 64: more than 2^48 */
+        {"q_lora_rank", "null", "q_lora_rank"},           /* the indexer reads q_a_layernorm(q_a_proj(x)) */
+        {"mlp_layer_types", "[\"sparse\",\"sparse\"]", "mlp_layer_types"}, /* first_k_dense_replace 1: dense first */
+        {"mlp_layer_types", "[\"dense\"]", "mlp_layer_types"},
+        {"layer_types", "[\"full_attention\",\"deepseek_sparse_attention\"]", "layer_types"},
+        {"n_group", "3", "n_group"},                      /* DeepSeek-V3's checks apply */
+        {"kv_lora_rank", "0", "kv_lora_rank"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tiny_js(js, sizeof js, bad[i].key, bad[i].value);
+        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s %s: path %s (%s)", bad[i].key, bad[i].value, err.path, err.msg);
+    }
+    /* the defaults' lists are accepted: the refusal, not an error about them */
+    tiny_js(js, sizeof js, "mlp_layer_types", "[\"dense\",\"sparse\"]");
+    assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "model_type");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_v32_count),
+        cmocka_unit_test(test_tiny),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
