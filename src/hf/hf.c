@@ -578,6 +578,22 @@ const hf_family vc__hf_families[] = {
      .block = BLK_MODERNBERT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED,
      .pos = POS_ROPE, .head = HEAD_MODERNBERT, .head_class = "ModernBertForSequenceClassification", .prefix = "model",
      .lora_targets = NULL},
+    /* Glm4Config (models/glm4/configuration_glm4.py @ 008e5743: every key has a default, GLM-4-9B's:
+     * vocab 151552, hidden 4096, intermediate 13696, 40 layers, 32 heads, 2 kv heads, head_dim 128,
+     * rms_norm_eps 1.5625e-07, max_position_embeddings 131072, attention_bias true, untied;
+     * __post_init__: partial_rotary_factor 0.5 by default) and Glm4ForCausalLM (modeling_glm4.py
+     * @ 00d01786): Glm4DecoderLayer's four Glm4RMSNorms (LlamaRMSNorm's ops; PLACE_SANDWICH_GLM4),
+     * Glm4Attention (q/k/v with attention_bias, o_proj without; head_dim scaling; interleaved partial
+     * rotary), Glm4MLP (gate_up_proj, chunk(2), up * act(gate), down_proj: Phi3MLP's ops). PEFT's
+     * mapping (peft @ 00073fe8 utils/constants.py) has no glm4: --lora-targets */
+    {.model_type = "glm4", .config_class = "Glm4Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151552), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 13696), [K_LAYERS] = DEF("num_hidden_layers", 40),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_KV_HEADS] = DEF("num_key_value_heads", 2),
+              [K_HEAD_DIM] = DEF("head_dim", 128), [K_EPS] = DEF("rms_norm_eps", 1.5625e-7),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 1),
+              [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 0.5)},
+     LLAMA_BLOCK, .place = PLACE_SANDWICH_GLM4, .mlp = MLP_GATED_FUSED, .interleaved_rope = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

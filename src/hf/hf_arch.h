@@ -96,6 +96,9 @@ enum {
     PLACE_SANDWICH, /* gemma2: and after each, before the residual add */
     PLACE_POST,     /* BERT: after each residual add */
     PLACE_SUBLAYER, /* olmo2: after attention and MLP, before the residual add, none before */
+    PLACE_SANDWICH_GLM4, /* glm4: PLACE_SANDWICH's four norms at the same places under Glm4DecoderLayer's names:
+                          * input_layernorm, post_self_attn_layernorm (on the attention's output),
+                          * post_attention_layernorm (before the MLP), post_mlp_layernorm (on the MLP's output) */
 };
 enum { QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */ };
 enum {
@@ -171,6 +174,9 @@ typedef struct {
     /* issue 31 (qwen3_5, qwen3_5_moe): Qwen3_5GatedDeltaNet's four projections in_proj_qkv, in_proj_z,
      * in_proj_b, in_proj_a instead of Qwen3NextGatedDeltaNet's in_proj_qkvz and in_proj_ba */
     bool gdn_split;
+    /* issue 31 (glm4): Glm4's apply_rotary_pos_emb: cos / sin[..., :rotary_dim / 2].repeat_interleave(2) and
+     * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */
+    bool interleaved_rope;
 } hf_family;
 
 enum {
@@ -299,7 +305,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, glm4"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -395,6 +401,9 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
  * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
 
+/* hf_glm4.c: glm4's partial_rotary_factor (and rope_parameters' copy of it) checked against head_dim: an even
+ * number of rotary dimensions above 0, a->R set; -1 with r->err naming the key. */
+int vc__hf_glm4_read(rd *r, arch *a);
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against
  * global_attn_every_n_layers), read into a after the row's keys; -1 with r->err naming the key. */

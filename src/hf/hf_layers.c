@@ -158,6 +158,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     }
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
+    if (a->f->interleaved_rope && rope) str(w, o, "rope_style", "glm4"); /* Glm4's apply_rotary_pos_emb */
     if (window > 0) num(w, o, "sliding_window", (double)window);
     if (window > 0 && a->mask_4x) flag(w, o, "sliding_mask_4x", true); /* release.c VC_TF_SLIDING_FLOAT_MASK */
     if (a->eager) flag(w, o, "eager", true);
@@ -321,7 +322,9 @@ static void llama4_attn(wr *w, const arch *a, int64_t i)
  * MLP and none before) inside the Sequential w->arr. */
 static void decoder_layer(wr *w, const arch *a, int64_t i)
 {
-    bool fused = a->f->attn == ATTN_FUSED, g2 = a->f->place == PLACE_SANDWICH, post = a->f->place == PLACE_SUBLAYER;
+    bool fused = a->f->attn == ATTN_FUSED, post = a->f->place == PLACE_SUBLAYER;
+    /* Glm4DecoderLayer (models/glm4/modeling_glm4.py @ 00d01786): Gemma2's four norms at the same places, its names */
+    bool glm = a->f->place == PLACE_SANDWICH_GLM4, g2 = a->f->place == PLACE_SANDWICH || glm;
     int64_t q = a->NH * a->D, kv = a->KV * a->D;
     const char *rope = vc__hf_layer_rope(a, i) ? "model.rotary_emb" : NULL;
     if (rope && a->f->local_rope && vc__hf_layer_window(a, i) > 0) rope = "model.rotary_emb_local"; /* Gemma3: rope_local_base_freq */
@@ -351,10 +354,11 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         if (a->f->moe == MOE_LLAMA4) llama4_attn(w, a, i);
     }
     if (!vc__hf_layer_linear(a, i)) linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
-    if (g2 || post) rmsnorm(w, a, "post_attention_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, glm ? "post_self_attn_layernorm" : "post_attention_layernorm", NULL);
     dropout(w, "resid_attn_dropout", a->p_resid);
     residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
-    const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
+    const char *norm = glm ? "post_attention_layernorm" : g2 ? "pre_feedforward_layernorm" : post ? "attn_residual"
+                                                                                            : "post_attention_layernorm";
     /* the MLP's argument (LlamaMLP.forward's x, the decoder layer's hidden_states) until it
      * returns: down_proj, after up_proj, its last reader (a MoE block is one layer here) */
     const bool l4 = a->f->moe == MOE_LLAMA4; /* Llama4TextDecoderLayer.feed_forward */
@@ -418,7 +422,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
             l4 ? "feed_forward.up_proj" : "mlp.up_proj", NULL, NULL);
         linear(w, l4 ? "feed_forward.down_proj" : "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     }
-    if (g2 || post) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, glm ? "post_mlp_layernorm" : "post_feedforward_layernorm", NULL);
     dropout(w, "resid_mlp_dropout", a->p_resid);
     residual_add(w, a, "mlp_residual", "attn_residual", "mlp_residual_multiplier");
 }

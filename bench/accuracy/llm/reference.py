@@ -669,7 +669,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe"):
+                     "qwen3_5", "qwen3_5_moe", "glm4"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -704,6 +704,9 @@ class CausalLM(nn.Module):
         elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
+        elif t == "glm4":  # near_llama_replica.py: Glm4DecoderLayer (issue 31)
+            import near_llama_replica
+            Layer, Norm = near_llama_replica.layer_and_norm(t)
         else:
             Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])

@@ -1,0 +1,144 @@
+"""Near-llama decoder families (issue 31) for reference.py's CausalLM, written from the transformers source.
+
+GLM-4 (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1): models/glm4/modeling_glm4.py @ 00d01786
+(huggingface/transformers), each class cited below:
+  - Glm4DecoderLayer: input_layernorm -> self_attn -> post_self_attn_layernorm -> + residual;
+    post_attention_layernorm -> mlp -> post_mlp_layernorm -> + residual (Gemma2's four norm places,
+    Glm4RMSNorm = LlamaRMSNorm's ops);
+  - Glm4Attention: q/k/v_proj with bias=config.attention_bias, o_proj bias=False, scaling head_dim**-0.5,
+    apply_rotary_pos_emb (the module's): cos / sin[..., : cos.shape[-1] // 2].repeat_interleave(2, dim=-1),
+    q_rot / q_pass split at rotary_dim, rotate_half over x[..., 0::2] / x[..., 1::2] with
+    torch.stack((-x2, x1), dim=-1).flatten(-2), torch.cat([q_embed, q_pass], dim=-1);
+  - Glm4MLP: gate_up_proj (hidden -> 2 x intermediate, no bias), up_states.chunk(2, dim=-1),
+    up_states * activation_fn(gate), down_proj;
+  - Glm4RotaryEmbedding: the default rope of partial_rotary_factor x head_dim (Glm4Config.__post_init__:
+    partial_rotary_factor 0.5 by default; reference.py rope_inv_freq reads it).
+The attention interface is reference.py's (sdpa_attention_forward / eager_attention_forward, the same
+integrations/sdpa_attention.py); nothing here comes from vramcalc's engine.
+"""
+
+import torch
+import torch.nn as nn
+
+import reference as R
+
+
+def glm4_rotate_half(x):
+    """Glm4 rotate_half: interleaved (even, odd) pairs."""
+    x1 = x[..., 0::2]
+    x2 = x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def glm4_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """Glm4's apply_rotary_pos_emb, statement by statement."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    # Interleave them instead of usual shape
+    cos = cos[..., : cos.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    sin = sin[..., : sin.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    # Keep half or full tensor for later concatenation
+    rotary_dim = cos.shape[-1]
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    # Apply rotary embeddings on the first half or full tensor
+    q_embed = (q_rot * cos) + (glm4_rotate_half(q_rot) * sin)
+    k_embed = (k_rot * cos) + (glm4_rotate_half(k_rot) * sin)
+    # Concatenate back to full shape
+    q_embed = torch.cat([q_embed, q_pass], dim=-1)
+    k_embed = torch.cat([k_embed, k_pass], dim=-1)
+    return q_embed, k_embed
+
+
+class Glm4Attention(nn.Module):
+    """Glm4Attention.__init__ / forward."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.d.get("head_dim", 128)
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.d.get("attention_bias", True)  # Glm4Config.attention_bias: True
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=False)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = glm4_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Glm4MLP(nn.Module):
+    """Glm4MLP.forward."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        H, I = cfg.hidden_size, cfg.intermediate_size
+        self.gate_up_proj = R.Linear(H, 2 * I, bias=False)
+        self.down_proj = R.Linear(I, H, bias=False)
+        self.activation_fn = R.act_fn(cfg.hidden_act)
+
+    def forward(self, hidden_states):
+        up_states = self.gate_up_proj(hidden_states)
+        gate, up_states = up_states.chunk(2, dim=-1)
+        up_states = up_states * self.activation_fn(gate)
+        return self.down_proj(up_states)
+
+
+class Glm4DecoderLayer(nn.Module):
+    """Glm4DecoderLayer.__init__ / forward (the four Glm4RMSNorms)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        H, eps = cfg.hidden_size, cfg.rms_norm_eps
+        self.self_attn = Glm4Attention(cfg, layer_idx, attn_impl)
+        self.mlp = Glm4MLP(cfg)
+        self.input_layernorm = R.LlamaRMSNorm(H, eps=eps)
+        self.post_attention_layernorm = R.LlamaRMSNorm(H, eps=eps)
+        self.post_self_attn_layernorm = R.LlamaRMSNorm(H, eps=eps)
+        self.post_mlp_layernorm = R.LlamaRMSNorm(H, eps=eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
+                cache_len=0, last_cache_position=0):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        hidden_states = self.post_self_attn_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_mlp_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
+def layer_and_norm(model_type):
+    """The decoder layer class and the final norm class of a family here."""
+    if model_type == "glm4":
+        return Glm4DecoderLayer, R.LlamaRMSNorm  # Glm4Model.norm: Glm4RMSNorm
+    raise ValueError("model_type %r not replicated here" % model_type)
+
+
+FAMILIES = ("glm4",)
