@@ -161,10 +161,11 @@ typedef struct {
     double eps;
     int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x),
                   * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules),
-                  * 3 gemma4 ((x * weight.float()).type_as(x)) */
+                  * 3 gemma4 ((x * weight.float()).type_as(x)),
+                  * 4 olmo ((weight * x).to(dtype), the weight in the model's dtype: Olmo3RMSNorm, Olmo2RMSNorm) */
 } hfrms_cfg;
 
-static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", NULL};
+static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", "olmo", NULL};
 
 static int hfrms_parse(vc_args *a, void *p)
 {
@@ -222,7 +223,9 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
         vc_t y = vc__op_mul_dt(b, hn, w1, full, VC_DT_F32);
         return vc__op_cast(b, y, in_dt); /* type_as(x) */
     }
-    if (variant == 2) /* GptOssRMSNorm: (self.weight * hidden_states).to(input_dtype) */
+    /* GptOssRMSNorm and Olmo3RMSNorm (modeling_olmo3.py @ 0233e509): (self.weight * hidden_states).to(input_dtype),
+     * the product float32 (hidden_states is) whatever the weight's dtype */
+    if (variant == 2 || variant == 4)
         return vc__op_cast(b, vc__op_mul_dt(b, w, hn, full, promote(vc_dt_of(b, w), VC_DT_F32)), in_dt);
     vc_t hc = vc__op_cast(b, hn, in_dt); /* h.to(input_dtype) */
     return vc__op_mul_dt(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));

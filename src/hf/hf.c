@@ -594,6 +594,23 @@ const hf_family vc__hf_families[] = {
               [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 1),
               [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 0.5)},
      LLAMA_BLOCK, .place = PLACE_SANDWICH_GLM4, .mlp = MLP_GATED_FUSED, .interleaved_rope = true, .lora_targets = NULL},
+    /* Olmo3Config (models/olmo3/configuration_olmo3.py @ 008e5743: every key has a default, OLMo-3-7B's shapes:
+     * vocab 50304, hidden 4096, intermediate 11008, 32 layers of 32 heads, kv heads None: the heads,
+     * max_position_embeddings 2048, rms_norm_eps 1e-5, sliding_window 4096; __post_init__'s layer_types
+     * "sliding_attention" if (i + 1) % 4 else "full_attention") and Olmo3ForCausalLM (modeling_olmo3.py
+     * @ 0233e509): Olmo2's norms (post_attention_layernorm, post_feedforward_layernorm after each sublayer, none
+     * before; q_norm / k_norm over the whole projection), Olmo3RMSNorm's (weight * x.float()).to(dtype), one
+     * rotary embedding for both layer types, the sliding layers' window from create_sliding_window_causal_mask.
+     * PEFT's mapping has no olmo3: --lora-targets */
+    {.model_type = "olmo3", .config_class = "Olmo3Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 50304), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 11008), [K_LAYERS] = DEF("num_hidden_layers", 32),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_LAYER_TYPES] = DEF("layer_types", 0), [K_WINDOW_PATTERN] = FIXED(4)},
+     LLAMA_BLOCK, .norm = NORM_RMS_OLMO, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE, .window = WIN_PATTERN,
+     .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

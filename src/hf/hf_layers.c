@@ -93,6 +93,7 @@ static cJSON *rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     num(w, o, "eps", a->eps);
     if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
     if (a->f->norm == NORM_RMS_F32) str(w, o, "variant", "gpt_oss");
+    if (a->f->norm == NORM_RMS_OLMO) str(w, o, "variant", "olmo");
     return o;
 }
 
@@ -157,6 +158,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
     }
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
+    if (a->f->qk_norm && a->f->norm == NORM_RMS_OLMO) str(w, o, "qk_norm_variant", "olmo"); /* Olmo3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
     if (a->f->interleaved_rope && rope) str(w, o, "rope_style", "glm4"); /* Glm4's apply_rotary_pos_emb */
     if (window > 0) num(w, o, "sliding_window", (double)window);
