@@ -669,6 +669,8 @@ def main(argv):
             if cfg.model_type == "llama4_text":  # chunked layers: DynamicSlidingWindowLayer(attention_chunk_size)
                 import llama4_replica
                 return llama4_replica.cache_layer_types(cfg.d)
+            if cfg.model_type in near_llama_replica.FAMILIES:  # olmo3's layer_types (near_llama_replica.py)
+                return near_llama_replica.layer_types(cfg)
             if cfg.model_type in ("qwen2", "qwen3"):  # Qwen3Config: the same layer_types
                 sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
                 mwl = cfg.d.get("max_window_layers", n)

@@ -134,11 +134,124 @@ class Glm4DecoderLayer(nn.Module):
         return hidden_states
 
 
+# --------------------------------------------------------------------------
+# OLMo 3: models/olmo3/modeling_olmo3.py @ 0233e509 (configuration_olmo3.py @ 008e5743)
+# --------------------------------------------------------------------------
+
+class Olmo3RMSNorm(nn.Module):
+    """Olmo3RMSNorm.forward: (self.weight * hidden_states).to(input_dtype), the product in float32."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = R.vctorch.mean2x(hidden_states.pow(2), -1, keepdim=True)  # 2.x's MeanBackward1 (reference.py)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return (self.weight * hidden_states).to(input_dtype)
+
+
+def olmo3_layer_types(cfg):
+    """Olmo3Config.__post_init__: the config's layer_types, else sliding where (i + 1) % 4."""
+    if cfg.d.get("layer_types"):
+        return list(cfg.d["layer_types"])
+    return ["sliding_attention" if (i + 1) % 4 != 0 else "full_attention" for i in range(cfg.num_hidden_layers)]
+
+
+def olmo3_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """Olmo3's apply_rotary_pos_emb: llama's, then q_embed.to(q_type) (the same dtype: no copy)."""
+    q_type, k_type = q.dtype, k.dtype
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (R.rotate_half(q) * sin)
+    k_embed = (k * cos) + (R.rotate_half(k) * sin)
+    return q_embed.to(q_type), k_embed.to(k_type)
+
+
+class Olmo3Attention(nn.Module):
+    """Olmo3Attention.__init__ / forward: q_norm / k_norm over the whole projections, before the view."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.d.get("head_dim") or cfg.hidden_size // cfg.num_attention_heads
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.attention_bias
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=b)
+        self.q_norm = Olmo3RMSNorm(nh * hd, cfg.rms_norm_eps)
+        self.k_norm = Olmo3RMSNorm(nkv * hd, cfg.rms_norm_eps)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_norm(self.q_proj(hidden_states))
+        key_states = self.k_norm(self.k_proj(hidden_states))
+        value_states = self.v_proj(hidden_states)
+        query_states = query_states.view(hidden_shape).transpose(1, 2)
+        key_states = key_states.view(hidden_shape).transpose(1, 2)
+        value_states = value_states.view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = olmo3_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Olmo3DecoderLayer(nn.Module):
+    """Olmo3DecoderLayer.forward: no norm before the sublayers, one after each (before the residual add)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = Olmo3Attention(cfg, layer_idx, attn_impl)
+        self.mlp = R.GatedMLP(cfg, cfg.hidden_act)  # Olmo3MLP: LlamaMLP's ops without bias
+        self.post_attention_layernorm = Olmo3RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_feedforward_layernorm = Olmo3RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
+                cache_len=0, last_cache_position=0):
+        residual = hidden_states
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_feedforward_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
 def layer_and_norm(model_type):
     """The decoder layer class and the final norm class of a family here."""
     if model_type == "glm4":
         return Glm4DecoderLayer, R.LlamaRMSNorm  # Glm4Model.norm: Glm4RMSNorm
+    if model_type == "olmo3":
+        return Olmo3DecoderLayer, Olmo3RMSNorm  # Olmo3Model.norm: Olmo3RMSNorm
     raise ValueError("model_type %r not replicated here" % model_type)
 
 
-FAMILIES = ("glm4",)
+def layer_types(cfg):
+    """(layer_types, sliding_window) of a family here, as DynamicCache(config=...) and the mask mapping read them."""
+    if cfg.model_type == "olmo3":
+        return olmo3_layer_types(cfg), cfg.d.get("sliding_window", 4096)
+    return ["full_attention"] * cfg.num_hidden_layers, None
+
+
+FAMILIES = ("glm4", "olmo3")

@@ -669,7 +669,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe", "glm4"):
+                     "qwen3_5", "qwen3_5_moe", "glm4", "olmo3"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -704,7 +704,7 @@ class CausalLM(nn.Module):
         elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
-        elif t == "glm4":  # near_llama_replica.py: Glm4DecoderLayer (issue 31)
+        elif t in ("glm4", "olmo3"):  # near_llama_replica.py: Glm4DecoderLayer, Olmo3DecoderLayer (issue 31)
             import near_llama_replica
             Layer, Norm = near_llama_replica.layer_and_norm(t)
         else:
@@ -783,7 +783,8 @@ class CausalLM(nn.Module):
         # sdpa with sliding layers (transformers 5's causal_mask_mapping, sliding_replica.py): the
         # "sliding_attention" entry, a bool mask once the kv length reaches sliding_window (else None)
         lts, sliding_mask = None, None
-        if self.attn_impl == "sdpa" and not packed and cfg.model_type in ("mistral", "mixtral", "qwen2", "qwen3", "gemma2"):
+        if self.attn_impl == "sdpa" and not packed and cfg.model_type in ("mistral", "mixtral", "qwen2", "qwen3", "gemma2",
+                                                                          "olmo3"):
             import sliding_replica
             lts = sliding_replica.layer_types(cfg)
             if "sliding_attention" in lts:

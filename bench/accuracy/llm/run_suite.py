@@ -1170,6 +1170,17 @@ def cases():
         ("glm4_small", "generate", 2, 64, 16, "fp32", False, 0),
         ("glm4_small", "generate", 1, 128, 8, "bf16", False, 0),
         ("glm4_small", "generate", 4, 32, 12, "bf16", False, 0),
+        # olmo3_small: Olmo3DecoderLayer (norms after the sublayers, whole-projection q/k norms, Olmo3RMSNorm's float32
+        # product), 3 sliding layers (window 32) then a full one, 8 heads over 2 kv heads: sequences past the window
+        ("olmo3_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("olmo3_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("olmo3_small", "train", 1, 128, "sgd", "bf16", True, 8),
+        ("olmo3_small", "train", 4, 48, "adamw", "bf16", False, 8),
+        ("olmo3_small", "infer", 2, 128, None, "bf16", False, 0),
+        ("olmo3_small", "infer", 1, 256, None, "fp32", False, 0),
+        ("olmo3_small", "generate", 2, 64, 16, "fp32", False, 0),
+        ("olmo3_small", "generate", 1, 128, 8, "bf16", False, 0),
+        ("olmo3_small", "generate", 4, 24, 16, "bf16", False, 0),
     ]
     for i, (cfg, mode, b, s, o, p, c, l) in enumerate(nl):
         if mode == "train":
