@@ -611,6 +611,24 @@ const hf_family vc__hf_families[] = {
               [K_LAYER_TYPES] = DEF("layer_types", 0), [K_WINDOW_PATTERN] = FIXED(4)},
      LLAMA_BLOCK, .norm = NORM_RMS_OLMO, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE, .window = WIN_PATTERN,
      .lora_targets = NULL},
+    /* Starcoder2Config (models/starcoder2/configuration_starcoder2.py @ 008e5743: every key has a default,
+     * StarCoder2-7B's shapes: vocab 49152, hidden 3072, intermediate 12288, 30 layers, 24 heads over 2 kv
+     * heads, gelu_pytorch_tanh, 4096 positions, norm_epsilon 1e-5, sliding_window None, the three dropouts 0,
+     * use_bias true, tied) and Starcoder2ForCausalLM (modeling_starcoder2.py @ 73faa33f): Starcoder2Model
+     * (embed_tokens, embedding_dropout, one rotary_emb, the layers, norm: nn.LayerNorm), Starcoder2DecoderLayer
+     * (pre-norm nn.LayerNorms with bias), Starcoder2Attention (q/k/v/o_proj with bias=use_bias, o_proj's output
+     * through dropout(residual_dropout); sliding_window on every layer when set), Starcoder2MLP (c_fc, act,
+     * c_proj with bias=use_bias, dropout(residual_dropout)). PEFT's mapping has no starcoder2: --lora-targets */
+    {.model_type = "starcoder2", .config_class = "Starcoder2Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 49152), [K_HIDDEN] = DEF("hidden_size", 3072),
+              [K_INTER] = DEF("intermediate_size", 12288), [K_LAYERS] = DEF("num_hidden_layers", 30),
+              [K_HEADS] = DEF("num_attention_heads", 24), [K_KV_HEADS] = DEF("num_key_value_heads", 2),
+              [K_EPS] = DEF("norm_epsilon", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+              [K_ACT] = ACT("hidden_act", "gelu_pytorch_tanh"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("use_bias", 1), [K_O_BIAS] = DEF("use_bias", 1), [K_MLP_BIAS] = DEF("use_bias", 1),
+              [K_P_RESID] = DEF("residual_dropout", 0), [K_P_EMBD] = DEF("embedding_dropout", 0),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 0)},
+     LLAMA_BLOCK, .norm = NORM_LAYER, .mlp = MLP_PLAIN, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -109,7 +109,10 @@ enum {
     ATTN_FUSED, /* one qkv projection */
     ATTN_MLA,   /* DeepseekV3Attention: q_a_proj / q_b_proj (or q_proj), kv_a_proj_with_mqa, MLAttention (layers/mla.c) */
 };
-enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
+enum {
+    MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */,
+    MLP_PLAIN /* up, act, down (BLK_DECODER: Starcoder2MLP's c_fc, act, c_proj; NORM_LAYER there: nn.LayerNorm) */
+};
 /* How the MoE experts run: transformers 5 stacks them (gate_up_proj, down_proj)
  * and runs grouped_mm_experts_forward by default; transformers 4.x looped over
  * an nn.ModuleList of per-expert MLPs (at most 84 experts here). */
@@ -308,7 +311,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, glm4, olmo3"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, glm4, olmo3, starcoder2"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

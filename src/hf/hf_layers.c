@@ -97,12 +97,20 @@ static cJSON *rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     return o;
 }
 
-static void layernorm(wr *w, const arch *a, const char *name, const char *in)
+static cJSON *layernorm(wr *w, const arch *a, const char *name, const char *in)
 {
     cJSON *o = add_layer(w, "LayerNorm", name);
     if (in) ins(w, o, in, NULL, NULL, NULL);
     num(w, o, "normalized_shape", (double)a->H);
     num(w, o, "eps", a->eps);
+    return o;
+}
+
+/* The decoder template's norm: nn.LayerNorm (weight and bias) for a NORM_LAYER row (Starcoder2DecoderLayer's
+ * input_layernorm / post_attention_layernorm, Starcoder2Model.norm), else the row's RMSNorm. */
+static cJSON *decoder_norm(wr *w, const arch *a, const char *name, const char *in)
+{
+    return a->f->norm == NORM_LAYER ? layernorm(w, a, name, in) : rmsnorm(w, a, name, in);
 }
 
 /* The token embedding; with --sp, VocabParallelEmbedding's reduce-scatter
@@ -335,7 +343,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
      * self.self_attn(hidden_states=hidden_states, ...): the normed tensor is the attention's
      * argument and the layer's local until the attention returns, its output projection (o_proj,
      * linear_attn's out_proj) the last layer of it here */
-    cJSON *ln = post ? NULL : rmsnorm(w, a, "input_layernorm", NULL);
+    cJSON *ln = post ? NULL : decoder_norm(w, a, "input_layernorm", NULL);
     if (ln) str(w, ln, "held_until", vc__hf_layer_linear(a, i) ? "linear_attn.out_proj" : "self_attn.o_proj");
     if (vc__hf_layer_linear(a, i)) {
         linear_attn(w, a, in);
@@ -364,8 +372,9 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     /* the MLP's argument (LlamaMLP.forward's x, the decoder layer's hidden_states) until it
      * returns: down_proj, after up_proj, its last reader (a MoE block is one layer here) */
     const bool l4 = a->f->moe == MOE_LLAMA4; /* Llama4TextDecoderLayer.feed_forward */
-    cJSON *mn = post ? NULL : rmsnorm(w, a, norm, NULL);
-    if (mn && !layer_is_moe(a, i)) str(w, mn, "held_until", l4 ? "feed_forward.down_proj" : "mlp.down_proj");
+    cJSON *mn = post ? NULL : decoder_norm(w, a, norm, NULL);
+    if (mn && !layer_is_moe(a, i))
+        str(w, mn, "held_until", l4 ? "feed_forward.down_proj" : a->f->mlp == MLP_PLAIN ? "mlp.c_proj" : "mlp.down_proj");
     if (layer_is_moe(a, i) && l4) {
         /* Llama4TextMoe: router (Llama4Router), experts (Llama4TextExperts: stacked, torch.bmm over every
          * expert), shared_expert (Llama4TextMLP of intermediate_size) */
@@ -404,6 +413,12 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", a->experts_impl == EXPERTS_PER_EXPERT ? "per_expert" : "grouped_mm");
+    } else if (a->f->mlp == MLP_PLAIN) {
+        /* Starcoder2MLP.forward (modeling_starcoder2.py @ 73faa33f): c_fc, act, c_proj (bias=use_bias), then
+         * dropout(residual_dropout): resid_mlp_dropout below */
+        linear(w, "mlp.c_fc", NULL, a->H, a->I, a->mlp_bias);
+        act_layer(w, a, "mlp.act");
+        linear(w, "mlp.c_proj", NULL, a->I, a->H, a->mlp_bias);
     } else if (a->f->mlp == MLP_GATED_FUSED) {
         linear(w, "mlp.gate_up_proj", NULL, a->H, 2 * a->I, false);
         cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
@@ -988,7 +1003,7 @@ static void build_layers(wr *w, const arch *a)
         }
     }
     layer_stack(w, a, "model.layers", first);
-    rmsnorm(w, a, "model.norm", NULL);
+    decoder_norm(w, a, "model.norm", NULL);
     lm_head(w, a, "model.embed_tokens", "lm_head");
 }
 
