@@ -238,12 +238,102 @@ class Olmo3DecoderLayer(nn.Module):
         return hidden_states
 
 
-def layer_and_norm(model_type):
-    """The decoder layer class and the final norm class of a family here."""
+# --------------------------------------------------------------------------
+# StarCoder2: models/starcoder2/modeling_starcoder2.py @ 73faa33f (the shared rotary_emb of Starcoder2Model),
+# masks as masking_utils makes them (@ 00d4b3d2: create_sliding_window_causal_mask when sliding_window is set)
+# --------------------------------------------------------------------------
+
+class Starcoder2Attention(nn.Module):
+    """Starcoder2Attention.__init__ / forward: q/k/v/o with bias=use_bias, dropout(residual_dropout) on the output."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.hidden_size // cfg.num_attention_heads
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.d.get("use_bias", True)
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=b)
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.0)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = R.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = self.o_proj(attn_output)
+        return R.vctorch.dropout2x(attn_output, self.residual_dropout, self.training)
+
+
+class Starcoder2MLP(nn.Module):
+    """Starcoder2MLP.forward: c_fc, act, c_proj, dropout(residual_dropout)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        b = cfg.d.get("use_bias", True)
+        self.c_fc = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=b)
+        self.c_proj = R.Linear(cfg.intermediate_size, cfg.hidden_size, bias=b)
+        self.act = R.act_fn(cfg.d.get("hidden_act", "gelu_pytorch_tanh"))
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.0)
+
+    def forward(self, hidden_states):
+        hidden_states = self.c_fc(hidden_states)
+        hidden_states = self.act(hidden_states)
+        hidden_states = self.c_proj(hidden_states)
+        return R.vctorch.dropout2x(hidden_states, self.residual_dropout, self.training)
+
+
+class Starcoder2DecoderLayer(nn.Module):
+    """Starcoder2DecoderLayer.forward: pre-norm nn.LayerNorms (weight and bias), two residual adds."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        eps = cfg.d.get("norm_epsilon", 1e-5)
+        self.self_attn = Starcoder2Attention(cfg, layer_idx, attn_impl)
+        self.mlp = Starcoder2MLP(cfg)
+        self.input_layernorm = R.vctorch._LayerNorm2x(cfg.hidden_size, eps=eps)
+        self.post_attention_layernorm = R.vctorch._LayerNorm2x(cfg.hidden_size, eps=eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
+                cache_len=0, last_cache_position=0):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
+def layer_and_norm(model_type, cfg=None):
+    """The decoder layer class and the final norm class (called as Norm(hidden, eps=...)) of a family here."""
     if model_type == "glm4":
         return Glm4DecoderLayer, R.LlamaRMSNorm  # Glm4Model.norm: Glm4RMSNorm
     if model_type == "olmo3":
         return Olmo3DecoderLayer, Olmo3RMSNorm  # Olmo3Model.norm: Olmo3RMSNorm
+    if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
+        return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
 
 
@@ -251,7 +341,9 @@ def layer_types(cfg):
     """(layer_types, sliding_window) of a family here, as DynamicCache(config=...) and the mask mapping read them."""
     if cfg.model_type == "olmo3":
         return olmo3_layer_types(cfg), cfg.d.get("sliding_window", 4096)
+    if cfg.model_type == "starcoder2" and cfg.d.get("sliding_window"):  # every layer (Starcoder2Config: no layer_types)
+        return ["sliding_attention"] * cfg.num_hidden_layers, cfg.d["sliding_window"]
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3")
+FAMILIES = ("glm4", "olmo3", "starcoder2")

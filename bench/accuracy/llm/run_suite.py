@@ -1181,6 +1181,17 @@ def cases():
         ("olmo3_small", "generate", 2, 64, 16, "fp32", False, 0),
         ("olmo3_small", "generate", 1, 128, 8, "bf16", False, 0),
         ("olmo3_small", "generate", 4, 24, 16, "bf16", False, 0),
+        # starcoder2_small: Starcoder2DecoderLayer (biased LayerNorms, q/k/v/o and c_fc / c_proj with bias, tanh GELU),
+        # the three dropouts at 0.1 (StarCoder2-15B's), every layer sliding (window 32), 8 heads over 2 kv heads
+        ("starcoder2_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("starcoder2_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("starcoder2_small", "train", 1, 128, "sgd", "bf16", True, 8),
+        ("starcoder2_small", "train", 4, 48, "adamw", "bf16", False, 8),
+        ("starcoder2_small", "infer", 2, 128, None, "bf16", False, 0),
+        ("starcoder2_small", "infer", 1, 256, None, "fp32", False, 0),
+        ("starcoder2_small", "generate", 2, 64, 16, "fp32", False, 0),
+        ("starcoder2_small", "generate", 1, 128, 8, "bf16", False, 0),
+        ("starcoder2_small", "generate", 4, 24, 16, "bf16", False, 0),
     ]
     for i, (cfg, mode, b, s, o, p, c, l) in enumerate(nl):
         if mode == "train":
