@@ -64,8 +64,8 @@ static int emitted(const char *js, const char *needle)
 /* GLM-4-9B-0414, each tensor (modeling_glm4.py's shapes): embed_tokens 151552 x 4096 = 620,756,992 and lm_head
  * the same (untied); a layer: q_proj 4096 x 4096 + 4096 = 16,781,312, k_proj and v_proj 2 x (4096 x 256 + 256) =
  * 2,097,664, o_proj 16,777,216, gate_up_proj 4096 x 27392 = 112,197,632, down_proj 13696 x 4096 = 56,098,816, four
- * norms 16,384: 203,969,024, x 40 = 8,158,760,960; norm 4,096: 9,400,279,040. Published: 9.4B (the model card,
- * "GLM-4-9B-0414"; the Hub's safetensors total 9.40B). */
+ * norms 16,384: 203,969,024, x 40 = 8,158,760,960; norm 4,096: 9,400,279,040. Published: 9.4B (GLM-4-9B-0414's size as
+ * published on its model card; no safetensors index was read here). */
 static void test_flagship_count(void **state)
 {
     (void)state;
@@ -95,7 +95,7 @@ static void test_small_counts(void **state)
     assert_int_equal(count_of("{\"model_type\":\"glm4\"}"), INT64_C(9400279040));
 }
 
-/* The layers written: Glm4DecoderLayer's norm names (two runs of the layer, one repeat), the fused MLP, Glm4's
+/* The layers written: Glm4DecoderLayer's norm names (the two layers written once, repeat 2), the fused MLP, Glm4's
  * interleaved rotation on 8 of 16 dims (partial_rotary_factor 0.5) */
 static void test_emitted(void **state)
 {

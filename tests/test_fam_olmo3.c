@@ -64,7 +64,7 @@ static int emitted(const char *js, const char *needle)
 /* OLMo-3-7B, each tensor (modeling_olmo3.py's shapes): embed_tokens 100278 x 4096 = 410,738,688 and lm_head the
  * same; a layer: q/k/v/o_proj 4 x 4096 x 4096 = 67,108,864, q_norm + k_norm 8,192, gate/up/down_proj 3 x 4096 x
  * 11008 = 135,266,304, two norms 8,192: 202,391,552, x 32 = 6,476,529,664; norm 4,096: 7,298,011,136. Published:
- * 7.3B (the model card). */
+ * 7.3B (OLMo-3-7B's published size; no safetensors index was read here). */
 static void test_flagship_count(void **state)
 {
     (void)state;
@@ -92,9 +92,9 @@ static void test_small_counts(void **state)
     assert_int_equal(count_of("{\"model_type\":\"olmo3\"}"), INT64_C(6476529664) + 2 * INT64_C(206045184) + 4096);
 }
 
-/* The layers written: no input_layernorm; Olmo3RMSNorm's variant on the 2 x 4 + 1 norms and the q/k norms (two
- * attention layers written: the run of three sliding ones and the full one); the 4096 window on the sliding run,
- * none on layer 3 (layer_types' default 3:1) */
+/* The layers written: no input_layernorm; Olmo3RMSNorm's variant on each written layer's two norms and its q/k
+ * norms (two layers written: the run of three sliding ones, repeat 3, and the full one) and on model.norm; the
+ * 4096 window on the sliding run, none on layer 3 (layer_types' default 3:1) */
 static void test_emitted(void **state)
 {
     (void)state;

@@ -65,7 +65,8 @@ static int emitted(const char *js, const char *needle)
  * untied lm_head the same; a layer: q_proj and o_proj 2 x (6144 x 6144 + 6144) = 75,509,760, k_proj and v_proj
  * 2 x (6144 x 512 + 512) = 6,292,480, c_fc 6144 x 24576 + 24576 = 151,019,520, c_proj 24576 x 6144 + 6144 =
  * 151,001,088, two LayerNorms 2 x 12,288 = 24,576: 383,847,424, x 40 = 15,353,896,960; norm 12,288:
- * 15,957,889,024. Published: 15.96B (the model card / the Hub's safetensors total). */
+ * 15,957,889,024. Published: 15.96B (bigcode/starcoder2-15b's published size;
+ * no safetensors index was read here). */
 static void test_flagship_count(void **state)
 {
     (void)state;
