@@ -161,10 +161,11 @@ typedef struct {
     double eps;
     int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x),
                   * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules),
-                  * 3 gemma4 ((x * weight.float()).type_as(x)) */
+                  * 3 gemma4 ((x * weight.float()).type_as(x)),
+                  * 4 olmo ((weight * x).to(dtype), the weight in the model's dtype: Olmo3RMSNorm, Olmo2RMSNorm) */
 } hfrms_cfg;
 
-static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", NULL};
+static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", "olmo", NULL};
 
 static int hfrms_parse(vc_args *a, void *p)
 {
@@ -222,7 +223,9 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
         vc_t y = vc__op_mul_dt(b, hn, w1, full, VC_DT_F32);
         return vc__op_cast(b, y, in_dt); /* type_as(x) */
     }
-    if (variant == 2) /* GptOssRMSNorm: (self.weight * hidden_states).to(input_dtype) */
+    /* GptOssRMSNorm and Olmo3RMSNorm (modeling_olmo3.py @ 0233e509): (self.weight * hidden_states).to(input_dtype),
+     * the product float32 (hidden_states is) whatever the weight's dtype */
+    if (variant == 2 || variant == 4)
         return vc__op_cast(b, vc__op_mul_dt(b, w, hn, full, promote(vc_dt_of(b, w), VC_DT_F32)), in_dt);
     vc_t hc = vc__op_cast(b, hn, in_dt); /* h.to(input_dtype) */
     return vc__op_mul_dt(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));
@@ -259,7 +262,8 @@ typedef struct {
     double dropout, norm_eps;
     double softcap;           /* attn_logit_softcapping (eager), 0 none */
     int qk_variant;           /* q_norm / k_norm: 0 llama, 1 gemma (Gemma3RMSNorm: x * (1 + weight)) */
-    int rope_style;           /* 0 rotate_half over [2, L, R]; 1 gpt_oss: _apply_rotary_emb over [2, L, R / 2] */
+    int rope_style;           /* 0 rotate_half over [2, L, R]; 1 gpt_oss: _apply_rotary_emb over [2, L, R / 2];
+                               * 3 glm4: cos / sin[..., :R / 2].repeat_interleave(2) first (interleaved pairs) */
     bool sinks;               /* GptOssAttention.sinks: a learned logit per head joined to the scores (eager) */
     bool output_gate;         /* Qwen3NextAttention: the query input is [L, 2 x heads x head_dim] (query and gate) */
     bool falcon;              /* FalconAttention: _split_heads of query_key_value, F.sdpa without enable_gqa */
@@ -286,7 +290,7 @@ typedef struct {
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
 } ra_cfg;
 
-static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
+static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", "glm4", NULL};
 
 static int ra_parse(vc_args *a, void *p)
 {
@@ -386,7 +390,7 @@ static int ra_setup(vc_setup *s, void *p)
     }
     if (c->R > 0) {
         const vc_shape *r = &s->in[nqkv];
-        int64_t rw = c->rope_style ? c->R / 2 : c->R; /* gpt_oss: a "half" RotaryEmbedding's; llama4: a "complex" one's */
+        int64_t rw = c->rope_style == 1 || c->rope_style == 2 ? c->R / 2 : c->R; /* gpt_oss: a "half" RotaryEmbedding's; llama4: a "complex" one's */
         if (r->nd != 3 || r->d[0] != 2 || r->d[1] != L || r->d[2] != rw)
             return vc_fail(s, "inputs", "the rope input must be a RotaryEmbedding's [2, %lld, %lld]", (long long)L, (long long)rw);
     }
@@ -1267,8 +1271,18 @@ static void ra_emit(vc_build *b, const void *p)
         }
     } else if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
         vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
-        q = rope_apply(b, q, cs, H, L, D, c->R);
-        k = rope_apply(b, k, cs, KV, L, D, c->R);
+        vc_t ci = cs;
+        if (c->rope_style == 3) {
+            /* Glm4's apply_rotary_pos_emb (models/glm4/modeling_glm4.py @ 00d01786): cos = cos[..., : cos.shape[-1]
+             * // 2].repeat_interleave(2, dim=-1), sin likewise: two new [1, 1, L, R] tensors (position_ids [1, L]:
+             * the batch's), locals until it returns, saved by q_rot * cos and rotate_half(q_rot) * sin where q and k
+             * need grad; rotate_half's x[..., 0::2] / x[..., 1::2] are strided views, torch.stack((-x2, x1), -1)
+             * .flatten(-2) a new [.., R] tensor as llama's cat; then cat([q_embed, q_pass]) as partial rotary */
+            ci = vc__op_nograd(b, "repeat_interleave", cs, -1, vc_n_fixed(2 * L * c->R), vc_dt_of(b, cs));
+        }
+        q = rope_apply(b, q, ci, H, L, D, c->R);
+        k = rope_apply(b, k, ci, KV, L, D, c->R);
+        if (ci != cs) vc_release(b, ci);
         if (locals) {
             vc_release(b, q0);
             vc_release(b, k0);
@@ -1306,7 +1320,7 @@ static void ra_emit(vc_build *b, const void *p)
     /* partial rotary: apply_rotary_pos_emb's last torch.cat((q_embed, q_pass), dim=-1) makes a
      * contiguous [B, heads, L, D] tensor (cat's output takes the default memory format), which
      * matmul folds to 3-D without a copy; the full rotation's sum keeps [B, L, heads, D] strides */
-    const bool cat_rope = c->R > 0 && c->R < c->D && c->rope_style == 0;
+    const bool cat_rope = c->R > 0 && c->R < c->D && (c->rope_style == 0 || c->rope_style == 3);
     vc_sdpa_args a = {H, KV, L, L, D, !cat_rope, !cat_rope, true, c->causal, c->dropout, 0, false};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */

@@ -612,6 +612,57 @@ const hf_family vc__hf_families[] = {
               [K_FIRST_DENSE] = DEF("first_k_dense_replace", 3), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
               [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 2.5)},
      LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL, .dsa = true},
+    /* Glm4Config (models/glm4/configuration_glm4.py @ 008e5743: every key has a default, GLM-4-9B's:
+     * vocab 151552, hidden 4096, intermediate 13696, 40 layers, 32 heads, 2 kv heads, head_dim 128,
+     * rms_norm_eps 1.5625e-07, max_position_embeddings 131072, attention_bias true, untied;
+     * __post_init__: partial_rotary_factor 0.5 by default) and Glm4ForCausalLM (modeling_glm4.py
+     * @ 00d01786): Glm4DecoderLayer's four Glm4RMSNorms (LlamaRMSNorm's ops; PLACE_SANDWICH_GLM4),
+     * Glm4Attention (q/k/v with attention_bias, o_proj without; head_dim scaling; interleaved partial
+     * rotary), Glm4MLP (gate_up_proj, chunk(2), up * act(gate), down_proj: Phi3MLP's ops). PEFT's
+     * mapping (peft @ 00073fe8 utils/constants.py) has no glm4: --lora-targets */
+    {.model_type = "glm4", .config_class = "Glm4Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151552), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 13696), [K_LAYERS] = DEF("num_hidden_layers", 40),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_KV_HEADS] = DEF("num_key_value_heads", 2),
+              [K_HEAD_DIM] = DEF("head_dim", 128), [K_EPS] = DEF("rms_norm_eps", 1.5625e-7),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 1),
+              [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 0.5)},
+     LLAMA_BLOCK, .place = PLACE_SANDWICH_GLM4, .mlp = MLP_GATED_FUSED, .interleaved_rope = true, .lora_targets = NULL},
+    /* Olmo3Config (models/olmo3/configuration_olmo3.py @ 008e5743: every key has a default, OLMo-3-7B's shapes:
+     * vocab 50304, hidden 4096, intermediate 11008, 32 layers of 32 heads, kv heads None: the heads,
+     * max_position_embeddings 2048, rms_norm_eps 1e-5, sliding_window 4096; __post_init__'s layer_types
+     * "sliding_attention" if (i + 1) % 4 else "full_attention") and Olmo3ForCausalLM (modeling_olmo3.py
+     * @ 0233e509): Olmo2's norms (post_attention_layernorm, post_feedforward_layernorm after each sublayer, none
+     * before; q_norm / k_norm over the whole projection), Olmo3RMSNorm's (weight * x.float()).to(dtype), one
+     * rotary embedding for both layer types, the sliding layers' window from create_sliding_window_causal_mask.
+     * PEFT's mapping has no olmo3: --lora-targets */
+    {.model_type = "olmo3", .config_class = "Olmo3Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 50304), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 11008), [K_LAYERS] = DEF("num_hidden_layers", 32),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_LAYER_TYPES] = DEF("layer_types", 0), [K_WINDOW_PATTERN] = FIXED(4)},
+     LLAMA_BLOCK, .norm = NORM_RMS_OLMO, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE, .window = WIN_PATTERN,
+     .lora_targets = NULL},
+    /* Starcoder2Config (models/starcoder2/configuration_starcoder2.py @ 008e5743: every key has a default,
+     * StarCoder2-7B's shapes: vocab 49152, hidden 3072, intermediate 12288, 30 layers, 24 heads over 2 kv
+     * heads, gelu_pytorch_tanh, 4096 positions, norm_epsilon 1e-5, sliding_window None, the three dropouts 0,
+     * use_bias true, tied) and Starcoder2ForCausalLM (modeling_starcoder2.py @ 73faa33f): Starcoder2Model
+     * (embed_tokens, embedding_dropout, one rotary_emb, the layers, norm: nn.LayerNorm), Starcoder2DecoderLayer
+     * (pre-norm nn.LayerNorms with bias), Starcoder2Attention (q/k/v/o_proj with bias=use_bias, o_proj's output
+     * through dropout(residual_dropout); sliding_window on every layer when set), Starcoder2MLP (c_fc, act,
+     * c_proj with bias=use_bias, dropout(residual_dropout)). PEFT's mapping has no starcoder2: --lora-targets */
+    {.model_type = "starcoder2", .config_class = "Starcoder2Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 49152), [K_HIDDEN] = DEF("hidden_size", 3072),
+              [K_INTER] = DEF("intermediate_size", 12288), [K_LAYERS] = DEF("num_hidden_layers", 30),
+              [K_HEADS] = DEF("num_attention_heads", 24), [K_KV_HEADS] = DEF("num_key_value_heads", 2),
+              [K_EPS] = DEF("norm_epsilon", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+              [K_ACT] = ACT("hidden_act", "gelu_pytorch_tanh"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("use_bias", 1), [K_O_BIAS] = DEF("use_bias", 1), [K_MLP_BIAS] = DEF("use_bias", 1),
+              [K_P_RESID] = DEF("residual_dropout", 0), [K_P_EMBD] = DEF("embedding_dropout", 0),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 0)},
+     LLAMA_BLOCK, .norm = NORM_LAYER, .mlp = MLP_PLAIN, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -90,12 +90,18 @@ enum {
                      * model.decoder.layers.N.encoder_attn (hf_whisper.c) */
     BLK_GEMMA4,     /* Gemma4TextDecoderLayer (hf_gemma4.c: the parameters counted, the layers written) */
 };
-enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
+enum {
+    NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
+    NORM_RMS_OLMO /* Olmo3RMSNorm: (w * x.float()).to(dtype), the weight in the model's dtype (HFRMSNorm variant olmo) */
+};
 enum {
     PLACE_PRE,      /* norm before attention and MLP */
     PLACE_SANDWICH, /* gemma2: and after each, before the residual add */
     PLACE_POST,     /* BERT: after each residual add */
     PLACE_SUBLAYER, /* olmo2: after attention and MLP, before the residual add, none before */
+    PLACE_SANDWICH_GLM4, /* glm4: PLACE_SANDWICH's four norms at the same places under Glm4DecoderLayer's names:
+                          * input_layernorm, post_self_attn_layernorm (on the attention's output),
+                          * post_attention_layernorm (before the MLP), post_mlp_layernorm (on the MLP's output) */
 };
 enum { QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */ };
 enum {
@@ -103,7 +109,10 @@ enum {
     ATTN_FUSED, /* one qkv projection */
     ATTN_MLA,   /* DeepseekV3Attention: q_a_proj / q_b_proj (or q_proj), kv_a_proj_with_mqa, MLAttention (layers/mla.c) */
 };
-enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
+enum {
+    MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */,
+    MLP_PLAIN /* up, act, down (BLK_DECODER: Starcoder2MLP's c_fc, act, c_proj; NORM_LAYER there: nn.LayerNorm) */
+};
 /* How the MoE experts run: transformers 5 stacks them (gate_up_proj, down_proj)
  * and runs grouped_mm_experts_forward by default; transformers 4.x looped over
  * an nn.ModuleList of per-expert MLPs (at most 84 experts here). */
@@ -177,6 +186,9 @@ typedef struct {
     /* issue 31 (deepseek_v32): DeepSeek Sparse Attention's indexer in every layer (src/hf/hf_deepseek_v32.c:
      * the keys checked and the parameters counted; the memory refused) */
     bool dsa;
+    /* issue 31 (glm4): Glm4's apply_rotary_pos_emb: cos / sin[..., :rotary_dim / 2].repeat_interleave(2) and
+     * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */
+    bool interleaved_rope;
 } hf_family;
 
 enum {
@@ -307,7 +319,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -416,6 +428,9 @@ int vc__hf_deepseek_v32_read(rd *r, arch *a);
  * why the memory is refused (the indexer, in transformers and vLLM, is not modelled). */
 int vc__hf_deepseek_v32_refuse(const arch *a, vc_error *err);
 
+/* hf_glm4.c: glm4's partial_rotary_factor (and rope_parameters' copy of it) checked against head_dim: an even
+ * number of rotary dimensions above 0, a->R set; -1 with r->err naming the key. */
+int vc__hf_glm4_read(rd *r, arch *a);
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against
  * global_attn_every_n_layers), read into a after the row's keys; -1 with r->err naming the key. */

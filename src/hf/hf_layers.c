@@ -93,15 +93,24 @@ static cJSON *rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     num(w, o, "eps", a->eps);
     if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
     if (a->f->norm == NORM_RMS_F32) str(w, o, "variant", "gpt_oss");
+    if (a->f->norm == NORM_RMS_OLMO) str(w, o, "variant", "olmo");
     return o;
 }
 
-static void layernorm(wr *w, const arch *a, const char *name, const char *in)
+static cJSON *layernorm(wr *w, const arch *a, const char *name, const char *in)
 {
     cJSON *o = add_layer(w, "LayerNorm", name);
     if (in) ins(w, o, in, NULL, NULL, NULL);
     num(w, o, "normalized_shape", (double)a->H);
     num(w, o, "eps", a->eps);
+    return o;
+}
+
+/* The decoder template's norm: nn.LayerNorm (weight and bias) for a NORM_LAYER row (Starcoder2DecoderLayer's
+ * input_layernorm / post_attention_layernorm, Starcoder2Model.norm), else the row's RMSNorm. */
+static cJSON *decoder_norm(wr *w, const arch *a, const char *name, const char *in)
+{
+    return a->f->norm == NORM_LAYER ? layernorm(w, a, name, in) : rmsnorm(w, a, name, in);
 }
 
 /* The token embedding; with --sp, VocabParallelEmbedding's reduce-scatter
@@ -157,7 +166,9 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
     }
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
+    if (a->f->qk_norm && a->f->norm == NORM_RMS_OLMO) str(w, o, "qk_norm_variant", "olmo"); /* Olmo3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
+    if (a->f->interleaved_rope && rope) str(w, o, "rope_style", "glm4"); /* Glm4's apply_rotary_pos_emb */
     if (window > 0) num(w, o, "sliding_window", (double)window);
     if (window > 0 && a->mask_4x) flag(w, o, "sliding_mask_4x", true); /* release.c VC_TF_SLIDING_FLOAT_MASK */
     if (a->eager) flag(w, o, "eager", true);
@@ -322,7 +333,9 @@ static void llama4_attn(wr *w, const arch *a, int64_t i)
  * MLP and none before) inside the Sequential w->arr. */
 static void decoder_layer(wr *w, const arch *a, int64_t i)
 {
-    bool fused = a->f->attn == ATTN_FUSED, g2 = a->f->place == PLACE_SANDWICH, post = a->f->place == PLACE_SUBLAYER;
+    bool fused = a->f->attn == ATTN_FUSED, post = a->f->place == PLACE_SUBLAYER;
+    /* Glm4DecoderLayer (models/glm4/modeling_glm4.py @ 00d01786): Gemma2's four norms at the same places, its names */
+    bool glm = a->f->place == PLACE_SANDWICH_GLM4, g2 = a->f->place == PLACE_SANDWICH || glm;
     int64_t q = a->NH * a->D, kv = a->KV * a->D;
     const char *rope = vc__hf_layer_rope(a, i) ? "model.rotary_emb" : NULL;
     if (rope && a->f->local_rope && vc__hf_layer_window(a, i) > 0) rope = "model.rotary_emb_local"; /* Gemma3: rope_local_base_freq */
@@ -331,7 +344,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
      * self.self_attn(hidden_states=hidden_states, ...): the normed tensor is the attention's
      * argument and the layer's local until the attention returns, its output projection (o_proj,
      * linear_attn's out_proj) the last layer of it here */
-    cJSON *ln = post ? NULL : rmsnorm(w, a, "input_layernorm", NULL);
+    cJSON *ln = post ? NULL : decoder_norm(w, a, "input_layernorm", NULL);
     if (ln) str(w, ln, "held_until", vc__hf_layer_linear(a, i) ? "linear_attn.out_proj" : "self_attn.o_proj");
     if (vc__hf_layer_linear(a, i)) {
         linear_attn(w, a, in);
@@ -352,15 +365,17 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         if (a->f->moe == MOE_LLAMA4) llama4_attn(w, a, i);
     }
     if (!vc__hf_layer_linear(a, i)) linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
-    if (g2 || post) rmsnorm(w, a, "post_attention_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, glm ? "post_self_attn_layernorm" : "post_attention_layernorm", NULL);
     dropout(w, "resid_attn_dropout", a->p_resid);
     residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
-    const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
+    const char *norm = glm ? "post_attention_layernorm" : g2 ? "pre_feedforward_layernorm" : post ? "attn_residual"
+                                                                                            : "post_attention_layernorm";
     /* the MLP's argument (LlamaMLP.forward's x, the decoder layer's hidden_states) until it
      * returns: down_proj, after up_proj, its last reader (a MoE block is one layer here) */
     const bool l4 = a->f->moe == MOE_LLAMA4; /* Llama4TextDecoderLayer.feed_forward */
-    cJSON *mn = post ? NULL : rmsnorm(w, a, norm, NULL);
-    if (mn && !layer_is_moe(a, i)) str(w, mn, "held_until", l4 ? "feed_forward.down_proj" : "mlp.down_proj");
+    cJSON *mn = post ? NULL : decoder_norm(w, a, norm, NULL);
+    if (mn && !layer_is_moe(a, i))
+        str(w, mn, "held_until", l4 ? "feed_forward.down_proj" : a->f->mlp == MLP_PLAIN ? "mlp.c_proj" : "mlp.down_proj");
     if (layer_is_moe(a, i) && l4) {
         /* Llama4TextMoe: router (Llama4Router), experts (Llama4TextExperts: stacked, torch.bmm over every
          * expert), shared_expert (Llama4TextMLP of intermediate_size) */
@@ -406,6 +421,12 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", a->experts_impl == EXPERTS_PER_EXPERT ? "per_expert" : "grouped_mm");
+    } else if (a->f->mlp == MLP_PLAIN) {
+        /* Starcoder2MLP.forward (modeling_starcoder2.py @ 73faa33f): c_fc, act, c_proj (bias=use_bias), then
+         * dropout(residual_dropout): resid_mlp_dropout below */
+        linear(w, "mlp.c_fc", NULL, a->H, a->I, a->mlp_bias);
+        act_layer(w, a, "mlp.act");
+        linear(w, "mlp.c_proj", NULL, a->I, a->H, a->mlp_bias);
     } else if (a->f->mlp == MLP_GATED_FUSED) {
         linear(w, "mlp.gate_up_proj", NULL, a->H, 2 * a->I, false);
         cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
@@ -426,7 +447,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
             l4 ? "feed_forward.up_proj" : "mlp.up_proj", NULL, NULL);
         linear(w, l4 ? "feed_forward.down_proj" : "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     }
-    if (g2 || post) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, glm ? "post_mlp_layernorm" : "post_feedforward_layernorm", NULL);
     dropout(w, "resid_mlp_dropout", a->p_resid);
     residual_add(w, a, "mlp_residual", "attn_residual", "mlp_residual_multiplier");
 }
@@ -990,7 +1011,7 @@ static void build_layers(wr *w, const arch *a)
         }
     }
     layer_stack(w, a, "model.layers", first);
-    rmsnorm(w, a, "model.norm", NULL);
+    decoder_norm(w, a, "model.norm", NULL);
     lm_head(w, a, "model.embed_tokens", "lm_head");
 }
 

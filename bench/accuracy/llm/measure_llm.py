@@ -204,6 +204,7 @@ def main(argv):
     import vctorch
     import optim2x
     import reference as R
+    import near_llama_replica  # glm4 (issue 31): its FAMILIES run --mode infer too
 
     torch.manual_seed(args.seed)
     tr = measure.Tracker()
@@ -272,7 +273,7 @@ def main(argv):
                              "decoder's init tokens)")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
-    elif args.mode == "infer" and cfg.model_type != "gemma4_text" and not (
+    elif args.mode == "infer" and cfg.model_type not in ("gemma4_text",) + near_llama_replica.FAMILIES and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
@@ -397,7 +398,8 @@ def main(argv):
         # to the model's dtype by the caller before the forward; resident like input_ids
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
-    if (t5 or encoder or image_tokens or cfg.model_type == "gemma4_text") and args.mode == "infer":
+    if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text",) + near_llama_replica.FAMILIES) and \
+            args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
         input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq + image_tokens),
@@ -667,6 +669,8 @@ def main(argv):
             if cfg.model_type == "llama4_text":  # chunked layers: DynamicSlidingWindowLayer(attention_chunk_size)
                 import llama4_replica
                 return llama4_replica.cache_layer_types(cfg.d)
+            if cfg.model_type in near_llama_replica.FAMILIES:  # olmo3's layer_types (near_llama_replica.py)
+                return near_llama_replica.layer_types(cfg)
             if cfg.model_type in ("qwen2", "qwen3"):  # Qwen3Config: the same layer_types
                 sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
                 mwl = cfg.d.get("max_window_layers", n)

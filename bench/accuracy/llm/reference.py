@@ -683,7 +683,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe", "deepseek_v2"):
+                     "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -718,6 +718,9 @@ class CausalLM(nn.Module):
         elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
+        elif t in ("glm4", "olmo3", "starcoder2"):  # near_llama_replica.py (issue 31)
+            import near_llama_replica
+            Layer, Norm = near_llama_replica.layer_and_norm(t, cfg)
         else:
             Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
@@ -797,13 +800,16 @@ class CausalLM(nn.Module):
         # sdpa with sliding layers (transformers 5's causal_mask_mapping, sliding_replica.py): the
         # "sliding_attention" entry, a bool mask once the kv length reaches sliding_window (else None)
         lts, sliding_mask = None, None
-        if self.attn_impl == "sdpa" and not packed and cfg.model_type in ("mistral", "mixtral", "qwen2", "qwen3", "gemma2"):
+        if self.attn_impl == "sdpa" and not packed and cfg.model_type in ("mistral", "mixtral", "qwen2", "qwen3", "gemma2",
+                                                                          "olmo3", "starcoder2"):
             import sliding_replica
             lts = sliding_replica.layer_types(cfg)
             if "sliding_attention" in lts:
                 sliding_mask = sliding_replica.create_sliding_window_causal_mask(
                     inputs_embeds, attention_mask, past_key_values, cfg.sliding_window, lts)
         hidden_states = inputs_embeds
+        if cfg.model_type == "starcoder2":  # Starcoder2Model.forward: dropout(embedding_dropout) before the rotary
+            hidden_states = vctorch.dropout2x(hidden_states, cfg.d.get("embedding_dropout", 0.0), self.training)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         if cfg.model_type == "gemma2":
             normalizer = torch.tensor(cfg.hidden_size ** 0.5, dtype=hidden_states.dtype)

@@ -1185,6 +1185,52 @@ def cases():
         else:
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # Near-llama families (issue 31, near_llama_replica.py): glm4_small (Glm4DecoderLayer's four norms, q/k/v bias,
+    # interleaved partial rotary of 8 of 16 dims, fused gate_up_proj; 8 heads over 2 kv heads). Training (full,
+    # LoRA on q_proj / v_proj, checkpointed), the no_grad forward (--mode infer) and generation. Every third held out.
+    nl = [
+        ("glm4_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("glm4_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("glm4_small", "train", 1, 128, "sgd", "bf16", True, 8),
+        ("glm4_small", "train", 4, 48, "adamw", "bf16", False, 8),
+        ("glm4_small", "infer", 2, 128, None, "bf16", False, 0),
+        ("glm4_small", "infer", 1, 256, None, "fp32", False, 0),
+        ("glm4_small", "generate", 2, 64, 16, "fp32", False, 0),
+        ("glm4_small", "generate", 1, 128, 8, "bf16", False, 0),
+        ("glm4_small", "generate", 4, 32, 12, "bf16", False, 0),
+        # olmo3_small: Olmo3DecoderLayer (norms after the sublayers, whole-projection q/k norms, Olmo3RMSNorm's float32
+        # product), 3 sliding layers (window 32) then a full one, 8 heads over 2 kv heads: sequences past the window
+        ("olmo3_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("olmo3_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("olmo3_small", "train", 1, 128, "sgd", "bf16", True, 8),
+        ("olmo3_small", "train", 4, 48, "adamw", "bf16", False, 8),
+        ("olmo3_small", "infer", 2, 128, None, "bf16", False, 0),
+        ("olmo3_small", "infer", 1, 256, None, "fp32", False, 0),
+        ("olmo3_small", "generate", 2, 64, 16, "fp32", False, 0),
+        ("olmo3_small", "generate", 1, 128, 8, "bf16", False, 0),
+        ("olmo3_small", "generate", 4, 24, 16, "bf16", False, 0),
+        # starcoder2_small: Starcoder2DecoderLayer (biased LayerNorms, q/k/v/o and c_fc / c_proj with bias, tanh GELU),
+        # the three dropouts at 0.1 (StarCoder2-15B's), every layer sliding (window 32), 8 heads over 2 kv heads
+        ("starcoder2_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("starcoder2_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("starcoder2_small", "train", 1, 128, "sgd", "bf16", True, 8),
+        ("starcoder2_small", "train", 4, 48, "adamw", "bf16", False, 8),
+        ("starcoder2_small", "infer", 2, 128, None, "bf16", False, 0),
+        ("starcoder2_small", "infer", 1, 256, None, "fp32", False, 0),
+        ("starcoder2_small", "generate", 2, 64, 16, "fp32", False, 0),
+        ("starcoder2_small", "generate", 1, 128, 8, "bf16", False, 0),
+        ("starcoder2_small", "generate", 4, 24, 16, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(nl):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+        elif mode == "infer":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p,
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
+                            held_out=(i % 3 == 2)))
     return out
 
 

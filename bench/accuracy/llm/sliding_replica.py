@@ -108,6 +108,9 @@ def layer_types(cfg):
         return ["sliding_attention" if on and i >= mwl else "full_attention" for i in range(n)]
     if t == "gemma2":
         return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
-    if t in ("mistral", "mixtral") and cfg.sliding_window:
+    if t in ("mistral", "mixtral", "starcoder2") and cfg.sliding_window:
         return ["sliding_attention"] * n
+    if t == "olmo3":  # Olmo3Config.__post_init__ (near_llama_replica.py)
+        import near_llama_replica
+        return near_llama_replica.olmo3_layer_types(cfg)
     return ["full_attention"] * n

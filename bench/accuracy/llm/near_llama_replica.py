@@ -1,0 +1,349 @@
+"""Near-llama decoder families (issue 31) for reference.py's CausalLM, written from the transformers source.
+
+GLM-4 (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1): models/glm4/modeling_glm4.py @ 00d01786
+(huggingface/transformers), each class cited below:
+  - Glm4DecoderLayer: input_layernorm -> self_attn -> post_self_attn_layernorm -> + residual;
+    post_attention_layernorm -> mlp -> post_mlp_layernorm -> + residual (Gemma2's four norm places,
+    Glm4RMSNorm = LlamaRMSNorm's ops);
+  - Glm4Attention: q/k/v_proj with bias=config.attention_bias, o_proj bias=False, scaling head_dim**-0.5,
+    apply_rotary_pos_emb (the module's): cos / sin[..., : cos.shape[-1] // 2].repeat_interleave(2, dim=-1),
+    q_rot / q_pass split at rotary_dim, rotate_half over x[..., 0::2] / x[..., 1::2] with
+    torch.stack((-x2, x1), dim=-1).flatten(-2), torch.cat([q_embed, q_pass], dim=-1);
+  - Glm4MLP: gate_up_proj (hidden -> 2 x intermediate, no bias), up_states.chunk(2, dim=-1),
+    up_states * activation_fn(gate), down_proj;
+  - Glm4RotaryEmbedding: the default rope of partial_rotary_factor x head_dim (Glm4Config.__post_init__:
+    partial_rotary_factor 0.5 by default; reference.py rope_inv_freq reads it).
+The attention interface is reference.py's (sdpa_attention_forward / eager_attention_forward, the same
+integrations/sdpa_attention.py); nothing here comes from vramcalc's engine.
+"""
+
+import torch
+import torch.nn as nn
+
+import reference as R
+
+
+def glm4_rotate_half(x):
+    """Glm4 rotate_half: interleaved (even, odd) pairs."""
+    x1 = x[..., 0::2]
+    x2 = x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def glm4_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """Glm4's apply_rotary_pos_emb, statement by statement."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    # Interleave them instead of usual shape
+    cos = cos[..., : cos.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    sin = sin[..., : sin.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    # Keep half or full tensor for later concatenation
+    rotary_dim = cos.shape[-1]
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    # Apply rotary embeddings on the first half or full tensor
+    q_embed = (q_rot * cos) + (glm4_rotate_half(q_rot) * sin)
+    k_embed = (k_rot * cos) + (glm4_rotate_half(k_rot) * sin)
+    # Concatenate back to full shape
+    q_embed = torch.cat([q_embed, q_pass], dim=-1)
+    k_embed = torch.cat([k_embed, k_pass], dim=-1)
+    return q_embed, k_embed
+
+
+class Glm4Attention(nn.Module):
+    """Glm4Attention.__init__ / forward."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.d.get("head_dim", 128)
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.d.get("attention_bias", True)  # Glm4Config.attention_bias: True
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=False)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = glm4_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Glm4MLP(nn.Module):
+    """Glm4MLP.forward."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        H, I = cfg.hidden_size, cfg.intermediate_size
+        self.gate_up_proj = R.Linear(H, 2 * I, bias=False)
+        self.down_proj = R.Linear(I, H, bias=False)
+        self.activation_fn = R.act_fn(cfg.hidden_act)
+
+    def forward(self, hidden_states):
+        up_states = self.gate_up_proj(hidden_states)
+        gate, up_states = up_states.chunk(2, dim=-1)
+        up_states = up_states * self.activation_fn(gate)
+        return self.down_proj(up_states)
+
+
+class Glm4DecoderLayer(nn.Module):
+    """Glm4DecoderLayer.__init__ / forward (the four Glm4RMSNorms)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        H, eps = cfg.hidden_size, cfg.rms_norm_eps
+        self.self_attn = Glm4Attention(cfg, layer_idx, attn_impl)
+        self.mlp = Glm4MLP(cfg)
+        self.input_layernorm = R.LlamaRMSNorm(H, eps=eps)
+        self.post_attention_layernorm = R.LlamaRMSNorm(H, eps=eps)
+        self.post_self_attn_layernorm = R.LlamaRMSNorm(H, eps=eps)
+        self.post_mlp_layernorm = R.LlamaRMSNorm(H, eps=eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
+                cache_len=0, last_cache_position=0):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        hidden_states = self.post_self_attn_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_mlp_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
+# --------------------------------------------------------------------------
+# OLMo 3: models/olmo3/modeling_olmo3.py @ 0233e509 (configuration_olmo3.py @ 008e5743)
+# --------------------------------------------------------------------------
+
+class Olmo3RMSNorm(nn.Module):
+    """Olmo3RMSNorm.forward: (self.weight * hidden_states).to(input_dtype), the product in float32."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = R.vctorch.mean2x(hidden_states.pow(2), -1, keepdim=True)  # 2.x's MeanBackward1 (reference.py)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return (self.weight * hidden_states).to(input_dtype)
+
+
+def olmo3_layer_types(cfg):
+    """Olmo3Config.__post_init__: the config's layer_types, else sliding where (i + 1) % 4."""
+    if cfg.d.get("layer_types"):
+        return list(cfg.d["layer_types"])
+    return ["sliding_attention" if (i + 1) % 4 != 0 else "full_attention" for i in range(cfg.num_hidden_layers)]
+
+
+def olmo3_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """Olmo3's apply_rotary_pos_emb: llama's, then q_embed.to(q_type) (the same dtype: no copy)."""
+    q_type, k_type = q.dtype, k.dtype
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (R.rotate_half(q) * sin)
+    k_embed = (k * cos) + (R.rotate_half(k) * sin)
+    return q_embed.to(q_type), k_embed.to(k_type)
+
+
+class Olmo3Attention(nn.Module):
+    """Olmo3Attention.__init__ / forward: q_norm / k_norm over the whole projections, before the view."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.d.get("head_dim") or cfg.hidden_size // cfg.num_attention_heads
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.attention_bias
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=b)
+        self.q_norm = Olmo3RMSNorm(nh * hd, cfg.rms_norm_eps)
+        self.k_norm = Olmo3RMSNorm(nkv * hd, cfg.rms_norm_eps)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_norm(self.q_proj(hidden_states))
+        key_states = self.k_norm(self.k_proj(hidden_states))
+        value_states = self.v_proj(hidden_states)
+        query_states = query_states.view(hidden_shape).transpose(1, 2)
+        key_states = key_states.view(hidden_shape).transpose(1, 2)
+        value_states = value_states.view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = olmo3_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Olmo3DecoderLayer(nn.Module):
+    """Olmo3DecoderLayer.forward: no norm before the sublayers, one after each (before the residual add)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = Olmo3Attention(cfg, layer_idx, attn_impl)
+        self.mlp = R.GatedMLP(cfg, cfg.hidden_act)  # Olmo3MLP: LlamaMLP's ops without bias
+        self.post_attention_layernorm = Olmo3RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_feedforward_layernorm = Olmo3RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
+                cache_len=0, last_cache_position=0):
+        residual = hidden_states
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_feedforward_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
+# --------------------------------------------------------------------------
+# StarCoder2: models/starcoder2/modeling_starcoder2.py @ 73faa33f (the shared rotary_emb of Starcoder2Model),
+# masks as masking_utils makes them (@ 00d4b3d2: create_sliding_window_causal_mask when sliding_window is set)
+# --------------------------------------------------------------------------
+
+class Starcoder2Attention(nn.Module):
+    """Starcoder2Attention.__init__ / forward: q/k/v/o with bias=use_bias, dropout(residual_dropout) on the output."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.hidden_size // cfg.num_attention_heads
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.d.get("use_bias", True)
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=b)
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.0)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = R.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = self.o_proj(attn_output)
+        return R.vctorch.dropout2x(attn_output, self.residual_dropout, self.training)
+
+
+class Starcoder2MLP(nn.Module):
+    """Starcoder2MLP.forward: c_fc, act, c_proj, dropout(residual_dropout)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        b = cfg.d.get("use_bias", True)
+        self.c_fc = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=b)
+        self.c_proj = R.Linear(cfg.intermediate_size, cfg.hidden_size, bias=b)
+        self.act = R.act_fn(cfg.d.get("hidden_act", "gelu_pytorch_tanh"))
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.0)
+
+    def forward(self, hidden_states):
+        hidden_states = self.c_fc(hidden_states)
+        hidden_states = self.act(hidden_states)
+        hidden_states = self.c_proj(hidden_states)
+        return R.vctorch.dropout2x(hidden_states, self.residual_dropout, self.training)
+
+
+class Starcoder2DecoderLayer(nn.Module):
+    """Starcoder2DecoderLayer.forward: pre-norm nn.LayerNorms (weight and bias), two residual adds."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        eps = cfg.d.get("norm_epsilon", 1e-5)
+        self.self_attn = Starcoder2Attention(cfg, layer_idx, attn_impl)
+        self.mlp = Starcoder2MLP(cfg)
+        self.input_layernorm = R.vctorch._LayerNorm2x(cfg.hidden_size, eps=eps)
+        self.post_attention_layernorm = R.vctorch._LayerNorm2x(cfg.hidden_size, eps=eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
+                cache_len=0, last_cache_position=0):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
+def layer_and_norm(model_type, cfg=None):
+    """The decoder layer class and the final norm class (called as Norm(hidden, eps=...)) of a family here."""
+    if model_type == "glm4":
+        return Glm4DecoderLayer, R.LlamaRMSNorm  # Glm4Model.norm: Glm4RMSNorm
+    if model_type == "olmo3":
+        return Olmo3DecoderLayer, Olmo3RMSNorm  # Olmo3Model.norm: Olmo3RMSNorm
+    if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
+        return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
+    raise ValueError("model_type %r not replicated here" % model_type)
+
+
+def layer_types(cfg):
+    """(layer_types, sliding_window) of a family here, as DynamicCache(config=...) and the mask mapping read them."""
+    if cfg.model_type == "olmo3":
+        return olmo3_layer_types(cfg), cfg.d.get("sliding_window", 4096)
+    if cfg.model_type == "starcoder2" and cfg.d.get("sliding_window"):  # every layer (Starcoder2Config: no layer_types)
+        return ["sliding_attention"] * cfg.num_hidden_layers, cfg.d["sliding_window"]
+    return ["full_attention"] * cfg.num_hidden_layers, None
+
+
+FAMILIES = ("glm4", "olmo3", "starcoder2")
