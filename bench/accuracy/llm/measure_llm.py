@@ -226,8 +226,8 @@ def main(argv):
     if raw.get("model_type") in ("qwen3_5", "qwen3_5_moe"):  # Qwen3_5Config: text_config and vision_config
         raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
-    if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
-        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {},
+    if raw.get("model_type") in ("qwen3_vl", "qwen3_vl_moe"):  # Qwen3VL(Moe)Config: the language model's keys are text_config's
+        raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
     if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
         import gemma4_replica
@@ -272,10 +272,10 @@ def main(argv):
                              "decoder's init tokens)")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
-    elif args.mode == "infer" and cfg.model_type != "gemma4_text" and not (
+    elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe") and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
-                         "(gemma4_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
+                         "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
     elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe"):  # the tower run on images (qwen3vl_tower_replica.py)
         import qwen3vl_tower_replica
@@ -298,7 +298,7 @@ def main(argv):
     elif cfg.model_type == "qwen3_vl" and args.image:  # the tower and deepstack run on images (qwen3vl_tower_replica.py)
         import qwen3vl_tower_replica
         model = qwen3vl_tower_replica.build_qwen3_vl(cfg, args.attn)
-    elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
+    elif cfg.model_type in ("qwen3_vl", "qwen3_vl_moe"):  # Qwen3-VL(-MoE) on text: the LM with MRoPE, the tower frozen (qwen3vl_replica.py)
         import qwen3vl_replica
         model = qwen3vl_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
@@ -358,7 +358,7 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe"):
+    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe", "qwen3_vl_moe"):
         result["experts_implementation"] = args.experts
 
     image_tokens = 0
@@ -397,7 +397,7 @@ def main(argv):
         # to the model's dtype by the caller before the forward; resident like input_ids
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
-    if (t5 or encoder or image_tokens or cfg.model_type == "gemma4_text") and args.mode == "infer":
+    if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text", "qwen3_vl_moe")) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
         input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq + image_tokens),

@@ -1157,6 +1157,25 @@ def cases():
     for i, (cfg, b, pr, m, p) in enumerate(swg):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=p, held_out=(i % 3 == 2)))
+    # issue 31: Qwen3-VL-MoE on text alone (qwen3vl_replica.py, modeling_qwen3_vl_moe.py @0142cff2): Qwen3-VL's
+    # decoder with interleaved MRoPE and Qwen3VLMoeTextSparseMoeBlock (16 stacked experts, top-4, always
+    # renormalized; layer 1 dense by mlp_only_layers) through transformers 5's grouped_mm, the tower frozen;
+    # training (full, LoRA r=8 on q_proj,v_proj, checkpointing), inference and generate. Every third held out.
+    q3vm = [
+        ("qwen3_vl_moe_small", 2, 64, "adamw", "fp32", False, 0),
+        ("qwen3_vl_moe_small", 2, 128, "adamw", "bf16", True, 0),
+        ("qwen3_vl_moe_small", 4, 96, "sgd", "bf16", False, 0),
+        ("qwen3_vl_moe_small", 2, 64, "adamw", "fp32", False, 8),
+        ("qwen3_vl_moe_small", 1, 200, "adamw", "bf16", True, 8),
+        ("qwen3_vl_moe_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, q3vm, experts="grouped_mm", lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for i, (b, s, p) in enumerate(((2, 128, "fp32"), (4, 64, "bf16"), (1, 256, "bf16"))):
+        out.append(dict(config="configs/qwen3_vl_moe_small.json", mode="infer", batch=b, seq=s, precision=p,
+                        experts="grouped_mm", held_out=(i % 3 == 2)))
+    for b, pr, m, prec, ho in ((1, 64, 16, "fp32", False), (2, 32, 24, "bf16", True)):
+        out.append(dict(config="configs/qwen3_vl_moe_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, experts="grouped_mm", held_out=ho))
     return out
 
 
