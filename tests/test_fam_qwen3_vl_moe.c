@@ -108,12 +108,14 @@ static void test_counts(void **state)
 
 /* measured.json llm593-llm603 (run_suite.py's q3vm rows, qwen3vl_replica.py with moe_v5_replica.py's stacked
  * experts through grouped_mm): within 1%, but llm597 (bf16, batch 1, 200 tokens, checkpointing and LoRA),
- * 202,240 B (2.49%) below: its measured peak is the last op of a layer's recomputation in backward, the
- * routed outputs times their weights (out_per_sample_g * sample_weights_g, 200 x 4 x 128 bf16 = 204,800 B)
- * allocated before the harness's early stop (tools/vctorch.py _checkpoint2x reads the counter after the op
- * that saved the last tensor), where vramcalc stops the recomputation before that op runs (src/engine/
- * autograd.c recompute: an op that saves only inputs packs them before its kernel); held to the suite's
- * 5% (compare.py) */
+ * 202,240 B (2.49%) below. Its measured peak, 8,118,784 B, is the last op of the last layer's recomputation
+ * in backward; the harness (measure_llm.py --per-op-file) holds one [T x k, H] bf16 gradient more through that
+ * recomputation (200 x 4 x 128 x 2 = 204,800 B): the backward of the block's `.view(T, k, H).sum(dim=1)`
+ * (SumBackward1, then the view's reshape of the expanded gradient: a clone), which saves no tensor and so
+ * runs before torch.utils.checkpoint's first unpack triggers the recompute, where vramcalc recomputes at the
+ * region's first backward node whatever it saved (src/engine/autograd.c run_node). Recomputing only at a node
+ * that unpacks gives 8,117,760 B here (-0.01%) but moves other families' checkpointed cases (gemma4's up to
+ * +1.7%), so it is not made here. Held to the suite's 5% (compare.py) */
 static void test_measured(void **state)
 {
     (void)state;
