@@ -17,9 +17,9 @@
  *
  * 1. Parameters, exact, by hand from the module shapes (= bench/accuracy/llm/qwen3vl_replica.py's count on
  *    the meta device), against the model cards' 31.1B and 236B; the language model trainable, the tower not.
- * 2. The measured cases of bench/accuracy/llm/measured.json llm593-llm603 (run_suite.py's q3vm rows:
- *    training, LoRA r=8 on q_proj,v_proj, checkpointing, inference, generate; torch 1.13 CPU, the allocator
- *    counter).
+ * 2. The measured cases of bench/accuracy/llm/measured.json llm593-llm610 (run_suite.py's q3vm and q3vmi
+ *    rows: training, LoRA r=8 on q_proj,v_proj, checkpointing, inference, generate, on text and on images;
+ *    torch 1.13 CPU, the allocator counter).
  * 3. Every path a decoder family runs: --mode generate, --serve on an H100 (vLLM's qwen3_vl_moe.py), an
  *    image, --ep with --moe-imbalance.
  * 4. Refusals, exit 2 naming the key or the option.
@@ -155,6 +155,41 @@ static void test_measured(void **state)
     }
 }
 
+/* measured.json llm604-llm610: the same on images (configs/qwen3_vl_moe_img_small.json: qwen3_vl_img_small's
+ * tower with deepstack after blocks 0 and 2, so after decoder layers 0 and 1, before the MoE layers;
+ * qwen3vl_tower_replica.py build_qwen3_vl on qwen3vl_replica.py's MoE language model), within 0.1% */
+static void test_images(void **state)
+{
+    (void)state;
+    static const cli_measured cases[] = {
+        {"qwen3_vl_moe_img_small.json --seq 64 -b 1 -o adamw -p fp32 --image 224x224 --images 1", 30486016}, /* llm604 */
+        {"qwen3_vl_moe_img_small.json --seq 64 -b 1 -o adamw -p bf16 --image 448x336 --images 2 --lora 8 --lora-alpha 16 "
+         "--lora-dropout 0 --lora-targets q_proj,v_proj", 28174848},                                         /* llm605 */
+        {"qwen3_vl_moe_img_small.json --seq 96 -b 1 -o sgd -p bf16 --grad-ckpt --image 640x480 --images 1", 69523456}, /* llm606 */
+        {"qwen3_vl_moe_img_small.json --seq 64 -b 1 -m infer -p fp32 --image 640x480 --images 1", 69985280}, /* llm607 */
+        {"qwen3_vl_moe_img_small.json --seq 32 -b 1 -m infer -p bf16 --image 1024x768 --images 1", 379157504}, /* llm608 */
+    };
+    assert_measured(cases, sizeof cases / sizeof *cases, "", 0.1);
+    /* generate with an image: llm609 prefill 69,976,064 decode 15,854,592; llm610 prefill 9,061,888 decode 5,722,624 */
+    static const struct {
+        const char *args;
+        long long prefill, decode;
+    } gen[] = {
+        {"-p fp32 --prompt 32 --new-tokens 16 --image 640x480", 69976064, 15854592},
+        {"-p bf16 --prompt 64 --new-tokens 24 --image 224x224", 9061888, 5722624},
+    };
+    for (size_t i = 0; i < sizeof gen / sizeof *gen; i++) {
+        char a[512];
+        snprintf(a, sizeof a, VC_TEST_DATA "/../../bench/accuracy/llm/configs/qwen3_vl_moe_img_small.json -m generate -b 1 %s",
+                 gen[i].args);
+        long long p = cli_json_field(a, "\"prefill_peak\": "), d = cli_json_field(a, "\"decode_peak\": ");
+        double ep = 100.0 * (double)(p - gen[i].prefill) / (double)gen[i].prefill;
+        double ed = 100.0 * (double)(d - gen[i].decode) / (double)gen[i].decode;
+        if (ep < -0.1 || ep > 0.1 || ed < -0.1 || ed > 0.1)
+            fail_msg("%s: prefill %lld (measured %lld), decode %lld (measured %lld)", a, p, gen[i].prefill, d, gen[i].decode);
+    }
+}
+
 /* --mode generate, --serve (vLLM's Qwen3VLMoeForConditionalGeneration: the Qwen3-VL encoder profiling of
  * src/engine/serve_mm.c), an image through the tower and deepstack, expert parallelism with imbalance */
 static void test_paths(void **state)
@@ -228,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_images),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_refusals),
     };

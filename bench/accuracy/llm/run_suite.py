@@ -1176,6 +1176,25 @@ def cases():
     for b, pr, m, prec, ho in ((1, 64, 16, "fp32", False), (2, 32, 24, "bf16", True)):
         out.append(dict(config="configs/qwen3_vl_moe_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, experts="grouped_mm", held_out=ho))
+    # the same on images (qwen3vl_tower_replica.py build_qwen3_vl on qwen3vl_replica.py's MoE language model):
+    # qwen3_vl_img_small's tower and deepstack (after blocks 0 and 2, so after decoder layers 0 and 1; layer 1
+    # dense) before the MoE layers; training, LoRA, --mode infer and generate, batch 1. Every third held out.
+    q3vmi = [
+        ("train", 1, 64, "adamw", "fp32", "224x224", 1, 0, False),
+        ("train", 1, 64, "adamw", "bf16", "448x336", 2, 8, False),
+        ("train", 1, 96, "sgd", "bf16", "640x480", 1, 0, True),
+        ("infer", 1, 64, None, "fp32", "640x480", 1, 0, False),
+        ("infer", 1, 32, None, "bf16", "1024x768", 1, 0, False),
+    ]
+    for i, (m, b, s, o, p, img, n, l, ck) in enumerate(q3vmi):
+        c = dict(config="configs/qwen3_vl_moe_img_small.json", mode=m, batch=b, seq=s, precision=p, image=img, images=n,
+                 experts="grouped_mm", held_out=(i % 3 == 2))
+        if m == "train":
+            c.update(optim=o, ckpt=ck, lora=l, lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None)
+        out.append(c)
+    for pr, m, img, prec, ho in ((32, 16, "640x480", "fp32", False), (64, 24, "224x224", "bf16", True)):
+        out.append(dict(config="configs/qwen3_vl_moe_img_small.json", mode="generate", batch=1, prompt=pr, new_tokens=m,
+                        precision=prec, image=img, images=1, experts="grouped_mm", held_out=ho))
     return out
 
 
