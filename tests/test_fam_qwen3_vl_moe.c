@@ -85,14 +85,16 @@ static void test_counts(void **state)
     assert_int_equal(vc_model_parameters(m), INT64_C(235670022896));
     assert_int_equal(vc_model_trainable_parameters(m), INT64_C(235093634560));
     vc_model_free(m);
-    /* lm_head tied by the config's own tie_word_embeddings (hf_qwen3_vl_moe.c): one embedding matrix fewer */
+    /* lm_head tied by the config's own tie_word_embeddings (hf_qwen3_vl_moe.c), whatever text_config's says
+     * (transformers 5 gates the tie from the outer config): one embedding matrix fewer */
     char path[] = "/tmp/vc_q3vmXXXXXX.json";
     int fd = mkstemps(path, 5);
     assert_true(fd >= 0);
     FILE *f = fdopen(fd, "w");
     fprintf(f, "{\"model_type\": \"qwen3_vl_moe\", \"tie_word_embeddings\": true, \"text_config\": {\"vocab_size\": 1000, "
                "\"hidden_size\": 128, \"intermediate_size\": 256, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
-               "\"num_key_value_heads\": 2, \"num_experts\": 8, \"moe_intermediate_size\": 64}, \"vision_config\": "
+               "\"num_key_value_heads\": 2, \"num_experts\": 8, \"moe_intermediate_size\": 64, \"tie_word_embeddings\": false}, "
+               "\"vision_config\": "
                "{\"depth\": 2, \"hidden_size\": 64, \"intermediate_size\": 128, \"num_heads\": 4, \"out_hidden_size\": 128, "
                "\"deepstack_visual_indexes\": [0]}}");
     fclose(f);
@@ -104,6 +106,22 @@ static void test_counts(void **state)
     assert_int_equal(vc_model_trainable_parameters(m), INT64_C(622336));
     vc_model_free(m);
     remove(path);
+    /* the other way: the top-level false (transformers 5.5's saved configs may carry text_config's true):
+     * untied, lm_head 1000 x 128 more */
+    char path2[] = "/tmp/vc_q3vmXXXXXX.json";
+    fd = mkstemps(path2, 5);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    fprintf(f, "{\"model_type\": \"qwen3_vl_moe\", \"tie_word_embeddings\": false, \"text_config\": {\"vocab_size\": 1000, "
+               "\"hidden_size\": 128, \"intermediate_size\": 256, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+               "\"num_key_value_heads\": 2, \"num_experts\": 8, \"moe_intermediate_size\": 64, \"tie_word_embeddings\": true}, "
+               "\"vision_config\": {\"depth\": 2, \"hidden_size\": 64, \"intermediate_size\": 128, \"num_heads\": 4, "
+               "\"out_hidden_size\": 128, \"deepstack_visual_indexes\": [0]}}");
+    fclose(f);
+    m = load(path2);
+    assert_int_equal(vc_model_trainable_parameters(m), INT64_C(622336) + 128000);
+    vc_model_free(m);
+    remove(path2);
 }
 
 /* measured.json llm593-llm603 (run_suite.py's q3vm rows, qwen3vl_replica.py with moe_v5_replica.py's stacked
@@ -250,10 +268,7 @@ static void test_refusals(void **state)
     assert_cfg("", "\"mlp_only_layers\": [0.5]", "text_config.mlp_only_layers: expected layer indices from 0 to "
                                                  "num_hidden_layers - 1 (1)");
     assert_cfg("", "\"mlp_only_layers\": [2]", "text_config.mlp_only_layers: expected layer indices from 0");
-    /* the tie: the config's own, a text_config value that disagrees refused */
-    assert_cfg("", "\"tie_word_embeddings\": true", "text_config.tie_word_embeddings: true, but the config's own is false");
-    assert_cfg("\"tie_word_embeddings\": true, ", "\"tie_word_embeddings\": false",
-               "text_config.tie_word_embeddings: false, but the config's own is true");
+    /* the tie: the config's own, text_config's checked (a bool) */
     assert_cfg("\"tie_word_embeddings\": 3, ", "\"num_experts\": 8", "tie_word_embeddings: expected true or false");
     assert_cfg("", "\"tie_word_embeddings\": \"no\"", "text_config.tie_word_embeddings: expected true or false");
 }

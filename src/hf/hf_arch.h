@@ -399,8 +399,8 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
  * --experts-implementation) when qwen3_vl_moe's experts would run per_expert, which no release does. */
 int vc__hf_qwen3_vl_moe_experts(const arch *a, bool from_release, vc_error *err);
 /* hf_qwen3_vl_moe.c: after the row's keys, text_config's mlp_only_layers checked (layer indices) and lm_head's
- * tie taken from the config's own tie_word_embeddings (Qwen3VLMoeConfig's False when absent), an explicit
- * text_config value that disagrees refused; -1 with err naming the key. */
+ * tie taken from the config's own tie_word_embeddings (Qwen3VLMoeConfig's False when absent; text_config's is
+ * not what transformers reads); -1 with err naming the key. */
 int vc__hf_qwen3_vl_moe_read(const cJSON *root, arch *a, vc_error *err);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,

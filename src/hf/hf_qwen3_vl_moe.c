@@ -12,8 +12,9 @@
  *    PreTrainedModel.get_expanded_tied_weights_keys: getattr(self.config, "tie_word_embeddings")). The
  *    published checkpoints set the top-level key false and leave text_config without one; their
  *    safetensors hold lm_head.weight and the model cards' 31.1B / 236B count it (tests/test_fam_qwen3_vl_moe.c).
- *    A text_config value that disagrees with the top-level one is refused, as qwen3_vl's reader does
- *    (src/hf/hf_vision.c read_qwen3), rather than one of them guessed.
+ *    text_config's value is read (a bool) and not used: from transformers 5.5 the text config's True beside the
+ *    outer False is the published configs' normal state, and the outer one gates the tie
+ *    (NVIDIA-NeMo/Automodel pull request 2268, "Fix Qwen3-VL-MoE lm_head checkpoint loading").
  *
  *  - the experts of the releases before 5. Qwen3VLMoeTextExperts holds stacked nn.Parameters in every
  *    release that has the model (4.57 on): transformers 4.57's gate_up_proj [E, H, 2 moe_I] and down_proj
@@ -61,16 +62,7 @@ int vc__hf_qwen3_vl_moe_read(const cJSON *root, arch *a, vc_error *err)
                      "lm_head is embed_tokens)");
         return -1;
     }
-    const bool tie = cJSON_IsTrue(top); /* absent or null: Qwen3VLMoeConfig's False */
-    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
-    const cJSON *inner = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "tie_word_embeddings") : NULL;
-    /* the row read text_config's (a bool, else an error naming it); only an explicit one is compared */
-    if (cJSON_IsBool(inner) && cJSON_IsTrue(inner) != tie) {
-        vc_set_error(err, VC_ERR_MODEL, "text_config.tie_word_embeddings", "%s, but the config's own is %s: "
-                     "Qwen3VLMoeForConditionalGeneration ties lm_head by the latter; give both the same value",
-                     cJSON_IsTrue(inner) ? "true" : "false", tie ? "true" : "false");
-        return -1;
-    }
+    const bool tie = cJSON_IsTrue(top); /* absent or null: Qwen3VLMoeConfig's False; text_config's not used */
     a->tie = tie;
     return 0;
 }
