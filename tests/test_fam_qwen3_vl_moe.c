@@ -256,6 +256,8 @@ static void test_refusals(void **state)
     /* the experts: transformers 4.x's Qwen3VLMoeTextExperts is not a per-expert module list */
     assert_usage(Q30 " --transformers 4.57", "--transformers: a release before 5.0 runs the experts as 4.x did; per_expert "
                                              "is not modelled for qwen3_vl_moe");
+    assert_usage(Q30 " --transformers 4.46", "--transformers: 4.46 has no qwen3_vl_moe: Qwen3VLMoeForConditionalGeneration "
+                                             "came with transformers 4.57");
     assert_usage(Q30 " --experts-implementation per_expert", "--experts-implementation: per_expert is not modelled for qwen3_vl_moe");
     /* the keys, named as text_config.KEY */
     assert_cfg("", "\"num_experts\": 0", "text_config.num_experts: expected an integer of at least 1, got 0");

@@ -799,7 +799,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     const bool q3vm = !strcmp(a.f->model_type, "qwen3_vl_moe"); /* hf_qwen3_vl_moe.c */
-    if (q3vm && vc__hf_qwen3_vl_moe_experts(&a, rel && rel->experts_default, err)) return err->code;
+    if (q3vm && vc__hf_qwen3_vl_moe_experts(&a, rel ? rel->release : 0, rel && rel->experts_default, err)) return err->code;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
     if (a.f->block == BLK_T5) { /* T5ForConditionalGeneration (hf_t5.c): what is not modelled is refused */

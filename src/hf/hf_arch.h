@@ -395,9 +395,10 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
  * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
 
-/* hf_qwen3_vl_moe.c: 0, or -1 with err naming the option (--transformers when the release chose it, else
- * --experts-implementation) when qwen3_vl_moe's experts would run per_expert, which no release does. */
-int vc__hf_qwen3_vl_moe_experts(const arch *a, bool from_release, vc_error *err);
+/* hf_qwen3_vl_moe.c: 0, or -1 with err naming the option: --transformers for a release (release: its
+ * major x 100 + minor, 0 none named) without the model, or when the release chose per_expert, else
+ * --experts-implementation, when qwen3_vl_moe's experts would run per_expert, which no release does. */
+int vc__hf_qwen3_vl_moe_experts(const arch *a, int release, bool from_release, vc_error *err);
 /* hf_qwen3_vl_moe.c: after the row's keys, text_config's mlp_only_layers checked (layer indices) and lm_head's
  * tie taken from the config's own tie_word_embeddings (Qwen3VLMoeConfig's False when absent; text_config's is
  * not what transformers reads); -1 with err naming the key. */

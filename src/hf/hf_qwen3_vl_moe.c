@@ -33,8 +33,14 @@
 #include "hf_arch.h"
 #include "util.h"
 
-int vc__hf_qwen3_vl_moe_experts(const arch *a, bool from_release, vc_error *err)
+int vc__hf_qwen3_vl_moe_experts(const arch *a, int release, bool from_release, vc_error *err)
 {
+    /* models/qwen3_vl_moe came with transformers v4.57.0 (its release notes: Qwen3-VL) */
+    if (release > 0 && release < 457) {
+        vc_set_error(err, VC_ERR_USAGE, O("transformers"), "%d.%d has no qwen3_vl_moe: "
+                     "Qwen3VLMoeForConditionalGeneration came with transformers 4.57", release / 100, release % 100);
+        return -1;
+    }
     if (a->experts_impl != EXPERTS_PER_EXPERT) return 0;
     vc_set_error(err, VC_ERR_USAGE, from_release ? O("transformers") : O("experts_implementation"),
                  "%sper_expert is not modelled for qwen3_vl_moe: Qwen3VLMoeTextExperts has stacked weights in every "
