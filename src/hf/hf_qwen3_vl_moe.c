@@ -26,7 +26,7 @@
  *    per_expert, named or the release's default, is refused, as gpt_oss's is.
  */
 #include <stdbool.h>
-#include <string.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -56,8 +56,8 @@ int vc__hf_qwen3_vl_moe_read(const cJSON *root, arch *a, vc_error *err)
      * a layer that Qwen3VLMoeTextDecoderLayer builds dense: one that names no layer is refused as a mistake
      * (transformers would ignore it) */
     for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
-        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int64_t)e->valuedouble || e->valuedouble < 0 ||
-            e->valuedouble >= (double)a->N) {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= (double)a->N || /* in range: then cast */
+            e->valuedouble != (double)(int64_t)e->valuedouble) {
             vc_set_error(err, VC_ERR_MODEL, "text_config.mlp_only_layers", "expected layer indices from 0 to "
                          "num_hidden_layers - 1 (%lld): the layers built with Qwen3VLMoeTextMLP", (long long)a->N - 1);
             return -1;
