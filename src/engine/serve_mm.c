@@ -374,7 +374,11 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vision_config");
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const char *type = cJSON_IsString(mt) ? mt->valuestring : "";
-    const bool q25 = !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl"),
+    /* qwen3_vl_moe: vLLM's Qwen3VLMoeForConditionalGeneration (vllm/model_executor/models/qwen3_vl_moe.py
+     * @ 055e47c2) is Qwen3VLForConditionalGeneration with Qwen3MoeLLMForCausalLM as its language model: the
+     * same Qwen3_VisionTransformer and deepstack, registered with Qwen3VLMultiModalProcessor,
+     * Qwen3VLDummyInputsBuilder and Qwen3VLMoeProcessingInfo (Qwen3VLProcessingInfo reading Qwen3VLMoeConfig) */
+    const bool q25 = !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe"),
                q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v);
     /* Llama 4: Llama4Config.__post_init__ builds Llama4VisionConfig() when vision_config is missing or null */
     const bool l4 = !strcmp(type, "llama4");

@@ -663,6 +663,32 @@ const hf_family vc__hf_families[] = {
               [K_P_RESID] = DEF("residual_dropout", 0), [K_P_EMBD] = DEF("embedding_dropout", 0),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 0)},
      LLAMA_BLOCK, .norm = NORM_LAYER, .mlp = MLP_PLAIN, .lora_targets = NULL},
+    /* Qwen3VLMoeConfig (configuration_qwen3_vl_moe.py @ 008e5743): the language model is Qwen3VLMoeTextConfig's,
+     * read from text_config (its defaults: vocab 151936, hidden 2048, intermediate_size 5632, 24 layers, 16 heads,
+     * 16 kv heads, head_dim None: hidden // heads, max_position_embeddings 128000, num_experts 60 (attribute_map:
+     * num_local_experts), top-4, moe_intermediate_size 1408, decoder_sparse_step 1, mlp_only_layers []);
+     * Qwen3VLMoeTextDecoderLayer (modeling_qwen3_vl_moe.py @ 0142cff2) is qwen3_moe's: Qwen3VLMoeTextAttention
+     * (q/k/v/o with attention_bias, q_norm / k_norm per head, interleaved MRoPE), Qwen3VLMoeTextSparseMoeBlock
+     * where layer_idx is not in mlp_only_layers and (layer_idx + 1) % decoder_sparse_step == 0, else
+     * Qwen3VLMoeTextMLP(intermediate_size). The block: Qwen3VLMoeTextTopKRouter (weight [E, H], softmax in
+     * float32, top-k, always renormalized: no norm_topk_prob), Qwen3VLMoeTextExperts stacked as qwen3_moe's
+     * (gate_up_proj [E, 2 moe_I, H], down_proj [E, H, moe_I]; @use_experts_implementation: grouped_mm by
+     * default); no shared expert. The vision tower is Qwen3-VL's (Qwen3VLMoeVisionConfig: Qwen3VLVisionConfig's
+     * keys and defaults) with its deepstack mergers (src/hf/hf_vision.c). lm_head's tie and the releases whose
+     * experts are not modelled: src/hf/hf_qwen3_vl_moe.c */
+    {.model_type = "qwen3_vl_moe", .config_class = "Qwen3VLMoeTextConfig (Qwen3VLMoeConfig.text_config)",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 2048),
+              [K_INTER] = DEF("intermediate_size", 5632), [K_LAYERS] = DEF("num_hidden_layers", 24),
+              [K_HEADS] = DEF("num_attention_heads", 16), [K_KV_HEADS] = DEF("num_key_value_heads", 16),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_MAXPOS] = DEF("max_position_embeddings", 128000),
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_EXPERTS] = {.key = "num_experts", .def = 60, .alt = "num_local_experts"},
+              [K_TOPK] = DEF("num_experts_per_tok", 4), [K_MOE_INTER] = DEF("moe_intermediate_size", 1408),
+              [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1), [K_NORM_TOPK] = FIXED(1),
+              [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
+     LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD, .nested = "text_config", .vision = VIS_QWEN3,
+     .lora_targets = NULL /* PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no qwen3_vl_moe: name --lora-targets */},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -857,8 +883,11 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                 vc_transformers_value(rel ? rel->release : 0, VC_TF_SLIDING_FLOAT_MASK);
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
+    const bool q3vm = !strcmp(a.f->model_type, "qwen3_vl_moe"); /* hf_qwen3_vl_moe.c */
+    if (q3vm && vc__hf_qwen3_vl_moe_experts(&a, rel ? rel->release : 0, rel && rel->experts_default, err)) return err->code;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (a.f->dsa) return vc__hf_deepseek_v32_refuse(&a, err), err->code; /* the count; the memory refused (hf_deepseek_v32.c) */
+    if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
     if (a.f->block == BLK_T5) { /* T5ForConditionalGeneration (hf_t5.c): what is not modelled is refused */
         if (a.ckpt && a.ckpt_every > 1) /* T5Stack checkpoints every T5Block (hf_t5.c) */
             return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "t5: T5Stack checkpoints every T5Block of both "

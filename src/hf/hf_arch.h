@@ -319,7 +319,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -431,6 +431,15 @@ int vc__hf_deepseek_v32_refuse(const arch *a, vc_error *err);
 /* hf_glm4.c: glm4's partial_rotary_factor (and rope_parameters' copy of it) checked against head_dim: an even
  * number of rotary dimensions above 0, a->R set; -1 with r->err naming the key. */
 int vc__hf_glm4_read(rd *r, arch *a);
+/* hf_qwen3_vl_moe.c: 0, or -1 with err naming the option: --transformers for a release (release: its
+ * major x 100 + minor, 0 none named) without the model, or when the release chose per_expert, else
+ * --experts-implementation, when qwen3_vl_moe's experts would run per_expert, which no release does. */
+int vc__hf_qwen3_vl_moe_experts(const arch *a, int release, bool from_release, vc_error *err);
+/* hf_qwen3_vl_moe.c: after the row's keys, text_config's mlp_only_layers checked (layer indices) and lm_head's
+ * tie taken from the config's own tie_word_embeddings (Qwen3VLMoeConfig's False when absent; text_config's is
+ * not what transformers reads); -1 with err naming the key. */
+int vc__hf_qwen3_vl_moe_read(const cJSON *root, arch *a, vc_error *err);
+
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against
  * global_attn_every_n_layers), read into a after the row's keys; -1 with r->err naming the key. */

@@ -227,8 +227,8 @@ def main(argv):
     if raw.get("model_type") in ("qwen3_5", "qwen3_5_moe"):  # Qwen3_5Config: text_config and vision_config
         raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
-    if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
-        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {},
+    if raw.get("model_type") in ("qwen3_vl", "qwen3_vl_moe"):  # Qwen3VL(Moe)Config: the language model's keys are text_config's
+        raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
     if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
         import gemma4_replica
@@ -273,10 +273,10 @@ def main(argv):
                              "decoder's init tokens)")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
-    elif args.mode == "infer" and cfg.model_type not in ("gemma4_text",) + near_llama_replica.FAMILIES and not (
-            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl")):
+    elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe") + near_llama_replica.FAMILIES and not (
+            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
-                         "(gemma4_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
+                         "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
     elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe"):  # the tower run on images (qwen3vl_tower_replica.py)
         import qwen3vl_tower_replica
@@ -296,10 +296,10 @@ def main(argv):
     elif cfg.model_type == "llama4_text":  # Llama4ForCausalLM (llama4_replica.py)
         import llama4_replica
         model = llama4_replica.CausalLM(cfg, args.attn)
-    elif cfg.model_type == "qwen3_vl" and args.image:  # the tower and deepstack run on images (qwen3vl_tower_replica.py)
+    elif cfg.model_type in ("qwen3_vl", "qwen3_vl_moe") and args.image:  # the tower and deepstack on images (qwen3vl_tower_replica.py)
         import qwen3vl_tower_replica
         model = qwen3vl_tower_replica.build_qwen3_vl(cfg, args.attn)
-    elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
+    elif cfg.model_type in ("qwen3_vl", "qwen3_vl_moe"):  # Qwen3-VL(-MoE) on text: the LM with MRoPE, the tower frozen (qwen3vl_replica.py)
         import qwen3vl_replica
         model = qwen3vl_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
@@ -312,7 +312,7 @@ def main(argv):
     if args.precision == "bf16":
         model.to(torch.bfloat16)
         rot = getattr(getattr(model, "visual", None), "rotary_pos_emb", None)
-        if args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl") and rot is not None:
+        if args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe") and rot is not None:
             # Qwen3VLVisionRotaryEmbedding's inv_freq: torch.arange(..., dtype=torch.float), a non-persistent
             # buffer that from_pretrained(dtype=bfloat16) leaves float32 (the default dtype does not apply to an
             # explicit one; nothing casts buffers): rot_pos_emb's freq table, emb and the cos / sin float32
@@ -359,7 +359,7 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe", "deepseek_v2"):
+    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe", "deepseek_v2", "qwen3_vl_moe"):
         result["experts_implementation"] = args.experts
 
     image_tokens = 0
@@ -375,7 +375,7 @@ def main(argv):
         image_tokens = args.images * (cfg.d["mm_tokens_per_image"] + gemma3vl_replica.IMAGE_EXTRA)
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     elif args.image:
-        if cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl"):
+        if cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe"):
             # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
             import qwen3vl_tower_replica as vrep
         else:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw
@@ -398,7 +398,7 @@ def main(argv):
         # to the model's dtype by the caller before the forward; resident like input_ids
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
-    if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text",) + near_llama_replica.FAMILIES) and \
+    if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text", "qwen3_vl_moe") + near_llama_replica.FAMILIES) and \
             args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
@@ -644,7 +644,7 @@ def main(argv):
         elif image_tokens:
             # the processor's input_ids: the image tokens first, then --prompt's text (no other id equal to
             # image_token_id); pixel_values and image_grid_thw kept in generate()'s model_kwargs to its return
-            if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl"):
+            if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl"):
                 raise SystemExit("measure_llm.py: generate with --image: the Qwen towers (qwen3vl_tower_replica.py, "
                                  "qwen25vl_replica.py)")
             tid = cfg.d["image_token_id"]

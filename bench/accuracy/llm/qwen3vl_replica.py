@@ -18,6 +18,16 @@ Sources read (huggingface/transformers):
       frozen (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector defaults, as
       qwen25vl_replica.py), never run without pixel_values (Qwen3VLModel.forward: no image, no tower call,
       no deepstack: deepstack_visual_embeds None).
+  Qwen3-VL-MoE (model_type qwen3_vl_moe) on text alone, the same way:
+  MC = models/qwen3_vl_moe/configuration_qwen3_vl_moe.py @008e5743, MM = models/qwen3_vl_moe/modeling_qwen3_vl_moe.py
+  @0142cff2: Qwen3VLMoeTextDecoderLayer is the dense layer above with mlp Qwen3VLMoeTextSparseMoeBlock where
+  layer_idx not in mlp_only_layers and (layer_idx + 1) % decoder_sparse_step == 0 (num_experts > 0), else
+  Qwen3VLMoeTextMLP(intermediate_size); the block: gate Qwen3VLMoeTextTopKRouter (weight [E, H], F.linear,
+  softmax(dtype=float), topk, always renormalized in place, .to(logits dtype): moe_v5_replica.Qwen2MoeTopKRouter
+  with norm_topk_prob True), experts Qwen3VLMoeTextExperts (gate_up_proj [E, 2I, H], down_proj [E, H, I],
+  @use_experts_implementation: grouped_mm by default, moe_v5_replica.Qwen2MoeExperts), forward view(-1, H),
+  gate, experts, reshape; no shared expert. The vision tower's weights as Qwen3-VL's (Qwen3VLMoeVisionConfig
+  has Qwen3VLVisionConfig's keys and defaults).
   No position_ids are passed (measure_llm.py's loop): Qwen3VLModel.get_rope_index without an attention mask
   gives arange(L) expanded to [3, B, L] (a view), the text rope's positions as the 1-D ones.
 """
@@ -108,10 +118,46 @@ def _text(d):
     return R.Config(dict(t, model_type="qwen3", rope_scaling=None)), rs.get("mrope_section", [24, 20, 20])
 
 
+class Qwen3VLMoeTextSparseMoeBlock(nn.Module):
+    """MM: Qwen3VLMoeTextSparseMoeBlock (transformers 5's stacked experts through grouped_mm)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        import moe_v5_replica
+        self.experts = moe_v5_replica.Qwen2MoeExperts(cfg, R.act_fn(cfg.hidden_act))
+        self.gate = moe_v5_replica.Qwen2MoeTopKRouter(cfg)
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states_reshaped = hidden_states.view(-1, hidden_dim)
+        _, routing_weights, selected_experts = self.gate(hidden_states_reshaped)
+        final_hidden_states = self.experts(hidden_states_reshaped, selected_experts, routing_weights)
+        return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+
+
+def _moe_config(d):
+    """MC: Qwen3VLMoeTextConfig's defaults for the MoE keys; the router always renormalizes."""
+    m = dict(d)
+    m.setdefault("num_experts", m.get("num_local_experts", 60))
+    m.setdefault("num_experts_per_tok", 4)
+    m.setdefault("moe_intermediate_size", 1408)
+    m["norm_topk_prob"] = True
+    return R.Config(dict(m, model_type="qwen3"))
+
+
 def build(cfg, attn_impl=None):
     """cfg: measure_llm.py's Config of text_config's keys with vision_config beside them."""
     text, section = _text(cfg.d)
     model = R.CausalLM(text, attn_impl)
+    if cfg.d.get("model_type") == "qwen3_vl_moe":
+        if cfg.d.get("_experts_implementation", "grouped_mm") != "grouped_mm":
+            raise ValueError("qwen3_vl_moe is replicated with transformers 5's experts: --experts grouped_mm")
+        mc = _moe_config(cfg.d)
+        only = cfg.d.get("mlp_only_layers") or []
+        step = cfg.d.get("decoder_sparse_step", 1)
+        for i, layer in enumerate(model.layers):
+            if i not in only and mc.num_experts > 0 and (i + 1) % step == 0:
+                layer.mlp = Qwen3VLMoeTextSparseMoeBlock(mc)
     head_dim = text.head_dim or text.hidden_size // text.num_attention_heads
     model.rotary_emb = MRoPE(text, head_dim, section)
     model.visual = VisionWeights(cfg.d.get("vision_config") or {})
@@ -124,7 +170,7 @@ def counts(path):
     c = json.load(open(path))
     from check_params import MetaMode
     with MetaMode():
-        m = build(R.Config(dict(c["text_config"], model_type="qwen3_vl", vision_config=c.get("vision_config") or {})))
+        m = build(R.Config(dict(c["text_config"], model_type=c["model_type"], vision_config=c.get("vision_config") or {})))
     total = sum(p.numel() for p in m.parameters())
     vis = sum(p.numel() for p in m.visual.parameters())
     return {"Qwen3VLForConditionalGeneration": total, "visual": vis, "language_model + lm_head": total - vis}

@@ -1231,6 +1231,44 @@ def cases():
         else:
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
                             held_out=(i % 3 == 2)))
+    # issue 31: Qwen3-VL-MoE on text alone (qwen3vl_replica.py, modeling_qwen3_vl_moe.py @0142cff2): Qwen3-VL's
+    # decoder with interleaved MRoPE and Qwen3VLMoeTextSparseMoeBlock (16 stacked experts, top-4, always
+    # renormalized; layer 1 dense by mlp_only_layers) through transformers 5's grouped_mm, the tower frozen;
+    # training (full, LoRA r=8 on q_proj,v_proj, checkpointing), inference and generate. Every third held out.
+    q3vm = [
+        ("qwen3_vl_moe_small", 2, 64, "adamw", "fp32", False, 0),
+        ("qwen3_vl_moe_small", 2, 128, "adamw", "bf16", True, 0),
+        ("qwen3_vl_moe_small", 4, 96, "sgd", "bf16", False, 0),
+        ("qwen3_vl_moe_small", 2, 64, "adamw", "fp32", False, 8),
+        ("qwen3_vl_moe_small", 1, 200, "adamw", "bf16", True, 8),
+        ("qwen3_vl_moe_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, q3vm, experts="grouped_mm", lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for i, (b, s, p) in enumerate(((2, 128, "fp32"), (4, 64, "bf16"), (1, 256, "bf16"))):
+        out.append(dict(config="configs/qwen3_vl_moe_small.json", mode="infer", batch=b, seq=s, precision=p,
+                        experts="grouped_mm", held_out=(i % 3 == 2)))
+    for b, pr, m, prec, ho in ((1, 64, 16, "fp32", False), (2, 32, 24, "bf16", True)):
+        out.append(dict(config="configs/qwen3_vl_moe_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, experts="grouped_mm", held_out=ho))
+    # the same on images (qwen3vl_tower_replica.py build_qwen3_vl on qwen3vl_replica.py's MoE language model):
+    # qwen3_vl_img_small's tower and deepstack (after blocks 0 and 2, so after decoder layers 0 and 1; layer 1
+    # dense) before the MoE layers; training, LoRA, --mode infer and generate, batch 1. Every third held out.
+    q3vmi = [
+        ("train", 1, 64, "adamw", "fp32", "224x224", 1, 0, False),
+        ("train", 1, 64, "adamw", "bf16", "448x336", 2, 8, False),
+        ("train", 1, 96, "sgd", "bf16", "640x480", 1, 0, True),
+        ("infer", 1, 64, None, "fp32", "640x480", 1, 0, False),
+        ("infer", 1, 32, None, "bf16", "1024x768", 1, 0, False),
+    ]
+    for i, (m, b, s, o, p, img, n, l, ck) in enumerate(q3vmi):
+        c = dict(config="configs/qwen3_vl_moe_img_small.json", mode=m, batch=b, seq=s, precision=p, image=img, images=n,
+                 experts="grouped_mm", held_out=(i % 3 == 2))
+        if m == "train":
+            c.update(optim=o, ckpt=ck, lora=l, lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None)
+        out.append(c)
+    for pr, m, img, prec, ho in ((32, 16, "640x480", "fp32", False), (64, 24, "224x224", "bf16", True)):
+        out.append(dict(config="configs/qwen3_vl_moe_img_small.json", mode="generate", batch=1, prompt=pr, new_tokens=m,
+                        precision=prec, image=img, images=1, experts="grouped_mm", held_out=ho))
     return out
 
 
