@@ -1202,11 +1202,10 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
         v.cuda_graph_memory = q->vllm_graph_mem;
     if (!st && (st = vc_serve(eng, &v, &so, &resp->gpu, &sr, err)) && err) {
         /* the refusal in the options that set the engine (vllm_rename_marks); a model with learned positions past
-         * which the profiling run's dummy requests reach (serve.c: max_num_seqs = cdiv(4096, positions) needed) is
-         * refused in the batch that sets max_num_seqs */
-        const char *need = strstr(err->msg, "\x1fmax_num_seqs=");
-        if (!strcmp(err->path, O("max_num_seqs")) && need) {
-            const long long n = strtoll(need + strlen("\x1fmax_num_seqs="), NULL, 10);
+         * which the profiling run's dummy requests reach (serve.c vc__vllm_min_num_seqs: cdiv(4096, positions)
+         * needed) is refused in the batch that sets max_num_seqs */
+        if (!strcmp(err->path, O("max_num_seqs"))) {
+            const long long n = (long long)vc__vllm_min_num_seqs(eng, so.max_num_batched_tokens);
             usage(err, O("batch") " %lld x " O("accumulate") " %lld x " O("vllm_tensor_parallel_size") " %lld = %lld is "
                   "vLLM's max_num_seqs (TRL: per_device_train_batch_size x steps_per_generation x "
                   "vllm_tensor_parallel_size): its profiling run splits TRL's max_num_batched_tokens=4096 into dummy "

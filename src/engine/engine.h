@@ -126,6 +126,9 @@ vc_status vc__trace(const vc_model *m, const vc_options *o, const vc_grpo_engine
 /* serve.c: why vLLM does or does not subtract its CUDA graphs from the KV pool (vc_serve_result.graphs_why,
  * VC_SERVE_GRAPHS_*): --use-vllm's engine (src/api/request.c vllm_beside) gives a measure to vc_serve only there */
 int vc__serve_graphs_why(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu);
+/* serve.c: the least max_num_seqs whose profiling-run requests fit the model's derived max_model_len,
+ * cdiv(max_num_batched_tokens, max_model_len) (0: none derived); vc_serve's refusal and --use-vllm's (request.c) */
+int64_t vc__vllm_min_num_seqs(const vc_model *m, int64_t max_num_batched_tokens);
 
 /* grpo.c: --use-vllm, the gradients the trainer holds between steps, of the step's persistent `all` (DDP's
  * buckets; every one under --zero-grad zero); -1 on overflow */
