@@ -189,6 +189,10 @@ static void test_vllm_layouts(void **state)
     assert_int_equal(gl, 6469189632LL);
     assert_int_equal(jget(lz, "\"layout\"", "\"gathered\": "), gl);
     assert_int_equal(jget(lz, "\"vllm\": {", "\"sync_temp\": "), gl + 201326592LL);
+    /* one rank: FSDP1 runs NO_SHARD (the flat parameter whole, summon_full_params unshards nothing) and ZeRO-3 gathers
+     * nothing (_no_gather_coalesced at a partition world of 1) */
+    assert_int_equal(jget(CFG VLLM " --parallel fsdp --gpus 1", "\"layout\"", "\"gathered\": "), 0);
+    assert_int_equal(jget(CFG " --parallel zero3 --gpus 1", "\"layout\"", "\"gathered\": "), 0);
     /* --vllm-sleep (zero3): vLLM's generate() after wake_up sets the peak, resident + its weights, KV cache, graphs */
     assert_int_equal(jget(CFG VLLM " --parallel zero3 --gpus 8 --vllm-sleep", "\"memory\"", "\"peak_allocated\": "),
                      7425974784LL + 6459054592LL + 18767073075LL + 8422912LL);
@@ -208,6 +212,8 @@ static void test_refused(void **state)
         {" --parallel zero3 --gpus 8 --beta 0.04", "--parallel: grpo with --beta under zero3 or fsdp is not modelled "
                                                   "for a full fine-tune"},
         {" --parallel zero3 --gpus 8 --offload optimizer", "--parallel: grpo with --offload is not modelled"},
+        {" --parallel zero3 --gpus 8 --qlora", "--parallel: grpo over quantized weights under a sharded layout is not "
+                                               "modelled"},
         {" --parallel fsdp2 --gpus 8", "--parallel: grpo is modelled on one GPU, under zero2 or zero3, under fsdp with "
                                        "--use-vllm, or with --use-vllm under --parallel ddp"},
         {" --parallel zero1 --gpus 8", "--parallel: grpo is modelled on one GPU, under zero2 or zero3"},

@@ -118,6 +118,10 @@ const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
     if (o->offload != VC_OFFLOAD_NONE)
         return "grpo with " O("offload") " is not modelled (the gathers of generate() and sync_weights from "
                "CPU-held partitions are not)";
+    for (size_t q = 0; q < m->npar; q++)
+        if (m->par[q].fmt != VC_WEIGHTS_DENSE)
+            return "grpo over quantized weights under a sharded layout is not modelled (the gathers of generate() "
+                   "and sync_weights are of dense 16- and 32-bit parameters here)";
     if (p == VC_PARALLEL_FSDP && !vllm)
         return "grpo under fsdp is modelled with " O("use_vllm") " only: transformers' generate() runs FSDP1's per-unit "
                "all-gathers inside every decoding step (TRL's summon_full_params(recurse=False) holds the root's), which "

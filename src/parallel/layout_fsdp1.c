@@ -176,12 +176,13 @@ static void fsdp_units(vc_build *b, int64_t group)
  * FSDP.summon_full_params(module, recurse=False, writeback=False): the unit's padded unsharded flat parameter
  * (FlatParamHandle.unshard -> _alloc_padded_unsharded_flat_param, shard x world elements in the flat parameter's
  * dtype: no MixedPrecision, which grpo.c refuses), freed when the context exits, before the next unit's. The largest
- * one's bytes in 512-byte blocks (units and shards as fsdp_units makes them for FULL_SHARD); -1 on overflow or no
- * memory. */
+ * one's bytes in 512-byte blocks (units and shards as fsdp_units makes them for FULL_SHARD; 0 at one rank, where
+ * FSDP1 runs NO_SHARD and nothing is unsharded); -1 on overflow or no memory. */
 int64_t vc__fsdp1_unit_max_bytes(const vc_model *m, const vc_options *o)
 {
     const int64_t world = vc_dp_world(o);
     const vc_dtype pdt = vc_precision_row_get(o->precision)->param_dt;
+    if (world <= 1) return 0; /* NO_SHARD at world size 1 (below): the flat parameter is the unit, whole */
     int32_t *unit_of = malloc((m->ninst + 1) * sizeof *unit_of);
     if (!unit_of) return -1;
     const int32_t nu = vc__fsdp_units(m, unit_of, true) + 1;
