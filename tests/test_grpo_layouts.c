@@ -111,6 +111,12 @@ static void test_zero3(void **state)
     const long long train = jget(z3, "\"grpo\"", "\"train_peak\": ");
     assert_true(train > gen);
     assert_int_equal(jget(z3, "\"memory\"", "\"peak_allocated\": "), train);
+    /* --beta over LoRA: the reference is the policy with its adapters disabled, under the same hooks (no copy); beside
+     * the generation only the buffered ref_per_token_logps grow, [8, 512] bf16 = 8,192 B (grpo.c buffer_numel:
+     * 98,848 -> 99,328 B in blocks without, 107,040 -> 107,520 B with) */
+    assert_int_equal(jget(CFG LORA " --parallel zero3 --gpus 8 --beta 0.04", "\"grpo\"", "\"generate_peak\": ") -
+                         jget(CFG LORA " --parallel zero3 --gpus 8", "\"grpo\"", "\"generate_peak\": "),
+                     8192);
     /* the table names the gathered copies */
     assert_non_null(strstr(cli_output(z3), "gathered weights      6.0 GiB          6425149440  (GatheredParameters)"));
 }
