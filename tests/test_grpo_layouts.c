@@ -141,6 +141,23 @@ static void test_zero2(void **state)
                 jget(z2, "\"grpo\"", "\"train_peak\": "));
 }
 
+/* ddp without vLLM: accelerator.unwrap_model takes DistributedDataParallel off, generate() runs on the whole model as
+ * on one GPU, and DDP's gradient buckets stay allocated (layout_ddp.c; reducer.cpp initialize_buckets at wrap time:
+ * every trainable gradient once, 3,212,749,824 x 2 B = 6,425,499,648 B, as test_grpo.c test_vllm_ddp derives):
+ * generate_peak = one GPU's + 6,425,499,648. With --beta a full fine-tune's reference copy, which
+ * prepare_model(evaluation_mode=True) leaves unwrapped: whole on every rank, its 6,425,500,160 B (the weights and
+ * inv_freq, as one GPU's) beside, and the buffered ref log-probs (8,192 B). */
+static void test_ddp(void **state)
+{
+    (void)state;
+    const char *d = CFG " --parallel ddp --gpus 2";
+    const long long one = jget(CFG, "\"grpo\"", "\"generate_peak\": ");
+    assert_int_equal(jget(d, "\"grpo\"", "\"generate_peak\": "), one + NPAR * 2);
+    assert_int_equal(jget(d, "\"layout\"", "\"resident_grads\": "), NPAR * 2);
+    assert_int_equal(jget(CFG " --parallel ddp --gpus 2 --beta 0.04", "\"grpo\"", "\"generate_peak\": "),
+                     one + NPAR * 2 + (NPAR * 2 + 512) + 8192);
+}
+
 /* --use-vllm under zero3, zero2 and fsdp (checkpointed, on an H100 80GB at vllm_gpu_memory_utilization 0.3): the engine
  * is sized as on one GPU (its weights 6,459,054,592 B, KV cache 18,767,073,075 B, graphs 8,422,912 B: test_grpo.c
  * test_vllm), beside the step without sleep mode. Between steps the rank holds its weights, optimizer state, kept
@@ -220,9 +237,9 @@ static void test_refused(void **state)
         {" --parallel zero3 --gpus 8 --offload optimizer", "--parallel: grpo with --offload is not modelled"},
         {" --parallel zero3 --gpus 8 --qlora", "--parallel: grpo over quantized weights under a sharded layout is not "
                                                "modelled"},
-        {" --parallel fsdp2 --gpus 8", "--parallel: grpo is modelled on one GPU, under zero2 or zero3, under fsdp with "
-                                       "--use-vllm, or with --use-vllm under --parallel ddp"},
-        {" --parallel zero1 --gpus 8", "--parallel: grpo is modelled on one GPU, under zero2 or zero3"},
+        {" --parallel fsdp2 --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3 and (with "
+                                       "--use-vllm) fsdp (TRL's generation and weight sync under the others are not)"},
+        {" --parallel zero1 --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3"},
         {VLLM " --parallel zero3 --gpus 8 --trace", "--trace with --use-vllm under --parallel zero3 is not written"},
     };
     char a[1024];
@@ -236,7 +253,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),   cmocka_unit_test(test_zero3),        cmocka_unit_test(test_zero2),
-        cmocka_unit_test(test_vllm_layouts), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_ddp),     cmocka_unit_test(test_vllm_layouts), cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1021,7 +1021,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 ind, o->grpo_beta, o->num_generations, o->prompt, o->new_tokens, r->grpo.generation_batch,
                 r->grpo.generate_peak, r->grpo.generate_reserved, r->grpo.kv_cache, r->grpo.train_peak, r->grpo.train_reserved,
                 "");
-    if (r->grpo.on && (o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP))
+    if (r->grpo.on && (o->parallel == VC_PARALLEL_DDP || o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 ||
+                       o->parallel == VC_PARALLEL_FSDP))
         /* a layout's phases outside the step (src/engine/grpo.c vc__grpo_phases) */
         fprintf(f, ", \"layout\": {\"parallel\": \"%s\", \"gathered\": %" PRId64 ", \"resident_grads\": %" PRId64 "}",
                 vc_parallel_name(o->parallel), r->grpo.gathered, r->grpo.resident_grads);

@@ -60,9 +60,9 @@
  * --use-vllm under --parallel ddp: every process its own engine (or its rank of one, --vllm-tensor-parallel-size:
  * request.c vllm_beside), the policy in DistributedDataParallel (the plan's ddp layout), the no-grad passes on the
  * unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
- * --parallel zero2, zero3 (and fsdp with --use-vllm): the step is the layout's plan; the generation, sync and vLLM
- * phases read the layout's resident state (vc__grpo_layout_why, vc__grpo_phases; tests/test_grpo_layouts.c).
- * Refused (src/api/request.c and below): autocast, the other parallel layouts (but DDP with vLLM), vLLM over DoRA,
+ * --parallel ddp, zero2, zero3 (and fsdp with --use-vllm): the step is the layout's plan; the generation, sync and
+ * vLLM phases read the layout's resident state (vc__grpo_layout_why, vc__grpo_phases; tests/test_grpo_layouts.c).
+ * Refused (src/api/request.c and below): autocast, the other parallel layouts, vLLM over DoRA,
  * IA3 or LN tuning adapters or quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
@@ -96,6 +96,9 @@ static bool peft_on(const vc_model *m)
  * why not, one line. TRL @f2cd5771 runs GRPO's generation through unwrap_model_for_generation
  * (trl/models/utils.py _unwrap_model_for_generation) and its sync through VLLMGeneration.sync_weights
  * (trl/generation/vllm_generation.py), each switching on trl/distributed.py DistributedBackend (is_zero3, fsdp_version):
+ *  - ddp: DistributedDataParallel unwrapped (accelerator.unwrap_model), generate() on the whole model as on one GPU,
+ *    DDP's gradient buckets kept (vc__grpo_resident_grads); the reference copy prepare_model(evaluation_mode=True)
+ *    leaves unwrapped, whole on every rank;
  *  - zero2: the DeepSpeed engine unwrapped, every rank holding the whole 16-bit model (bit16_groups_flat): generate()
  *    and sync as on one GPU (gather_params is a no-op below stage 3); the reference copy prepare_deepspeed makes is
  *    initialized with stage 0 (utils.py prepare_deepspeed: "if stage != 3: stage = 0"), whole on every rank as on one;
@@ -111,10 +114,10 @@ const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
     const bool vllm = o->grpo_vllm != 0, peft = peft_on(m) || m->lora.modules_to_save[0];
     const vc_parallel p = o->parallel;
     if (m->stage.on || o->pp > 1) return "grpo under pipeline stages is not modelled (TRL generates on the whole model)";
-    if (p == VC_PARALLEL_NONE || (p == VC_PARALLEL_DDP && vllm)) return NULL;
+    if (p == VC_PARALLEL_NONE || p == VC_PARALLEL_DDP) return NULL;
     if (p != VC_PARALLEL_ZERO2 && p != VC_PARALLEL_ZERO3 && p != VC_PARALLEL_FSDP)
-        return "grpo is modelled on one GPU, under zero2 or zero3, under fsdp with " O("use_vllm") ", or with "
-               O("use_vllm") " under " OV("parallel", "ddp") " (TRL's generation and weight sync under the others are not)";
+        return "grpo is modelled on one GPU and under ddp, zero2, zero3 and (with " O("use_vllm") ") fsdp (TRL's "
+               "generation and weight sync under the others are not)";
     if (o->offload != VC_OFFLOAD_NONE)
         return "grpo with " O("offload") " is not modelled (the gathers of generate() and sync_weights from "
                "CPU-held partitions are not)";
@@ -525,7 +528,7 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
     g.accumulate = 1;
-    if (sharded(o)) { /* generate() on the unwrapped model, whole (above) */
+    if (sharded(o) || o->parallel == VC_PARALLEL_DDP) { /* generate() on the unwrapped model, whole (above) */
         g.parallel = VC_PARALLEL_NONE;
         g.gpus = 1;
         g.ds_overlap_comm = VC_DS_OVERLAP_AUTO;
@@ -545,7 +548,7 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
      * --zero-grad zero or a layout, the previous step's buffered batch */
     vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
     vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, false, dt, o->accumulate);
-    const int64_t gg = sharded(o) ? grads : o->keep_grads ? st->persistent[CAT_GRAD] : 0;
+    const int64_t gg = sharded(o) || o->parallel == VC_PARALLEL_DDP ? grads : o->keep_grads ? st->persistent[CAT_GRAD] : 0;
     int64_t bufb, extra_w, off, gpk, grs;
     if (__builtin_add_overflow(st->persistent[CAT_WEIGHT], gathered, &extra_w) ||
         __builtin_sub_overflow(extra_w, sg.persistent[CAT_WEIGHT], &extra_w) ||
