@@ -1,12 +1,13 @@
 /*
- * test_grpo_layouts.c — `--loss grpo` under `--parallel zero2|zero3|fsdp` (issue 26, loop shapes; src/engine/grpo.c
+ * test_grpo_layouts.c — `--loss grpo` under `--parallel ddp|zero2|zero3|fsdp` (issue 26, loop shapes; src/engine/grpo.c
  * vc__grpo_layout_why and vc__grpo_phases, src/api/request.c vllm_beside). TRL @ f2cd57710ae345ea6428ae95363267fcf38a3dc8:
  *  - generation without vLLM: trl/models/utils.py _unwrap_model_for_generation. Under ZeRO-3 with
  *    ds3_gather_for_generation (default True) deepspeed.zero.GatheredParameters(model.parameters()) around generate():
  *    DeepSpeed @edaa7221 partition_parameters.py GatheredParameters.__enter__ -> Init._all_gather ->
  *    _allgather_params_coalesced: one torch.empty(ds_numel_partition x world) per parameter not yet AVAILABLE (the
  *    persistent ones, ds_numel <= stage3_param_persistence_threshold 1e5, are), the partitions kept. Under ZeRO-2 the
- *    engine is unwrapped and every rank holds the whole 16-bit model: nothing gathered.
+ *    engine is unwrapped and every rank holds the whole 16-bit model: nothing gathered; under DDP the model is
+ *    unwrapped (accelerator.unwrap_model), DDP's buckets kept.
  *  - --use-vllm: trl/generation/vllm_generation.py sync_weights: a full fine-tune under ZeRO-3 gathers one parameter at
  *    a time around its push (gather_params([param]) -> _allgather_params_sequential: one tensor), PEFT gathers all at
  *    once around merge_adapter; FSDP1's _sync_fsdp1_params_to_vllm holds one unit whole at a time

@@ -459,7 +459,7 @@ int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t 
     return all > own ? all - own : 0;
 }
 
-/* A layout whose phases outside the step vc__grpo_phases reads from the layout (vc__grpo_layout_why) */
+/* The sharded layouts whose phases outside the step vc__grpo_phases reads from the layout (vc__grpo_layout_why) */
 static bool sharded(const vc_options *o)
 {
     return o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP;
@@ -478,8 +478,8 @@ static int64_t between_grads(const vc_model *m, const vc_options *o, const vc_si
 
 /* 1.: the generation as its own plan, with the training state resident beside it. Under a layout
  * (vc__grpo_layout_why) the plan is one GPU's generate() over the whole model, as TRL runs it on the unwrapped
- * model (trl/models/utils.py _unwrap_model_for_generation @f2cd5771): under zero2 every rank holds the whole 16-bit
- * model; under zero3 deepspeed.zero.GatheredParameters(model.parameters()) gathers every non-persistent parameter
+ * model (trl/models/utils.py _unwrap_model_for_generation @f2cd5771): under ddp (DistributedDataParallel taken off)
+ * and zero2 every rank holds the whole 16-bit model; under zero3 deepspeed.zero.GatheredParameters(model.parameters()) gathers every non-persistent parameter
  * whole beside its partition (vc__zero3_gather_bytes: r->grpo.gathered), then remove_hooks: the layout's weights, those
  * gathered copies and the generation's cache and activations. --use-vllm: the phases are request.c's (vllm_beside),
  * over r->grpo.resident and sync_weights' transient r->grpo.sync_temp (trl/generation/vllm_generation.py
