@@ -56,7 +56,7 @@ static void test_refused(void **state)
         {"--loss grpo --beta -1", "--beta: expected a number from 0 to 1e+06"},
         {"--prompt 16", "--prompt, --new-tokens and --cache go with --mode generate"},
         {"--loss grpo -p amp-bf16", "--precision: grpo under autocast (amp-bf16) is not modelled"},
-        {"--loss grpo --parallel ddp --gpus 2", "--parallel: grpo is modelled on one GPU"},
+        {"--loss grpo --parallel fsdp2 --gpus 2", "--parallel: grpo is modelled on one GPU and under ddp"},
         {"--loss grpo --beta 0.1 --peft ia3", "--beta: the reference pass with ia3 disabled is not modelled"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -754,8 +754,7 @@ static void test_vllm_trace(void **state)
  * every trainable gradient once, 3,212,749,824 x 2 B = 6,425,499,648 B on test_vllm_sync's Llama-3.2-3B, so resident
  * 19,276,623,360 + 6,425,499,648 = 25,702,123,008 B and, under sleep mode, generate_peak 25,702,123,008 + vLLM's
  * weights 6,459,054,592 + its KV cache 18,767,073,075 + its graphs 8,422,912 (test_vllm_sync) = 50,936,673,587 B, the
- * peak. Other layouts stay refused
- * (ZeRO-3 / FSDP: sync_weights gathers the parameters; the no-grad passes run under their hooks). */
+ * peak. ddp without vLLM, zero2, zero3 and fsdp are tests/test_grpo_layouts.c's; the others stay refused. */
 static void test_vllm_ddp(void **state)
 {
     (void)state;
@@ -775,8 +774,8 @@ static void test_vllm_ddp(void **state)
     assert_string_equal(t.rows[1], "idle free act 49152 25710545920 - input_ids");   /* resident + 8,422,912 */
     assert_string_equal(t.rows[3], "vllm alloc act 18767073075 50936673587 - wake_up");
     snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 "
-                          "--use-vllm --gpu h100-80gb --parallel zero2 --gpus 2");
-    assert_usage(a, "--parallel: grpo is modelled on one GPU, or with --use-vllm under --parallel ddp");
+                          "--use-vllm --gpu h100-80gb --parallel fsdp2 --gpus 2");
+    assert_usage(a, "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3 and (with --use-vllm) fsdp");
 }
 
 /* --vllm-tensor-parallel-size 2 over test_vllm_ddp's 2 processes (trl @f2cd5771 vllm_generation.py _init_vllm:

@@ -866,6 +866,13 @@ typedef struct {
         /* 1: vllm_graph_memory was taken off the KV cache (vLLM subtracts its measure); 0: on top of the pool (the
          * V2 model runner, whose profile_cudagraph_memory is 0; not CUDA) or none */
         int64_t vllm_graphs_off_pool;
+        /* of resident (and of the generation phase's state beside generate_peak), the gradient bytes the trainer
+         * holds between steps: every one under --zero-grad zero, else a layout's buffers allocated once and kept
+         * (DDP's buckets, ZeRO-3's gradient partitions and IPG bucket); 0 on one GPU */
+        int64_t resident_grads;
+        /* --parallel zero3 (src/engine/grpo.c): what deepspeed.zero.GatheredParameters gathers around TRL's
+         * generate() (ds3_gather_for_generation: every non-persistent parameter whole), 0 otherwise */
+        int64_t gathered;
     } grpo;
 } vc_result;
 

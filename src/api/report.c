@@ -617,6 +617,8 @@ void report_table(FILE *f, const vc_report *rep)
             row(f, t, "  generation peak", r->grpo.generate_peak, note);
             row(f, t, "  KV cache", r->grpo.kv_cache, rep->hf && rep->hf->checkpoint ? "(none: checkpointed)"
                                                                                     : "(its last decoding step)");
+            if (r->grpo.gathered) /* zero3: GatheredParameters around generate() (src/engine/grpo.c) */
+                row(f, t, "    gathered weights", r->grpo.gathered, "(GatheredParameters)");
         }
         row(f, t, "  training peak", r->grpo.train_peak, o->grpo_beta != 0.0 ? "(reference, policy, step)" : "(policy, step)");
         if (o->grpo_vllm) { /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
@@ -632,7 +634,11 @@ void report_table(FILE *f, const vc_report *rep)
             }
             row(f, t, "  vLLM beside", r->grpo.vllm_beside, r->grpo.vllm_beside > r->grpo.vllm_graph_memory ? "(in peak)"
                                                    : r->grpo.vllm_graph_memory ? "(sleep: its graphs)" : "(sleep: released)");
-            row(f, t, "  sync peak", r->grpo.sync_peak, r->grpo.sync_temp ? "(sync_weights, merge)" : "(sync_weights)");
+            if (r->grpo.gathered) /* zero3, fsdp: sync_weights' gathers (src/engine/grpo.c) */
+                row(f, t, "    gathered weights", r->grpo.gathered, o->parallel == VC_PARALLEL_FSDP ? "(a unit's summon_full_params)"
+                                                                  : "(GatheredParameters)");
+            row(f, t, "  sync peak", r->grpo.sync_peak, r->grpo.sync_temp > r->grpo.gathered ? "(sync_weights, merge)"
+                                                        : r->grpo.gathered ? "(sync_weights, gathered)" : "(sync_weights)");
             row(f, t, "  vLLM generate", r->grpo.vllm_peak, "(its generate())");
         }
     }
@@ -1014,17 +1020,23 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                    ", \"train_reserved\": %" PRId64 "%s",
                 ind, o->grpo_beta, o->num_generations, o->prompt, o->new_tokens, r->grpo.generation_batch,
                 r->grpo.generate_peak, r->grpo.generate_reserved, r->grpo.kv_cache, r->grpo.train_peak, r->grpo.train_reserved,
-                o->grpo_vllm ? "" : "}");
+                "");
+    if (r->grpo.on && (o->parallel == VC_PARALLEL_DDP || o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 ||
+                       o->parallel == VC_PARALLEL_FSDP))
+        /* a layout's phases outside the step (src/engine/grpo.c vc__grpo_phases) */
+        fprintf(f, ", \"layout\": {\"parallel\": \"%s\", \"gathered\": %" PRId64 ", \"resident_grads\": %" PRId64 "}",
+                vc_parallel_name(o->parallel), r->grpo.gathered, r->grpo.resident_grads);
     if (r->grpo.on && o->grpo_vllm) /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
         fprintf(f, ", \"vllm\": {\"requested\": %" PRId64 ", \"weights\": %" PRId64 ", \"kv_cache\": %" PRId64
                    ", \"beside\": %" PRId64 ", \"graphs\": %" PRId64 ", \"graph_memory\": %" PRId64 ", \"resident\": %" PRId64
                    ", \"sync_temp\": %" PRId64 ", \"sync_peak\": %" PRId64 ", \"generate_peak\": %" PRId64 "%s",
                 r->grpo.vllm_requested, r->grpo.vllm_weights, r->grpo.vllm_kv_cache, r->grpo.vllm_beside, r->grpo.vllm_graphs,
                 r->grpo.vllm_graph_memory, r->grpo.resident, r->grpo.sync_temp, r->grpo.sync_peak, r->grpo.vllm_peak,
-                r->grpo.vllm_tp > 1 ? "" : "}}");
+                r->grpo.vllm_tp > 1 ? "" : "}");
     if (r->grpo.on && o->grpo_vllm && r->grpo.vllm_tp > 1) /* --vllm-tensor-parallel-size: its group */
-        fprintf(f, ", \"tensor_parallel_size\": %" PRId64 ", \"comm\": %" PRId64 ", \"comm_allocated\": %" PRId64 "}}",
+        fprintf(f, ", \"tensor_parallel_size\": %" PRId64 ", \"comm\": %" PRId64 ", \"comm_allocated\": %" PRId64 "}",
                 r->grpo.vllm_tp, r->grpo.vllm_comm, r->grpo.vllm_comm_allocated);
+    if (r->grpo.on) fprintf(f, "}");
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);

@@ -866,6 +866,9 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (counts && (q->trace || q->input || q->per_layer))
         return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate",
                      q->trace ? O("trace") : q->input ? O("input") : O("per_layer"));
+    if (q->trace && o->grpo_vllm && (o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP))
+        return usage(err, O("trace") " with " O("use_vllm") " under " OV("parallel", "%s") " is not written: sync_weights' "
+                     "gathers are not rows of the trace (the report's sync peak counts them)", vc_parallel_name(o->parallel));
     if (q->trace && (q->max_batch || q->format != VC_FORMAT_TABLE))
         return usage(err, O("trace") " prints one batch's timeline: it does not go with %s", q->max_batch ? O("max_batch") : O("format"));
     if (q->gen_given && o->mode != VC_MODE_GENERATE && !q->serve && q->hf.loss != VC_LOSS_IMPL_GRPO)
@@ -1199,11 +1202,10 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
         v.cuda_graph_memory = q->vllm_graph_mem;
     if (!st && (st = vc_serve(eng, &v, &so, &resp->gpu, &sr, err)) && err) {
         /* the refusal in the options that set the engine (vllm_rename_marks); a model with learned positions past
-         * which the profiling run's dummy requests reach (serve.c: max_num_seqs = cdiv(4096, positions) needed) is
-         * refused in the batch that sets max_num_seqs */
-        const char *need = strstr(err->msg, "\x1fmax_num_seqs=");
-        if (!strcmp(err->path, O("max_num_seqs")) && need) {
-            const long long n = strtoll(need + strlen("\x1fmax_num_seqs="), NULL, 10);
+         * which the profiling run's dummy requests reach (serve.c vc__vllm_min_num_seqs: cdiv(4096, positions)
+         * needed) is refused in the batch that sets max_num_seqs */
+        if (!strcmp(err->path, O("max_num_seqs"))) {
+            const long long n = (long long)vc__vllm_min_num_seqs(eng, so.max_num_batched_tokens);
             usage(err, O("batch") " %lld x " O("accumulate") " %lld x " O("vllm_tensor_parallel_size") " %lld = %lld is "
                   "vLLM's max_num_seqs (TRL: per_device_train_batch_size x steps_per_generation x "
                   "vllm_tensor_parallel_size): its profiling run splits TRL's max_num_batched_tokens=4096 into dummy "
@@ -1268,19 +1270,20 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     const bool by_gen = gen > peak && gen >= sync;
     if (sync > peak || by_gen) {
         vc_peak *pk = &r->peak;
-        const int64_t grads = vc__grpo_resident_grads(m, o, r->memory.gradients); /* resident's (vc__grpo_phases) */
+        const int64_t grads = r->grpo.resident_grads; /* resident's (vc__grpo_phases) */
         r->memory.peak_allocated = by_gen ? gen : sync;
         pk->phase = by_gen ? VC_PHASE_VLLM : VC_PHASE_SYNC;
-        pk->weights = r->memory.weights + w;
+        pk->weights = r->memory.weights + w + (by_gen ? 0 : r->grpo.gathered); /* zero3's, fsdp's gathered copies */
         pk->gradients = grads;
         pk->optimizer_states = r->memory.optimizer_states;
         /* the buffered batch (the rest of the resident state), vLLM's KV cache when allocated, its graphs */
         pk->activations = r->grpo.resident - r->memory.weights - grads - r->memory.optimizer_states - r->memory.workspace +
                           (by_gen || !sleep ? kv : 0) + g;
-        pk->temporaries = by_gen ? 0 : r->grpo.sync_temp;
+        pk->temporaries = by_gen ? 0 : r->grpo.sync_temp - r->grpo.gathered;
         pk->workspace = r->memory.workspace; /* the step's cuBLAS workspace, kept (vc__grpo_phases) */
         pk->layer[0] = 0;
-        snprintf(pk->kind, sizeof pk->kind, "%s", by_gen ? "LLM.generate" : r->grpo.sync_temp ? "merge_adapter" : "load_weights");
+        snprintf(pk->kind, sizeof pk->kind, "%s", by_gen ? "LLM.generate" : r->grpo.sync_temp > r->grpo.gathered ? "merge_adapter"
+                 : r->grpo.gathered ? (o->parallel == VC_PARALLEL_FSDP ? "summon_full_params" : "GatheredParameters") : "load_weights");
     }
     if (sync > res) res = sync;
     if (gen > res) res = gen;

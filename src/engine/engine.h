@@ -85,6 +85,9 @@ typedef struct {
     int64_t decode_step;          /* generate: the step peak_post is in (0: no decoding step) */
     int peak_inst;                /* instance index at the peak, -1 none */
     int64_t outside;              /* optimizer state outside the caching allocator (paged), bytes */
+    int64_t resident_grad;        /* of persistent[CAT_GRAD], a layout's buffers allocated once and kept between
+                                   * steps (its resident hook's: DDP's buckets, ZeRO-3's gradient partitions and IPG
+                                   * bucket); --loss grpo's phases outside the step (grpo.c) */
 } vc_sim;
 
 /* Replays the plan for `batch` samples. Per-instance saved bytes go to
@@ -123,10 +126,15 @@ vc_status vc__trace(const vc_model *m, const vc_options *o, const vc_grpo_engine
 /* serve.c: why vLLM does or does not subtract its CUDA graphs from the KV pool (vc_serve_result.graphs_why,
  * VC_SERVE_GRAPHS_*): --use-vllm's engine (src/api/request.c vllm_beside) gives a measure to vc_serve only there */
 int vc__serve_graphs_why(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu);
+/* serve.c: the least max_num_seqs whose profiling-run requests fit the model's derived max_model_len,
+ * cdiv(max_num_batched_tokens, max_model_len) (0: none derived); vc_serve's refusal and --use-vllm's (request.c) */
+int64_t vc__vllm_min_num_seqs(const vc_model *m, int64_t max_num_batched_tokens);
 
 /* grpo.c: --use-vllm, the gradients the trainer holds between steps, of the step's persistent `all` (DDP's
  * buckets; every one under --zero-grad zero); -1 on overflow */
 int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t all);
+/* grpo.c: the parallel layouts --loss grpo is modelled under: NULL for o's, else why not (one line) */
+const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o);
 
 /* Writes one line per alloc/free event (phase, kind, category, bytes,
  * running total, layer, op) through `line`, the running total from *total (carried). */

@@ -60,8 +60,10 @@
  * --use-vllm under --parallel ddp: every process its own engine (or its rank of one, --vllm-tensor-parallel-size:
  * request.c vllm_beside), the policy in DistributedDataParallel (the plan's ddp layout), the no-grad passes on the
  * unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
- * Refused (src/api/request.c and below): autocast, parallel layouts (but DDP with vLLM), vLLM over DoRA, IA3 or LN
- * tuning adapters or quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
+ * --parallel ddp, zero2, zero3 (and fsdp with --use-vllm): the step is the layout's plan; the generation, sync and
+ * vLLM phases read the layout's resident state (vc__grpo_layout_why, vc__grpo_phases; tests/test_grpo_layouts.c).
+ * Refused (src/api/request.c and below): autocast, the other parallel layouts, vLLM over DoRA,
+ * IA3 or LN tuning adapters or quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +90,55 @@ static vc_numel buffer_numel(int64_t P, int64_t C, bool beta, bool vllm, vc_dtyp
 static bool peft_on(const vc_model *m)
 {
     return m->lora.r > 0 || m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING;
+}
+
+/* The layouts grpo is modelled under (issue 26; src/engine/grpo.c's top and vc__grpo_phases), NULL for o's, else
+ * why not, one line. TRL @f2cd5771 runs GRPO's generation through unwrap_model_for_generation
+ * (trl/models/utils.py _unwrap_model_for_generation) and its sync through VLLMGeneration.sync_weights
+ * (trl/generation/vllm_generation.py), each switching on trl/distributed.py DistributedBackend (is_zero3, fsdp_version):
+ *  - ddp: DistributedDataParallel unwrapped (accelerator.unwrap_model), generate() on the whole model as on one GPU,
+ *    DDP's gradient buckets kept (vc__grpo_resident_grads); the reference copy prepare_model(evaluation_mode=True)
+ *    leaves unwrapped, whole on every rank;
+ *  - zero2: the DeepSpeed engine unwrapped, every rank holding the whole 16-bit model (bit16_groups_flat): generate()
+ *    and sync as on one GPU (gather_params is a no-op below stage 3); the reference copy prepare_deepspeed makes is
+ *    initialized with stage 0 (utils.py prepare_deepspeed: "if stage != 3: stage = 0"), whole on every rank as on one;
+ *  - zero3: ds3_gather_for_generation (default True): deepspeed.zero.GatheredParameters(model.parameters()) around
+ *    generate(), every parameter gathered at once; sync_weights gathers one parameter at a time (a full fine-tune) or
+ *    all at once around merge_adapter (PEFT). The reference copy is partitioned by its own DeepSpeed engine
+ *    (prepare_deepspeed at stage 3): not modelled (a DPO reference under a layout is not either, loss.c);
+ *  - fsdp (FSDP1): with --use-vllm only, the sync's _sync_fsdp1_params_to_vllm summoning each unit whole in turn;
+ *    transformers' generate() under FSDP1 runs the units' own all-gathers inside every decoding step (TRL's
+ *    summon_full_params(recurse=False) holds only the root's), which the one-GPU generate plan does not place. */
+const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
+{
+    const bool vllm = o->grpo_vllm != 0, peft = peft_on(m) || m->lora.modules_to_save[0];
+    const vc_parallel p = o->parallel;
+    if (m->stage.on || o->pp > 1) return "grpo under pipeline stages is not modelled (TRL generates on the whole model)";
+    if (p == VC_PARALLEL_NONE || p == VC_PARALLEL_DDP) return NULL;
+    if (p != VC_PARALLEL_ZERO2 && p != VC_PARALLEL_ZERO3 && p != VC_PARALLEL_FSDP)
+        return "grpo is modelled on one GPU and under ddp, zero2, zero3 and (with " O("use_vllm") ") fsdp (TRL's "
+               "generation and weight sync under the others are not)";
+    if (o->offload != VC_OFFLOAD_NONE)
+        return "grpo with " O("offload") " is not modelled (the gathers of generate() and sync_weights from "
+               "CPU-held partitions are not)";
+    for (size_t q = 0; q < m->npar; q++)
+        if (m->par[q].fmt != VC_WEIGHTS_DENSE)
+            return "grpo over quantized weights under a sharded layout is not modelled (the gathers of generate() "
+                   "and sync_weights are of dense 16- and 32-bit parameters here)";
+    if (p == VC_PARALLEL_FSDP && !vllm)
+        return "grpo under fsdp is modelled with " O("use_vllm") " only: transformers' generate() runs FSDP1's per-unit "
+               "all-gathers inside every decoding step (TRL's summon_full_params(recurse=False) holds the root's), which "
+               "the one-GPU generate plan does not place";
+    if (p == VC_PARALLEL_FSDP && peft)
+        return "grpo with adapters under fsdp is not modelled: TRL's sync_weights merges them into the sharded "
+               "parameters (gather_params is a no-op under FSDP; its own comment: \"does this work with FSDP?\")";
+    if (p == VC_PARALLEL_FSDP && (o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE || o->fsdp_use_orig_params))
+        return "grpo under fsdp is modelled without MixedPrecision or use_orig_params (summon_full_params' unsharded "
+               "flat parameters under them are not)";
+    if (o->grpo_beta != 0.0 && !peft && p != VC_PARALLEL_ZERO2)
+        return "grpo with " O("beta") " under zero3 or fsdp is not modelled for a full fine-tune: the reference copy "
+               "is sharded by its own engine (trl/models/utils.py prepare_deepspeed at stage 3, prepare_fsdp)";
+    return NULL;
 }
 
 /* The model's forward with its LM head on the last `keep` positions (transformers' logits_to_keep:
@@ -187,11 +238,9 @@ void vc__grpo_emit(vc_build *b)
                   "copies the logits to fp32): use fp32, bf16 or fp16", vc_precision_name(b->o.precision));
         return;
     }
-    if ((b->o.parallel != VC_PARALLEL_NONE && !(vllm && b->o.parallel == VC_PARALLEL_DDP)) || m->stage.on) {
-        /* with --use-vllm, DDP: every process its own engine (or its share of a tensor-parallel one), its policy
-         * under DistributedDataParallel; the no-grad passes on the unwrapped model (see vc__grpo_resident_grads) */
-        vc_refuse(b, O("parallel"), "grpo is modelled on one GPU%s (the generation and the reference under a "
-                  "parallel layout are not)", vllm ? ", or with " O("use_vllm") " under " OV("parallel", "ddp") : "");
+    const char *lay_why = vc__grpo_layout_why(m, &b->o);
+    if (lay_why) {
+        vc_refuse(b, O("parallel"), "%s", lay_why);
         return;
     }
     if (m->loss_head < 0 || ov->shape.nd < 1 || L != P + C) {
@@ -410,9 +459,39 @@ int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t 
     return all > own ? all - own : 0;
 }
 
-/* 1.: the generation as its own plan, with the training state resident beside it. */
+/* The sharded layouts whose phases outside the step vc__grpo_phases reads from the layout (vc__grpo_layout_why) */
+static bool sharded(const vc_options *o)
+{
+    return o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP;
+}
+
+/* The gradient bytes the trainer holds between steps, of the step st: under zero2, zero3 and fsdp every one with
+ * --zero-grad zero, else the layout's buffers allocated once and kept (st->resident_grad: ZeRO-3's
+ * grad_partitions_flat_buffer and IPG bucket, layout_zero3.c zero3_resident; none for ZeRO-2, whose IPG buffer and
+ * grads_in_partition the layout makes in the backward, nor FSDP1, whose sharded gradients zero_grad frees);
+ * elsewhere vc__grpo_resident_grads. -1 on overflow. */
+static int64_t between_grads(const vc_model *m, const vc_options *o, const vc_sim *st)
+{
+    if (sharded(o)) return o->keep_grads ? st->persistent[CAT_GRAD] : st->resident_grad;
+    return vc__grpo_resident_grads(m, o, st->persistent[CAT_GRAD]);
+}
+
+/* 1.: the generation as its own plan, with the training state resident beside it. Under a layout
+ * (vc__grpo_layout_why) the plan is one GPU's generate() over the whole model, as TRL runs it on the unwrapped
+ * model (trl/models/utils.py _unwrap_model_for_generation @f2cd5771): under ddp (DistributedDataParallel taken off)
+ * and zero2 every rank holds the whole 16-bit model; under zero3 deepspeed.zero.GatheredParameters(model.parameters()) gathers every non-persistent parameter
+ * whole beside its partition (vc__zero3_gather_bytes: r->grpo.gathered), then remove_hooks: the layout's weights, those
+ * gathered copies and the generation's cache and activations. --use-vllm: the phases are request.c's (vllm_beside),
+ * over r->grpo.resident and sync_weights' transient r->grpo.sync_temp (trl/generation/vllm_generation.py
+ * sync_weights): over LoRA merge_adapter's deltas (merge_temp), under zero3 inside
+ * gather_params(list(model.parameters())) (every non-persistent parameter whole at once); a full fine-tune under
+ * zero3 gathers one parameter at a time around its push (gather_params([param]): the largest), under fsdp one unit
+ * at a time (_sync_fsdp1_params_to_vllm: vc__fsdp1_unit_max_bytes); zero2's gather_params is a no-op. */
 vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err)
 {
+    const int64_t grads = between_grads(m, o, st);
+    if (grads < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    const bool z3 = o->parallel == VC_PARALLEL_ZERO3;
     if (o->grpo_vllm) { /* the completions are vLLM's (its engine beside: src/api/request.c vllm_beside) */
         r->grpo.on = 1;
         if (__builtin_mul_overflow(o->batch, o->accumulate, &r->grpo.generation_batch))
@@ -421,26 +500,39 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
         r->grpo.train_reserved = r->memory.reserved;
         /* what the trainer holds when sync_weights and vLLM's generate() run (_generate_single_turn, before the
          * step's forward): its weights (and a reference copy), the optimizer's state, the previous step's
-         * buffered batch, gradients only under --zero-grad zero (set_to_none=True otherwise), and the workspaces the
-         * step made (cuBLAS's: PyTorch's CUDABlasHandlePool keeps each handle's workspace from the caching allocator
-         * in cublas_handle_stream_to_workspace until the process ends; persistent in the plan) */
+         * buffered batch, gradients only under --zero-grad zero (set_to_none=True otherwise) or a layout's kept
+         * buffers, and the workspaces the step made (cuBLAS's: PyTorch's CUDABlasHandlePool keeps each handle's
+         * workspace from the caching allocator in cublas_handle_stream_to_workspace until the process ends;
+         * persistent in the plan) */
         vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
         vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, true, dt, o->accumulate);
         int64_t bufb, res;
-        const int64_t grads = vc__grpo_resident_grads(m, o, st->persistent[CAT_GRAD]);
-        if (grads < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
             __builtin_add_overflow(st->persistent[CAT_WEIGHT], st->persistent[CAT_OPT], &res) ||
             __builtin_add_overflow(res, bufb / 512 * 512, &res) || __builtin_add_overflow(res, st->persistent[CAT_WS], &res) ||
             __builtin_add_overflow(res, grads, &res))
             return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         r->grpo.resident = res;
-        return merge_temp(m, dt, &r->grpo.sync_temp, err);
+        r->grpo.resident_grads = grads;
+        const bool peft = peft_on(m) || m->lora.modules_to_save[0];
+        int64_t gathered = z3 ? vc__zero3_gather_bytes(m, o, peft)
+                         : o->parallel == VC_PARALLEL_FSDP ? vc__fsdp1_unit_max_bytes(m, o) : 0;
+        if (gathered < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+        r->grpo.gathered = gathered;
+        vc_status s = merge_temp(m, dt, &r->grpo.sync_temp, err);
+        if (!s && __builtin_add_overflow(r->grpo.sync_temp, gathered, &r->grpo.sync_temp))
+            return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+        return s;
     }
     vc_options g = *o;
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
     g.accumulate = 1;
+    if (sharded(o) || o->parallel == VC_PARALLEL_DDP) { /* generate() on the unwrapped model, whole (above) */
+        g.parallel = VC_PARALLEL_NONE;
+        g.gpus = 1;
+        g.ds_overlap_comm = VC_DS_OVERLAP_AUTO;
+    }
     /* generation_batch_size = per_device_train_batch_size x steps_per_generation (GRPOConfig.__post_init__ with
      * steps_per_generation None: gradient_accumulation_steps), sampled in one generate() call
      * (_generate_single_turn) */
@@ -449,15 +541,21 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     vc_sim sg;
     vc_status s = vc__simulate_as(m, &g, &sg, err);
     if (s) return s;
-    /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy),
-     * gradients kept by --zero-grad zero, the previous step's buffered batch */
+    const int64_t gathered = z3 ? vc__zero3_gather_bytes(m, o, true) : 0;
+    if (gathered < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy; a
+     * layout's own weights with zero3's gathered copies, less the whole model the plan loads), gradients kept by
+     * --zero-grad zero or a layout, the previous step's buffered batch */
     vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
     vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, false, dt, o->accumulate);
-    int64_t bufb, extra_w = st->persistent[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT], off, gpk, grs;
-    if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
+    const int64_t gg = sharded(o) || o->parallel == VC_PARALLEL_DDP ? grads : o->keep_grads ? st->persistent[CAT_GRAD] : 0;
+    int64_t bufb, extra_w, off, gpk, grs;
+    if (__builtin_add_overflow(st->persistent[CAT_WEIGHT], gathered, &extra_w) ||
+        __builtin_sub_overflow(extra_w, sg.persistent[CAT_WEIGHT], &extra_w) ||
+        __builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
         __builtin_add_overflow(st->persistent[CAT_OPT], extra_w, &off) ||
         __builtin_add_overflow(off, bufb / 512 * 512, &off) ||
-        __builtin_add_overflow(off, o->keep_grads ? st->persistent[CAT_GRAD] : 0, &off) ||
+        __builtin_add_overflow(off, gg, &off) ||
         __builtin_add_overflow(sg.peak, off, &gpk) || __builtin_add_overflow(sg.reserved, off, &grs))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     bufb = bufb / 512 * 512;
@@ -468,13 +566,15 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     r->grpo.kv_cache = sg.kv_cache;
     r->grpo.train_peak = r->memory.peak_allocated;
     r->grpo.train_reserved = r->memory.reserved;
+    r->grpo.resident_grads = gg;
+    r->grpo.gathered = gathered;
     if (grs > r->memory.reserved) r->memory.reserved = grs;
     if (gpk > r->memory.peak_allocated) { /* the generation sets the step's peak */
         vc_peak *pk = &r->peak;
         r->memory.peak_allocated = gpk;
         pk->phase = sg.phase;
         pk->weights = sg.at_peak[CAT_WEIGHT] + extra_w;
-        pk->gradients = o->keep_grads ? st->persistent[CAT_GRAD] : 0;
+        pk->gradients = gg;
         pk->optimizer_states = st->persistent[CAT_OPT];
         pk->activations = sg.at_peak[CAT_ACT] + bufb;
         pk->temporaries = sg.at_peak[CAT_TEMP];

@@ -155,6 +155,7 @@ typedef struct {
     bool *form_comp;
     int64_t *form_val;
     int64_t fixed_persistent[CAT__N]; /* batch-independent part of vc_sim.persistent, -1 overflow */
+    int64_t fixed_resident_grad;      /* vc_sim.resident_grad, -1 overflow */
     int32_t *code;    /* per event: storage (alloc), ~storage (free) */
     int32_t *orig;    /* per event: index in the plan's events */
     size_t ncode, fwd_end; /* events before the end-of-forward marker */
@@ -523,6 +524,12 @@ bool vc__layout_dense_only(vc_build *b, const char *opt, const char *what);
 /* layout_fsdp1.c: the FSDP units (unit_of per instance, 0 the root's) and their count;
  * fsdp2 wraps the same units */
 int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span);
+/* layout_fsdp1.c: --loss grpo --use-vllm, the largest FSDP1 unit's unsharded flat parameter (TRL's
+ * _sync_fsdp1_params_to_vllm, one unit summoned at a time), bytes; -1 on overflow or no memory */
+int64_t vc__fsdp1_unit_max_bytes(const vc_model *m, const vc_options *o);
+/* layout_zero3.c: --loss grpo, deepspeed.zero.GatheredParameters' gathered copies of the non-persistent
+ * parameters, all of them (all) or the largest one, bytes; -1 on overflow */
+int64_t vc__zero3_gather_bytes(const vc_model *m, const vc_options *o, bool all);
 /* layout_fsdp1.c: --fsdp-param-dtype, --fsdp-reduce-dtype and --fsdp-use-orig-params
  * under FSDP1 (from vc__fsdp_mp_check) */
 vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err);

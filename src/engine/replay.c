@@ -269,6 +269,9 @@ static int prepare(const vc_build *b)
             M->fixed_persistent[c] >= 0 &&
             (v < 0 || __builtin_add_overflow(M->fixed_persistent[c], v, &M->fixed_persistent[c])))
             M->fixed_persistent[c] = -1;
+        if (c == CAT_GRAD && b->s[s].resident && M->fixed_resident_grad >= 0 &&
+            (v < 0 || __builtin_add_overflow(M->fixed_resident_grad, v, &M->fixed_resident_grad)))
+            M->fixed_resident_grad = -1;
     }
     /* gradients: one per trainable parameter, as AccumulateGrad keeps it (parameters do not depend on the batch),
      * none where they are views into the layout's resident buckets (counted above) */
@@ -1159,6 +1162,8 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
         if (M->fixed_persistent[c] < 0) overflow = true;
         else sim->persistent[c] = M->fixed_persistent[c];
     }
+    if (M->fixed_resident_grad < 0) overflow = true;
+    else sim->resident_grad = M->fixed_resident_grad;
     for (int c = 0; c < CAT__N && lean; c++) /* the same sums, by size group */
         if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && !add_groups(M, M->pers_cnt + c * M->ngrp, &sim->persistent[c]))
             overflow = true;

@@ -198,6 +198,19 @@ static double vllm_max_model_len(const vc_model *m, const char **key, bool *scal
     return len;
 }
 
+/* The least max_num_seqs whose profiling-run requests stay within the model's positions (vc_serve's refusal below,
+ * and --use-vllm's in src/api/request.c vllm_beside): vLLM's profile_run splits max_num_batched_tokens into
+ * min(max_num_seqs, tokens) dummy requests of about tokens / requests each (vramcalc builds each cdiv(tokens,
+ * requests) long), so they fit max_model_len from cdiv(max_num_batched_tokens, max_model_len) requests on;
+ * max_model_len as vllm_max_model_len derives it, whole. 0 where it derives none (any count fits). */
+int64_t vc__vllm_min_num_seqs(const vc_model *m, int64_t max_num_batched_tokens)
+{
+    const char *key;
+    bool scaled;
+    const int64_t len = (int64_t)vllm_max_model_len(m, &key, &scaled);
+    return len > 0 ? (max_num_batched_tokens + len - 1) / len : 0;
+}
+
 /* vLLM's memory outside PyTorch's caching allocator, and whether its KV cache
  * sizing counts it (vllm-project/vllm @ 35d5cda1, vllm/v1/worker/gpu_worker.py;
  * @ a6d5c390, vllm/utils/mem_utils.py):
@@ -865,7 +878,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                                 "positions, and vramcalc builds each as one sequence: give " OV("max_num_seqs", "%lld") " or "
                                 "more, or a smaller " O("max_num_batched_tokens"),
                                 (long long)rows, rows > 1 ? "s" : "", (long long)len, rows > 1 ? "" : "es",
-                                max_len, (long long)cdiv(r->max_num_batched_tokens, (int64_t)max_len));
+                                max_len, (long long)vc__vllm_min_num_seqs(m, r->max_num_batched_tokens));
         }
         return st;
     }

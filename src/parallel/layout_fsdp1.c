@@ -171,6 +171,46 @@ static void fsdp_units(vc_build *b, int64_t group)
     }
 }
 
+/* --loss grpo --use-vllm under fsdp (src/engine/grpo.c): TRL's _sync_fsdp1_params_to_vllm (trl @f2cd5771
+ * trl/generation/vllm_generation.py) walks the modules post-order and holds each FSDP unit whole in turn,
+ * FSDP.summon_full_params(module, recurse=False, writeback=False): the unit's padded unsharded flat parameter
+ * (FlatParamHandle.unshard -> _alloc_padded_unsharded_flat_param, shard x world elements in the flat parameter's
+ * dtype: no MixedPrecision, which grpo.c refuses), freed when the context exits, before the next unit's. The largest
+ * one's bytes in 512-byte blocks (units and shards as fsdp_units makes them for FULL_SHARD; 0 at one rank, where
+ * FSDP1 runs NO_SHARD and nothing is unsharded); -1 on overflow or no memory. */
+int64_t vc__fsdp1_unit_max_bytes(const vc_model *m, const vc_options *o)
+{
+    const int64_t world = vc_dp_world(o);
+    const vc_dtype pdt = vc_precision_row_get(o->precision)->param_dt;
+    if (world <= 1) return 0; /* NO_SHARD at world size 1 (below): the flat parameter is the unit, whole */
+    int32_t *unit_of = malloc((m->ninst + 1) * sizeof *unit_of);
+    if (!unit_of) return -1;
+    const int32_t nu = vc__fsdp_units(m, unit_of, true) + 1;
+    int64_t *numel = calloc((size_t)nu, sizeof *numel), max = 0;
+    vc_dtype *dt = malloc((size_t)nu * sizeof *dt);
+    if (!numel || !dt) max = -1;
+    for (size_t p = 0; max >= 0 && p < m->npar; p++) {
+        int32_t u = m->par[p].owner >= 0 ? unit_of[m->par[p].owner] : 0;
+        dt[u] = vc_param_pinned_dt(m->par[p].flags, pdt);
+        if (__builtin_add_overflow(numel[u], m->par[p].numel, &numel[u])) max = -1;
+    }
+    for (int32_t u = 0; max >= 0 && u < nu; u++) {
+        int64_t el, v;
+        if (numel[u] == 0) continue;
+        if (__builtin_mul_overflow(shard_numel(numel[u], world), world, &el) ||
+            (v = vc_bytes(vc_n_fixed(el), dt[u], 1)) < 0 || v > INT64_MAX - 511) {
+            max = -1;
+            break;
+        }
+        v = (v + 511) / 512 * 512;
+        if (v > max) max = v;
+    }
+    free(unit_of);
+    free(numel);
+    free(dt);
+    return max;
+}
+
 /* FULL_SHARD and SHARD_GRAD_OP shard over every rank. */
 static void fsdp_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o)); }
 

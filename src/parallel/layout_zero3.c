@@ -750,6 +750,34 @@ static void zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin)
     }
 }
 
+/* --loss grpo (src/engine/grpo.c): what deepspeed.zero.GatheredParameters allocates around TRL's generate() and
+ * sync_weights. Its __enter__ calls params[0].all_gather(param_list) -> Init._all_gather (partition_parameters.py
+ * @edaa7221): the parameters already AVAILABLE (the persistent ones, ds_numel <= stage3_param_persistence_threshold,
+ * gathered whole after every step: z3_gather_persistent) are skipped; the others go through
+ * _allgather_params_coalesced (several) or _allgather_params_sequential (one), both making one
+ * torch.empty(ds_tensor.ds_numel x world) per parameter in ds_tensor's dtype, param.data a view of it; the partitions
+ * stay. all: the bytes of every such tensor (each in the caching allocator's 512-byte blocks), else the largest
+ * one's; 0 at one data-parallel rank (_no_gather_coalesced), -1 on overflow. */
+int64_t vc__zero3_gather_bytes(const vc_model *m, const vc_options *o, bool all)
+{
+    const int64_t world = vc_dp_world(o);
+    const vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
+    int64_t sum = 0, max = 0;
+    if (world <= 1) return 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        const int64_t n = m->par[p].numel;
+        if (n <= Z3_PERSIST) continue; /* persistent (and empty): AVAILABLE, not gathered */
+        int64_t v, el;
+        if (__builtin_mul_overflow(z3_part(n, world), world, &el) ||
+            (v = vc_bytes(vc_n_fixed(el), vc_param_pinned_dt(m->par[p].flags, dt), 1)) < 0 || v > INT64_MAX - 511)
+            return -1;
+        v = (v + 511) / 512 * 512;
+        if (v > max) max = v;
+        if (__builtin_add_overflow(sum, v, &sum)) return -1;
+    }
+    return all ? sum : max;
+}
+
 /* offload_optimizer and offload_param (config.py DeepSpeedZeroConfig), to the CPU or NVMe. */
 const vc_layout_desc vc_layout_zero3 = {
     .id = VC_PARALLEL_ZERO3,
