@@ -578,6 +578,27 @@ const hf_family vc__hf_families[] = {
      .block = BLK_MODERNBERT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED,
      .pos = POS_ROPE, .head = HEAD_MODERNBERT, .head_class = "ModernBertForSequenceClassification", .prefix = "model",
      .lora_targets = NULL},
+    /* MPNetConfig (configuration_mpnet.py @ 06053b84: every size has a default, microsoft/mpnet-base's but
+     * max_position_embeddings 512 and layer_norm_eps 1e-12) and MPNetForSequenceClassification
+     * (modeling_mpnet.py @ 00099b9f, src/hf/hf_mpnet.c): MPNetEmbeddings (word + learned positions from
+     * create_position_ids_from_input_ids with its fixed padding_idx 1, LayerNorm, dropout; no token types),
+     * MPNetLayer (MPNetSelfAttention q/k/v/o with biases and eager scores plus the encoder's relative position
+     * bias, post-LN like BERT's), MPNetEncoder.relative_attention_bias shared by every layer,
+     * MPNetClassificationHead (dropout, dense, tanh, dropout, out_proj; hidden_dropout_prob). PEFT's mapping
+     * (peft @ 5d602fdb utils/constants.py) has no mpnet: --lora-targets. */
+    {.model_type = "mpnet", .config_class = "MPNetConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 30527), [K_HIDDEN] = DEF("hidden_size", 768),
+              [K_LAYERS] = DEF("num_hidden_layers", 12), [K_HEADS] = DEF("num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12),
+              [K_MAXPOS] = DEF("max_position_embeddings", 512), [K_INTER] = DEF("intermediate_size", 3072),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),
+              [K_P_ATTN] = DEF("attention_probs_dropout_prob", 0.1), [K_P_RESID] = DEF("hidden_dropout_prob", 0.1),
+              [K_LABELS] = {.key = "id2label"}, [K_P_CLS] = {.key = NULL, .how = D_RESID},
+              [K_PAD] = FIXED(1) /* MPNetEmbeddings.padding_idx = 1, whatever pad_token_id says */,
+              [K_REL_BUCKETS] = DEF("relative_attention_num_buckets", 32)},
+     .block = BLK_MPNET, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED_PAD, .head = HEAD_CLS, .head_class = "MPNetForSequenceClassification", .prefix = "mpnet",
+     .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -847,10 +868,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "elements per sample", (long long)a.tgt, (long long)a.NH, (long long)a.tgt,
                                 (long long)kmax, (long long)a.tgt, (long long)wide);
     }
-    if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
+    if (a.f->pos == POS_LEARNED_PAD && npos <= 0 && a.f->keys[K_PAD].key) /* RoBERTa: position ids from padding_idx + 1 up */
         return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
                             "max_position_embeddings (%lld): no position is left for a token",
                             (long long)(a.pos_off - 1), (long long)a.pos_off, (long long)a.maxpos);
+    if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* mpnet: padding_idx fixed at 1 (MPNetEmbeddings) */
+        return vc_set_error(err, VC_ERR_MODEL, a.f->keys[K_MAXPOS].key, "%lld: the positions start after padding_idx "
+                            "%lld (fixed), at %lld: no position is left for a token", (long long)a.maxpos,
+                            (long long)(a.pos_off - 1), (long long)a.pos_off);
     /* OPTLearnedPositionalEmbedding holds max_position_embeddings + 2 rows (its offset, modeling_opt.py):
      * bounded here so that the error names the key, not the emitted model's layer */
     if (a.f->pos == POS_LEARNED_OPT && a.maxpos > MAX_SIZE - 2)
@@ -876,6 +901,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
     if (a.f->block == BLK_MODERNBERT && split.tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "modernbert: tensor parallelism is not modelled");
+    if (a.f->block == BLK_MPNET && split.tp > 1) /* hf_mpnet.c writes the whole model */
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mpnet: tensor parallelism is not modelled");
     if (vc__hf_tp_split(&a, split, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;

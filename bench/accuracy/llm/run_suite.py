@@ -1157,6 +1157,25 @@ def cases():
     for i, (cfg, b, pr, m, p) in enumerate(swg):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=p, held_out=(i % 3 == 2)))
+    # issue 31 item 4: MPNetForSequenceClassification (mpnet_replica.py, modeling_mpnet.py @ 00099b9f): the eager
+    # attention with the encoder's shared relative position bias, training (full and LoRA r=8 on q,v: PEFT's
+    # mapping has no mpnet) and --mode infer; mpnet_nodrop_small without dropout, 40 buckets (32 used) and 3 labels.
+    # MPNet does not support gradient checkpointing. Every third held out.
+    mp = [
+        ("mpnet_small", "train", 2, 128, "adamw", "fp32", 0),
+        ("mpnet_small", "train", 4, 128, "sgd", "bf16", 0),
+        ("mpnet_small", "infer", 4, 256, None, "fp32", 0),
+        ("mpnet_small", "infer", 2, 128, None, "bf16", 0),
+        ("mpnet_small", "train", 2, 128, "adamw", "fp32", 8),
+        ("mpnet_nodrop_small", "train", 2, 96, "adamw", "bf16", 0),
+        ("mpnet_nodrop_small", "train", 3, 64, "adam", "fp32", 8),
+        ("mpnet_nodrop_small", "infer", 1, 200, None, "fp32", 0),
+        ("mpnet_small", "train", 1, 512, "adamw", "bf16", 8),
+        ("mpnet_nodrop_small", "infer", 4, 100, None, "bf16", 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, l) in enumerate(mp):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=False,
+                        lora=l, **({"lora_dropout": 0.0, "lora_targets": "q,v"} if l else {}), held_out=(i % 3 == 2)))
     return out
 
 
