@@ -599,6 +599,20 @@ const hf_family vc__hf_families[] = {
      .block = BLK_MPNET, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .pos = POS_LEARNED_PAD, .head = HEAD_CLS, .head_class = "MPNetForSequenceClassification", .prefix = "mpnet",
      .lora_targets = NULL},
+    /* MT5Config (configuration_mt5.py of transformers 4.x: vocab_size 250112, d_model 512, d_kv 64, d_ff 1024,
+     * 8 layers of 6 heads, feed_forward_proj "gated-gelu", tie_word_embeddings False: an __init__ argument
+     * passed to PretrainedConfig) and MT5ForConditionalGeneration (modeling_mt5.py @ 00b676f8: every module
+     * "Copied from transformers.models.t5.modeling_t5" with T5->MT5): T5 v1.1's gated-gelu blocks and an untied
+     * lm_head, written by hf_t5.c as the t5 row is. PEFT: q, v (peft @ 5d602fdb utils/constants.py "mt5"). */
+    {.model_type = "mt5", .config_class = "MT5Config",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 250112), [K_HIDDEN] = DEF("d_model", 512), [K_LAYERS] = DEF("num_layers", 8),
+              [K_HEADS] = DEF("num_heads", 6), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-6),
+              [K_INTER] = DEF("d_ff", 1024), [K_HEAD_DIM] = DEF("d_kv", 64), [K_TIE] = DEF("tie_word_embeddings", 0),
+              [K_P_RESID] = DEF("dropout_rate", 0.1), [K_DEC_LAYERS] = DEF("num_decoder_layers", 0),
+              [K_REL_BUCKETS] = DEF("relative_attention_num_buckets", 32),
+              [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
+     .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .head_class = "MT5ForConditionalGeneration", .lora_targets = "q,v"},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

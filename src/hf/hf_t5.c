@@ -84,7 +84,8 @@ int vc__hf_t5_read(rd *r, arch *a)
     /* feed_forward_proj: "ACT" or "gated-ACT" (T5Config's ValueError otherwise) */
     const cJSON *fp = t5_key(r, "feed_forward_proj");
     if (fp && !cJSON_IsString(fp)) return vc__hf_bad(r, "feed_forward_proj", "expected a string such as \"relu\" or \"gated-gelu\"");
-    const char *s = fp ? fp->valuestring : "relu";
+    /* the class's default: T5Config's "relu", MT5Config's "gated-gelu" */
+    const char *s = fp ? fp->valuestring : !strcmp(a->f->model_type, "t5") ? "relu" : "gated-gelu";
     char e[64];
     vc_escape(e, sizeof e, s);
     const char *dash = strchr(s, '-');

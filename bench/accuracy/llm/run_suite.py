@@ -1176,6 +1176,23 @@ def cases():
     for i, (cfg, mode, b, s, o, p, l) in enumerate(mp):
         out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=False,
                         lora=l, **({"lora_dropout": 0.0, "lora_targets": "q,v"} if l else {}), held_out=(i % 3 == 2)))
+    # issue 31 item 4: MT5ForConditionalGeneration (modeling_mt5.py copies modeling_t5.py's modules: t5_replica.py
+    # on model_type mt5): mt5_small, gated-gelu, untied lm_head, 2 + 2 blocks of 4 heads; training (full, LoRA q,v,
+    # every T5Block checkpointed), infer, generate. Every third held out.
+    m5 = [
+        ("train", 2, 128, 64, "adamw", "fp32", False, 0),
+        ("train", 4, 96, 48, "sgd", "bf16", False, 0),
+        ("train", 2, 128, 96, "adamw", "bf16", False, 8),
+        ("train", 2, 160, 64, "adamw", "fp32", True, 0),
+        ("infer", 4, 200, 50, None, "fp32", False, 0),
+        ("infer", 2, 128, 128, None, "bf16", False, 0),
+    ]
+    for i, (mode, b, s, t, o, p, c, l) in enumerate(m5):
+        out.append(dict(config="configs/mt5_small.json", mode=mode, batch=b, seq=s, target_seq=t, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for i, (b, pr, m, p) in enumerate(((2, 96, 16, "fp32"), (1, 64, 32, "bf16"), (3, 128, 8, "fp32"))):
+        out.append(dict(config="configs/mt5_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m, precision=p,
+                        held_out=(i == 2)))
     return out
 
 
