@@ -216,6 +216,9 @@ def main(argv):
     if raw.get("model_type") in ("t5", "mt5"):  # T5Config (MT5Config) names its heads num_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("num_heads", 8))
         raw.setdefault("vocab_size", 32128)
+    if raw.get("model_type") == "bart":  # BartConfig: num_attention_heads is encoder_attention_heads (a property)
+        raw.setdefault("num_attention_heads", raw.get("encoder_attention_heads", 16))
+        raw.setdefault("vocab_size", 50265)
     if raw.get("model_type") == "whisper":  # WhisperConfig: attribute_map num_attention_heads -> encoder_attention_heads
         raw.setdefault("num_attention_heads", raw.get("encoder_attention_heads", 6))
         raw.setdefault("vocab_size", 51865)
@@ -263,6 +266,13 @@ def main(argv):
                              "--loss hf), --mode infer and --mode generate (t5_replica.generate, its own cache)")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
+    elif cfg.model_type == "bart":  # BartForConditionalGeneration (bart_replica.py)
+        if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt_every != 1 or args.ckpt_ops
+                or args.act_offload != "none" or args.mode == "generate"):
+            raise SystemExit("measure_llm.py: bart: the replica measures training (full, LoRA, --ckpt of every layer; "
+                             "--loss hf) and --mode infer")
+        import bart_replica
+        model = bart_replica.BartForConditionalGeneration(bart_replica.Config(raw))
     elif cfg.model_type == "whisper":  # WhisperForConditionalGeneration (whisper_replica.py)
         if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save
                 or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"
@@ -387,7 +397,7 @@ def main(argv):
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     whisper = cfg.model_type == "whisper"
-    t5 = cfg.model_type in ("t5", "mt5") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
+    t5 = cfg.model_type in ("t5", "mt5", "bart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T

@@ -1193,6 +1193,28 @@ def cases():
     for i, (b, pr, m, p) in enumerate(((2, 96, 16, "fp32"), (1, 64, 32, "bf16"), (3, 128, 8, "fp32"))):
         out.append(dict(config="configs/mt5_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m, precision=p,
                         held_out=(i == 2)))
+    # issue 31 item 4: BartForConditionalGeneration (bart_replica.py, modeling_bart.py @ efa7189c: BartSdpaAttention,
+    # post-LN layers, learned positions with offset 2, layernorm_embedding, final_logits_bias): bart_small (tied,
+    # dropouts 0.1) and bart_nodrop_small (untied, scale_embedding, no dropout, 4 encoder / 6 decoder heads);
+    # training (full, LoRA q_proj,v_proj, every layer checkpointed) and infer (decoder_input_ids, use_cache).
+    # Every third held out.
+    bt = [
+        ("bart_small", "train", 2, 128, 64, "adamw", "fp32", False, 0),
+        ("bart_small", "train", 4, 96, 48, "sgd", "bf16", False, 0),
+        ("bart_small", "infer", 4, 200, 50, None, "fp32", False, 0),
+        ("bart_small", "train", 2, 128, 96, "adamw", "bf16", False, 8),
+        ("bart_small", "train", 2, 160, 64, "adamw", "fp32", True, 0),
+        ("bart_small", "train", 2, 128, 64, "adamw", "fp32", True, 8),
+        ("bart_nodrop_small", "train", 2, 96, 80, "adamw", "fp32", False, 0),
+        ("bart_nodrop_small", "infer", 3, 200, 40, None, "bf16", False, 0),
+        ("bart_nodrop_small", "train", 2, 128, 64, "sgd", "bf16", True, 0),
+        ("bart_nodrop_small", "train", 1, 300, 100, "adamw", "fp32", False, 8),
+        ("bart_small", "infer", 2, 128, 128, None, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, t, o, p, c, l) in enumerate(bt):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, target_seq=t, optim=o, precision=p,
+                        ckpt=c, lora=l, **({"lora_dropout": 0.0, "lora_targets": "q_proj,v_proj"} if l else {}),
+                        held_out=(i % 3 == 2)))
     return out
 
 
