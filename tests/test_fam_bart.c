@@ -129,6 +129,7 @@ static void test_refusals(void **state)
         {"\"decoder_layers\": 0", "decoder_layers"},
         {"\"decoder_ffn_dim\": -1", "decoder_ffn_dim"},
         {"\"max_position_embeddings\": 32", "max_position_embeddings"}, /* --seq 64: past the positions */
+        {"\"decoder_ffn_dim\": 1099511627776, \"decoder_layers\": 1024", "decoder_layers: 1024 decoder layers of d_model 64"},
     };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         char path[] = "/tmp/vc_btXXXXXX.json", args[600];

@@ -97,6 +97,15 @@ int vc__hf_bart_read(rd *r, arch *a)
     if (__builtin_mul_overflow(a->wh.dec_I, a->H, &t) || t > lim)
         return vc__hf_bad(r, "decoder_ffn_dim", "fc1 / fc2 (%lld x %lld) are more than 2^48 elements", (long long)a->wh.dec_I,
                           (long long)a->H);
+    /* the decoder's layers (self- and cross-attention, fc1 / fc2 of decoder_ffn_dim) within 2^56 parameters, as
+     * hf_read.c's check_total bounds the encoder's (each product at most 2^51, at most 1024 layers: no overflow) */
+    if (__builtin_mul_overflow(a->H, a->H, &t) || t > lim)
+        return vc__hf_bad(r, "d_model", "%lld: the attention projections (d_model x d_model) are more than 2^48 elements",
+                          (long long)a->H);
+    if ((8 * t + 2 * a->wh.dec_I * a->H) * a->dec_N > (INT64_C(1) << 56))
+        return vc__hf_bad(r, "decoder_layers", "%lld decoder layers of d_model %lld and decoder_ffn_dim %lld are more than "
+                          "2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)a->dec_N,
+                          (long long)a->H, (long long)a->wh.dec_I);
     /* BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows */
     if (a->maxpos > MAX_SIZE - 2 || __builtin_mul_overflow(a->maxpos + 2, a->H, &t) || t > lim)
         return vc__hf_bad(r, "max_position_embeddings", "%lld: embed_positions (its + 2 rows x d_model) is more than 2^48 "
