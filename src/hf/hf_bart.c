@@ -195,6 +195,7 @@ static void attention(btw *w, const arch *a, const char *mod, const char *in, co
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
     if (causal) flag(w, o, "causal", true);
     if (cache) flag(w, o, "cache", true);
+    if (cache) flag(w, o, "labels_no_cache", true); /* with labels (training) use_cache is False */
     linear(w, out, core, a->H, a->H, true);
     ins(w, lay(w, "Add", res), in, dropout(w, dr, out, a->p_resid), NULL); /* residual + hidden_states */
     layer_norm(w, a, ln, res, NULL);
@@ -280,8 +281,8 @@ void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
     la = blocks(&w, a, "model.decoder.layers", d, a->dec_N);
     if (!la) return;
     b.arr = la;
-    const bool cache = !a->ckpt; /* use_cache: config.use_cache without labels; the training step's labels turn it off
-                                  * (T5DecoderIds' training path), as gradient checkpointing does */
+    const bool cache = !a->ckpt; /* use_cache: config.use_cache without labels (-m infer); the training step's labels
+                                  * turn it off ("labels_no_cache"), as gradient checkpointing does */
     ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
     str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
     attention(&b, a, "self_attn", "self_attn.hidden_states", NULL, a->wh.dec_NH, true, cache, "self_attn.residual",

@@ -1210,10 +1210,12 @@ def cases():
         ("bart_nodrop_small", "train", 2, 128, 64, "sgd", "bf16", True, 0),
         ("bart_nodrop_small", "train", 1, 300, 100, "adamw", "fp32", False, 8),
         ("bart_small", "infer", 2, 128, 128, None, "bf16", False, 0),
+        ("bart_small", "train", 2, 128, 64, "adamw", "fp32", False, -8),  # LoRA on fc2 alone: the attention runs frozen
     ]
     for i, (cfg, mode, b, s, t, o, p, c, l) in enumerate(bt):
         out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, target_seq=t, optim=o, precision=p,
-                        ckpt=c, lora=l, **({"lora_dropout": 0.0, "lora_targets": "q_proj,v_proj"} if l else {}),
+                        ckpt=c, lora=abs(l), **({"lora_dropout": 0.0, "lora_targets": "q_proj,v_proj" if l > 0 else "fc2"}
+                                                 if l else {}),
                         held_out=(i % 3 == 2)))
     return out
 
