@@ -23,7 +23,10 @@ typedef struct {
     int64_t num, dim, padding_idx;
     bool has_padding, has_max_norm, scale_grad, sparse;
     bool input_embeddings; /* "input_embeddings": the model's get_input_embeddings() whose ids are not the model's
-                            * input (WhisperModel's: decoder.embed_tokens over decoder_input_ids) */
+                            * input (WhisperModel's: decoder.embed_tokens over decoder_input_ids); false given
+                            * explicitly: never it, even over the model's input (BartModel's is shared, a module
+                            * neither stack calls: src/hf/hf_bart.c) */
+    bool not_input_embeddings;
     double max_norm, norm_type;
     int64_t scatter;
 } emb_cfg;
@@ -54,6 +57,8 @@ static int emb_parse(vc_args *a, void *p)
         vc_arg_bool(a, "scale_grad_by_freq", false, &c->scale_grad) || vc_arg_bool(a, "sparse", false, &c->sparse) ||
         vc_arg_bool(a, "input_embeddings", false, &c->input_embeddings))
         return -1;
+    t = vc_arg_type(a, "input_embeddings");
+    c->not_input_embeddings = t != 0 && t != 5 && !c->input_embeddings;
     if (c->sparse)
         return vc_arg_fail(a, "sparse", "sparse gradients are not supported (use sparse: false)");
     return 0;
@@ -172,7 +177,8 @@ static void emb_emit(vc_build *b, const void *p)
      * ops between it and the first checkpointed layer record their graph for it. The hooked module is
      * get_input_embeddings(): the embedding of the model's input ids, or the one a model names
      * ("input_embeddings": whisper's decoder.embed_tokens, over the decoder's ids) */
-    bool leaf = !vc_requires_grad(b, w) && vc_peft_input_grads(b) && (vc_input_is_model_input(b, 0) || c->input_embeddings);
+    bool leaf = !vc_requires_grad(b, w) && vc_peft_input_grads(b) && !c->not_input_embeddings &&
+                (vc_input_is_model_input(b, 0) || c->input_embeddings);
     if (leaf) vc_op_leaf_grad(o);
     vc_t y = vc_op_out(o, vc_n_scale(vc_n_sample(per), c->dim), vc_dt_of(b, w));
     vc_op_save_if(o, idx, iw);

@@ -101,9 +101,14 @@ static const char *const mask_names[] = {"padding", "causal", "cross", NULL};
 
 typedef struct {
     int mask;
+    bool keep_ones; /* MPNetModel.forward (src/hf/hf_mpnet.c): attention_mask = torch.ones(input_shape), its local */
 } sm_cfg;
 
-static int sm_parse(vc_args *a, void *p) { return vc_arg_enum(a, "mask", mask_names, -1, &((sm_cfg *)p)->mask); }
+static int sm_parse(vc_args *a, void *p)
+{
+    sm_cfg *c = p;
+    return vc_arg_enum(a, "mask", mask_names, -1, &c->mask) || vc_arg_bool(a, "keep_ones", false, &c->keep_ones);
+}
 
 static int sm_setup(vc_setup *s, void *p)
 {
@@ -153,6 +158,7 @@ static void sm_emit(vc_build *b, const void *p)
     }
     vc_t ones = gen ? -1 : vc__op_new(b, "ones", vc_n_sample(k), c->mask == MASK_CROSS ? VC_DT_I64 : VC_DT_F32);
     vc_t m = ones;
+    if (c->keep_ones && ones >= 0) vc_keep_forward(b, ones); /* until the model's forward returns */
     if (gen || c->mask == MASK_CROSS || dt != VC_DT_F32) m = ng(b, "_to_copy", ones, -1, vc_n_sample(k), dt);
     vc_t inv = ng(b, "rsub", m, -1, vc_n_sample(k), dt);
     vc_set_output(b, ng(b, "mul", inv, -1, vc_n_sample(k), dt));
@@ -181,10 +187,16 @@ const vc_kind vc_kind_T5StackMask = {
  * Inputs: the query side's states [q, d_model], the key side's [k, d_model], the mask.
  * Under generate() (vc_gen_seq2seq) the decoder's bias is compute_bias(cache_position[-1] + 1, key_length,
  * cache_position=cache_position) over the self-attention cache after this step's update: context_position
- * = cache_position[:, None] (a view: no arange), key_length = past + q. */
+ * = cache_position[:, None] (a view: no arange), key_length = past + q.
+ * "expand" (src/hf/hf_mpnet.c): MPNetEncoder.compute_position_bias (modeling_mpnet.py @ 00099b9f), two
+ * inputs (the states, twice), no mask: torch.arange(qlen, dtype=torch.long) and the bucket arithmetic of
+ * relative_position_bucket run on the CPU (arange without a device), rp_bucket.to(x.device) is the one
+ * [q, k] int64 tensor on the GPU; values = self.relative_attention_bias(rp_bucket) [q, k, heads],
+ * permute([2, 0, 1]).unsqueeze(0) (views), .expand((bsz, -1, qlen, klen)).contiguous(): the [B, heads, q, k]
+ * copy every MPNetLayer adds to its scores. */
 typedef struct {
     int64_t heads, buckets, max_distance;
-    bool bidirectional, leaf;
+    bool bidirectional, leaf, expand;
 } pb_cfg;
 
 static int pb_parse(vc_args *a, void *p)
@@ -192,7 +204,7 @@ static int pb_parse(vc_args *a, void *p)
     pb_cfg *c = p;
     return vc_arg_int(a, "num_heads", VC_REQUIRED, 1, &c->heads) || vc_arg_int(a, "num_buckets", 0, 0, &c->buckets) ||
            vc_arg_int(a, "max_distance", 128, 1, &c->max_distance) || vc_arg_bool(a, "bidirectional", false, &c->bidirectional) ||
-           vc_arg_bool(a, "requires_grad", false, &c->leaf);
+           vc_arg_bool(a, "requires_grad", false, &c->leaf) || vc_arg_bool(a, "expand", false, &c->expand);
 }
 
 static int pb_setup(vc_setup *s, void *p)
@@ -200,8 +212,11 @@ static int pb_setup(vc_setup *s, void *p)
     const pb_cfg *c = p;
     if (s->in[0].nd != 2 || s->in[1].nd != 2) return vc_fail(s, NULL, "expected [seq, d_model] states as inputs 0 and 1");
     int64_t q = s->in[0].d[0], k = s->in[1].d[0], d[3] = {c->heads, q, k}, t;
+    if (c->expand != (s->nin == 2))
+        return vc_fail(s, NULL, c->expand ? "\"expand\" takes two inputs (no mask)" : "expected a mask as input 2");
+    if (c->expand && c->buckets < 1) return vc_fail(s, "num_buckets", "\"expand\" needs the bucket table (num_buckets)");
     const vc_shape *m = &s->in[2];
-    if (m->nd != 2 || m->d[1] != k || (m->d[0] != 1 && m->d[0] != q))
+    if (!c->expand && (m->nd != 2 || m->d[1] != k || (m->d[0] != 1 && m->d[0] != q)))
         return vc_fail(s, NULL, "the mask must be [1, %lld] or [%lld, %lld]", (long long)k, (long long)q, (long long)k);
     if (vc_mul(s, c->heads, q, &t) || vc_mul(s, t, k, &t)) return -1;
     if (t > (INT64_C(1) << 56)) return vc_fail(s, NULL, "the bias would have more than 2^56 elements per sample");
@@ -219,7 +234,19 @@ static void pb_emit(vc_build *b, const void *p)
     if (gen) k = past + q;
     vc_dtype dt = vc_act_dt(b);
     const vc_numel qk = vc_n_fixed(q * k);
-    vc_t mask = vc_input(b, 2), bias;
+    vc_t mask = c->expand ? -1 : vc_input(b, 2), bias;
+    if (c->expand) { /* MPNet: the buckets made on the host, copied to the device (rp_bucket.to(x.device)) */
+        vc_t bucket = vc__op_new(b, "_to_copy", qk, VC_DT_I64);
+        vc_op *o = vc_op_begin(b, "embedding");
+        vc_op_in(o, vc_weight(b, 0));
+        vc_op_in_nodiff(o, bucket);
+        vc_t val = vc_op_out(o, vc_n_fixed(q * k * H), vc_param_dt(b));
+        vc_op_save(o, bucket);
+        vc_op_end(o);
+        vc_t v = vc__op_view(b, val, vc_n_fixed(q * k * H), false); /* permute, unsqueeze, expand */
+        vc_set_output(b, vc__op_fresh(b, "clone", v, vc_n_sample(H * q * k))); /* .contiguous() */
+        return;
+    }
     if (c->buckets > 0) {
         /* compute_bias and _relative_position_bucket: int64 [q, k] tensors on constants */
         vc_t ctx = gen ? -1 : vc__op_new(b, "arange", vc_n_fixed(q), VC_DT_I64);
@@ -283,7 +310,7 @@ static void pb_emit(vc_build *b, const void *p)
 const vc_kind vc_kind_T5PositionBias = {
     .ops = 23,
     .name = "T5PositionBias", .summary = "T5's relative position bias (or zeros) plus its stack's mask, shared by its blocks",
-    .min_inputs = 3, .max_inputs = 3, .cfg_size = sizeof(pb_cfg),
+    .min_inputs = 2, .max_inputs = 3, .cfg_size = sizeof(pb_cfg),
     .parse = pb_parse, .setup = pb_setup, .emit = pb_emit,
 };
 
@@ -346,22 +373,33 @@ const vc_kind vc_kind_T5Return = {
  * (vc_kv_cross: is_updated), the self-attention's are the DynamicCache's (vc_kv_update_self: the first
  * update keeps the states, later ones torch.cat, a contiguous [B, heads, S, d] that matmul folds without
  * a copy). */
+/* MPNetSelfAttention.forward (modeling_mpnet.py @ 00099b9f; src/hf/hf_mpnet.c), the same core with
+ * "scale" and "float_softmax" false and the extended mask as input 4:
+ *   attention_scores = torch.matmul(q, k.transpose(-1, -2))
+ *   attention_scores = attention_scores / math.sqrt(self.attention_head_size)     (a new tensor)
+ *   attention_scores += position_bias                                             (in place)
+ *   attention_scores = attention_scores + attention_mask                          (a new tensor)
+ *   attention_probs = nn.functional.softmax(attention_scores, dim=-1)             (in the scores' dtype)
+ *   attention_probs = self.dropout(attention_probs); c = torch.matmul(attention_probs, v)
+ * the last attention_scores and attention_probs are the forward's locals until it returns. */
 typedef struct {
     int64_t heads, dim;
     double dropout;
-    bool cache;
+    bool cache, scale, float_softmax;
+    bool mask; /* set by setup: a fifth input, the extended attention mask */
 } ta_cfg;
 
 static int ta_parse(vc_args *a, void *p)
 {
     ta_cfg *c = p;
     return vc_arg_int(a, "num_heads", VC_REQUIRED, 1, &c->heads) || vc_arg_int(a, "head_dim", VC_REQUIRED, 1, &c->dim) ||
-           vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) || vc_arg_bool(a, "cache", false, &c->cache);
+           vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) || vc_arg_bool(a, "cache", false, &c->cache) ||
+           vc_arg_bool(a, "scale", false, &c->scale) || vc_arg_bool(a, "float_softmax", true, &c->float_softmax);
 }
 
 static int ta_setup(vc_setup *s, void *p)
 {
-    const ta_cfg *c = p;
+    ta_cfg *c = p;
     const int64_t inner = c->heads * c->dim;
     for (int i = 0; i < 3; i++)
         if (s->in[i].nd != 2 || s->in[i].d[1] != inner)
@@ -372,6 +410,9 @@ static int ta_setup(vc_setup *s, void *p)
     if (pb->nd != 3 || pb->d[0] != c->heads || pb->d[1] != q || pb->d[2] != k)
         return vc_fail(s, NULL, "the position bias must be [%lld, %lld, %lld] (heads, queries, keys)", (long long)c->heads,
                        (long long)q, (long long)k);
+    if (s->nin == 5 && (s->in[4].nd != 2 || s->in[4].d[1] != k || (s->in[4].d[0] != 1 && s->in[4].d[0] != q)))
+        return vc_fail(s, NULL, "the mask (input 4) must be [1, %lld] or [%lld, %lld]", (long long)k, (long long)q, (long long)k);
+    c->mask = s->nin == 5;
     s->out = s->in[0];
     return 0;
 }
@@ -403,13 +444,16 @@ static void ta_emit(vc_build *b, const void *p)
     vc_t qm = L > 1 && !one ? vc__op_clone(b, q) : q;
     vc_t km = S > 1 && !one && !cat ? vc__op_clone(b, k) : k;
     vc_t w = vc__op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
+    if (c->scale) w = vc__op_fresh(b, "div", w, vc_numel_of(b, w)); /* MPNet: / math.sqrt(head size) */
     w = vc__op_add(b, w, pb, vc_numel_of(b, w), true); /* scores += position_bias_masked */
+    if (c->mask) w = vc__op_add(b, w, vc_input(b, 4), vc_numel_of(b, w), false); /* MPNet: + attention_mask */
     const vc_t scores = w;
     vc_hold(b, scores); /* `scores`, a local until the forward returns */
     vc_dtype dt = vc_dt_of(b, w);
-    if (dt != VC_DT_F32) w = vc__op_cast(b, w, VC_DT_F32); /* scores.float() */
+    const bool f32 = c->float_softmax && dt != VC_DT_F32;
+    if (f32) w = vc__op_cast(b, w, VC_DT_F32); /* scores.float() */
     w = vc__op_softmax(b, w, false);
-    if (dt != VC_DT_F32) w = vc__op_cast(b, w, dt); /* .type_as(scores) */
+    if (f32) w = vc__op_cast(b, w, dt); /* .type_as(scores) */
     w = vc__op_dropout(b, w, vc_training(b) ? c->dropout : 0.0);
     const vc_t weights = w;
     vc_hold(b, weights); /* `attn_weights`, a local until the forward returns too */
@@ -426,7 +470,7 @@ static void ta_emit(vc_build *b, const void *p)
 const vc_kind vc_kind_T5Attention = {
     .ops = 13,
     .name = "T5Attention", .summary = "T5Attention's eager core: q k^T (no scaling) + position bias, fp32 softmax, dropout, x v",
-    .min_inputs = 4, .max_inputs = 4, .cfg_size = sizeof(ta_cfg),
+    .min_inputs = 4, .max_inputs = 5, .cfg_size = sizeof(ta_cfg),
     .parse = ta_parse, .setup = ta_setup, .emit = ta_emit,
 };
 

@@ -40,13 +40,16 @@ typedef struct {
     int64_t heads;
     double dropout;
     bool causal, cache;
+    bool labels_no_cache; /* "labels_no_cache": the cache only without training (BartForConditionalGeneration.forward
+                           * sets use_cache = False when labels are given: src/hf/hf_bart.c) */
 } wa_cfg;
 
 static int wa_parse(vc_args *a, void *p)
 {
     wa_cfg *c = p;
     return vc_arg_int(a, "num_heads", VC_REQUIRED, 1, &c->heads) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
-           vc_arg_bool(a, "causal", false, &c->causal) || vc_arg_bool(a, "cache", false, &c->cache);
+           vc_arg_bool(a, "causal", false, &c->causal) || vc_arg_bool(a, "cache", false, &c->cache) ||
+           vc_arg_bool(a, "labels_no_cache", false, &c->labels_no_cache);
 }
 
 static int wa_setup(vc_setup *s, void *p)
@@ -91,7 +94,7 @@ static void wa_emit(vc_build *b, const void *p)
     }
     if (gen) { /* use_cache: the decoder's attention is always cached under generate() */
         if (!reuse && !vc_kv_cross(b, 1, &st[1], &st[2]) && c->cache) vc_kv_update_self(b, &st[1], &st[2], &S);
-    } else if (c->cache) { /* EncoderDecoderCache: the states until the output is dropped */
+    } else if (c->cache && !(c->labels_no_cache && vc_training(b))) { /* the cache: the states until the output is dropped */
         vc_keep_forward(b, st[1]);
         vc_keep_forward(b, st[2]);
     }

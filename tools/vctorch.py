@@ -1329,7 +1329,7 @@ for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation",
            "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "PixelValues", "VisionWeights",
            "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
            "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
-           "WhisperAttention", "WhisperEncoderPositions"):
+           "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias"):
     _KINDS[_n] = (_llm_kind(_n), None, set())
 
 

@@ -689,6 +689,59 @@ const hf_family vc__hf_families[] = {
               [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD, .nested = "text_config", .vision = VIS_QWEN3,
      .lora_targets = NULL /* PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no qwen3_vl_moe: name --lora-targets */},
+    /* MPNetConfig (configuration_mpnet.py @ 06053b84: every size has a default, microsoft/mpnet-base's but
+     * max_position_embeddings 512 and layer_norm_eps 1e-12) and MPNetForSequenceClassification
+     * (modeling_mpnet.py @ 00099b9f, src/hf/hf_mpnet.c): MPNetEmbeddings (word + learned positions from
+     * create_position_ids_from_input_ids with its fixed padding_idx 1, LayerNorm, dropout; no token types),
+     * MPNetLayer (MPNetSelfAttention q/k/v/o with biases and eager scores plus the encoder's relative position
+     * bias, post-LN like BERT's), MPNetEncoder.relative_attention_bias shared by every layer,
+     * MPNetClassificationHead (dropout, dense, tanh, dropout, out_proj; hidden_dropout_prob). PEFT's mapping
+     * (peft @ 5d602fdb utils/constants.py) has no mpnet: --lora-targets. */
+    {.model_type = "mpnet", .config_class = "MPNetConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 30527), [K_HIDDEN] = DEF("hidden_size", 768),
+              [K_LAYERS] = DEF("num_hidden_layers", 12), [K_HEADS] = DEF("num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12),
+              [K_MAXPOS] = DEF("max_position_embeddings", 512), [K_INTER] = DEF("intermediate_size", 3072),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),
+              [K_P_ATTN] = DEF("attention_probs_dropout_prob", 0.1), [K_P_RESID] = DEF("hidden_dropout_prob", 0.1),
+              [K_LABELS] = {.key = "id2label"}, [K_P_CLS] = {.key = NULL, .how = D_RESID},
+              [K_PAD] = FIXED(1) /* MPNetEmbeddings.padding_idx = 1, whatever pad_token_id says */,
+              [K_REL_BUCKETS] = DEF("relative_attention_num_buckets", 32)},
+     .block = BLK_MPNET, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED_PAD, .head = HEAD_CLS, .head_class = "MPNetForSequenceClassification", .prefix = "mpnet",
+     .lora_targets = NULL},
+    /* MT5Config (configuration_mt5.py of transformers 4.x: vocab_size 250112, d_model 512, d_kv 64, d_ff 1024,
+     * 8 layers of 6 heads, feed_forward_proj "gated-gelu", tie_word_embeddings False: an __init__ argument
+     * passed to PretrainedConfig) and MT5ForConditionalGeneration (modeling_mt5.py @ 00b676f8: every module
+     * "Copied from transformers.models.t5.modeling_t5" with T5->MT5): T5 v1.1's gated-gelu blocks and an untied
+     * lm_head, written by hf_t5.c as the t5 row is. PEFT: q, v (peft @ 5d602fdb utils/constants.py "mt5"). */
+    {.model_type = "mt5", .config_class = "MT5Config",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 250112), [K_HIDDEN] = DEF("d_model", 512), [K_LAYERS] = DEF("num_layers", 8),
+              [K_HEADS] = DEF("num_heads", 6), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-6),
+              [K_INTER] = DEF("d_ff", 1024), [K_HEAD_DIM] = DEF("d_kv", 64), [K_TIE] = DEF("tie_word_embeddings", 0),
+              [K_P_RESID] = DEF("dropout_rate", 0.1), [K_DEC_LAYERS] = DEF("num_decoder_layers", 0),
+              [K_REL_BUCKETS] = DEF("relative_attention_num_buckets", 32),
+              [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
+     .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .head_class = "MT5ForConditionalGeneration", .lora_targets = "q,v"},
+    /* BartConfig (configuration_bart.py: every size has a default, facebook/bart-large's: vocab 50265, d_model 1024,
+     * 12 + 12 layers of 16 heads, ffn 4096, 1024 positions, gelu, dropout 0.1, attention and activation dropout
+     * 0, scale_embedding false; tie_word_embeddings PretrainedConfig's True) and BartForConditionalGeneration
+     * (modeling_bart.py @ efa7189c, src/hf/hf_bart.c): BartScaledWordEmbedding (x embed_scale), learned positions
+     * with offset 2 (max_position_embeddings + 2 rows), layernorm_embedding, post-LN encoder and decoder layers
+     * with BartSdpaAttention (q/k/v/out_proj with biases), cross-attention, the lm_head tied to the shared
+     * embedding, the final_logits_bias buffer. PEFT: q_proj, v_proj (peft @ 5d602fdb utils/constants.py). */
+    {.model_type = "bart", .config_class = "BartConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50265), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
+              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
+              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
+              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .head_class = "BartForConditionalGeneration", .lora_targets = "q_proj,v_proj"},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -911,8 +964,17 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
             return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld and " O("target_seq") " %lld: whisper's encoder always "
                                 "reads the feature extractor's 30 s of mel frames; both options give the decoder's tokens "
                                 "(the labels)", (long long)o->seq, (long long)o->target_seq);
+    } else if (a.f->block == BLK_BART) { /* BartForConditionalGeneration (hf_bart.c): what is not modelled */
+        if (a.ckpt && a.ckpt_every > 1) /* BartEncoder / BartDecoder checkpoint every layer (hf_bart.c) */
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "bart: BartEncoder and BartDecoder checkpoint "
+                                "every layer; every N-th layer (torchtune's selective AC) is not modelled for it");
+        if (o && o->loss != VC_LOSS_IMPL_HF)
+            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "bart: BartForConditionalGeneration computes its own "
+                                "CrossEntropyLoss on the biased logits; only " OV("loss", "hf") " is modelled");
+        if (split.tp > 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "bart: tensor parallelism of an encoder-decoder is not modelled");
     } else if (o && o->target_seq > 0) {
-        return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "is the decoder's length of an encoder-decoder (t5, whisper); "
+        return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "is the decoder's length of an encoder-decoder (t5, whisper, bart); "
                             "%s has one sequence: " O("seq"), r.fam);
     }
     rd rv = {cfg, err, r.fam, false, 1};
@@ -946,10 +1008,13 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lld text + %lld image tokens: more than 2^40",
                             (long long)a.seq, (long long)a.vis.tokens);
     if (!a.vis.decode) a.seq += a.vis.tokens; /* a decoding step: the images ran in the prefill (hf_vision.c) */
-    if (a.f->block == BLK_T5) { /* the decoder's length: --target-seq, else the encoder's */
+    if (a.f->block == BLK_T5 || a.f->block == BLK_BART) { /* the decoder's length: --target-seq, else the encoder's */
         a.tgt = o && o->target_seq > 0 ? o->target_seq : a.seq;
         if (a.tgt > MAX_SIZE)
             return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld tokens: more than 2^40", (long long)a.tgt);
+        if (a.f->block == BLK_BART && a.tgt > a.maxpos) /* the decoder's embed_positions: IndexError past them */
+            return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld decoder tokens: bart's decoder has %lld learned "
+                                "positions (max_position_embeddings)", (long long)a.tgt, (long long)a.maxpos);
         /* the decoder's self- and cross-attention biases and scores (heads x target x target, heads x target x
          * seq) and its widest output (target x the vocabulary or d_ff) within 2^56 elements per sample, as
          * check_seq bounds the encoder's */
@@ -962,10 +1027,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "elements per sample", (long long)a.tgt, (long long)a.NH, (long long)a.tgt,
                                 (long long)kmax, (long long)a.tgt, (long long)wide);
     }
-    if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
+    if (a.f->pos == POS_LEARNED_PAD && npos <= 0 && a.f->keys[K_PAD].key) /* RoBERTa: position ids from padding_idx + 1 up */
         return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
                             "max_position_embeddings (%lld): no position is left for a token",
                             (long long)(a.pos_off - 1), (long long)a.pos_off, (long long)a.maxpos);
+    if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* mpnet: padding_idx fixed at 1 (MPNetEmbeddings) */
+        return vc_set_error(err, VC_ERR_MODEL, a.f->keys[K_MAXPOS].key, "%lld: the positions start after padding_idx "
+                            "%lld (fixed), at %lld: no position is left for a token", (long long)a.maxpos,
+                            (long long)(a.pos_off - 1), (long long)a.pos_off);
     /* OPTLearnedPositionalEmbedding holds max_position_embeddings + 2 rows (its offset, modeling_opt.py):
      * bounded here so that the error names the key, not the emitted model's layer */
     if (a.f->pos == POS_LEARNED_OPT && a.maxpos > MAX_SIZE - 2)
@@ -991,6 +1060,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
     if (a.f->block == BLK_MODERNBERT && split.tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "modernbert: tensor parallelism is not modelled");
+    if (a.f->block == BLK_MPNET && split.tp > 1) /* hf_mpnet.c writes the whole model */
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mpnet: tensor parallelism is not modelled");
     if (vc__hf_tp_split(&a, split, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
@@ -998,7 +1069,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     a.wh.part = a.f->block == BLK_WHISPER ? split.whisper_part : 0; /* --serve's profiling parts (hf_whisper.c) */
     const bool wh_dec = a.wh.part == 2; /* vLLM's decoder alone: token ids in, logits out (src/engine/serve_encdec.c) */
     const char *loss_name = wh_dec ? "causal_lm"
-                            : a.f->block == BLK_T5 || a.f->block == BLK_WHISPER
+                            : a.f->block == BLK_T5 || a.f->block == BLK_WHISPER || a.f->block == BLK_BART
                                 ? "seq2seq_lm" /* T5ForConditionalGeneration's / WhisperForConditionalGeneration's CrossEntropyLoss */
                             : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
@@ -1016,7 +1087,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->head_class) /* the task head built, whatever the checkpoint's class */
         snprintf(an, sizeof an, "%s", a.f->head_class);
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
-    if (a.f->block == BLK_T5)
+    if (a.f->block == BLK_T5 || a.f->block == BLK_BART)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld, target %lld)", r.fam, an[0] ? " " : "", an,
                  (long long)a.seq, (long long)a.tgt);
     if (a.f->block == BLK_WHISPER) { /* a.tgt: the decoder's tokens; the encoder's input is fixed (hf_whisper.c) */
@@ -1051,7 +1122,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     bool slides = false;
     for (int64_t i = 0; i < a.N && !slides; i++) slides = vc__hf_layer_window(&a, i) > 0;
-    if (ok && a.maxpos > 0 && !slides && !encoder && a.f->block != BLK_WHISPER)
+    if (ok && a.maxpos > 0 && !slides && !encoder && a.f->block != BLK_WHISPER && a.f->block != BLK_BART)
         ok = cJSON_AddNumberToObject(m, "max_positions", (double)a.maxpos) != NULL;
     if (!ok || !cJSON_AddItemToObject(m, "layers", layers)) {
         cJSON_Delete(layers);

@@ -89,6 +89,10 @@ enum {
     BLK_WHISPER,    /* WhisperEncoderLayer / WhisperDecoderLayer: model.encoder.layers.N.self_attn.q_proj,
                      * model.decoder.layers.N.encoder_attn (hf_whisper.c) */
     BLK_GEMMA4,     /* Gemma4TextDecoderLayer (hf_gemma4.c: the parameters counted, the layers written) */
+    BLK_MPNET,      /* MPNetLayer: mpnet.encoder.layer.N.attention.attn.q, the encoder's shared
+                     * relative_attention_bias (hf_mpnet.c) */
+    BLK_BART,       /* BartEncoderLayer / BartDecoderLayer: model.encoder.layers.N.self_attn.q_proj, post-LN,
+                     * model.decoder.layers.N.encoder_attn (hf_bart.c) */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -319,7 +323,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -459,6 +463,20 @@ void vc__hf_ins(rd *r, cJSON *o, const char *a, const char *b, const char *c, co
 bool vc__hf_modernbert_local(const arch *a, int64_t i);
 /* hf_modernbert.c: ModernBertForSequenceClassification's layers appended to arr. */
 void vc__hf_modernbert_write(rd *r, cJSON *arr, const arch *a);
+
+/* hf_mpnet.c: MPNetConfig's relative_attention_num_buckets against compute_position_bias's fixed 32
+ * buckets, and gradient checkpointing (MPNetPreTrainedModel does not support it), read after the row's
+ * keys; -1 with r->err naming the key or option. */
+int vc__hf_mpnet_read(rd *r, arch *a);
+/* hf_mpnet.c: MPNetForSequenceClassification's layers appended to arr. */
+void vc__hf_mpnet_write(rd *r, cJSON *arr, const arch *a);
+
+/* hf_bart.c: BartConfig's keys the row's reading cannot check (the decoder's heads dividing d_model, the
+ * layerdrops, scale_embedding, is_encoder_decoder, the decoder's sizes), read after the row's keys; -1 with
+ * r->err naming the key. */
+int vc__hf_bart_read(rd *r, arch *a);
+/* hf_bart.c: BartForConditionalGeneration's layers appended to arr. */
+void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_tp.c: a's share on one of s.tp tensor-parallel ranks (Megatron's
  * split, docs/parallel.md 2.6): the column-parallel widths divided, the

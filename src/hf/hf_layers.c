@@ -873,6 +873,12 @@ static void build_layers(wr *w, const arch *a)
     case BLK_DISTILBERT:
         build_distilbert(w, a);
         return;
+    case BLK_BART: /* BartForConditionalGeneration (hf_bart.c) */
+        vc__hf_bart_write(w->r, w->arr, a);
+        return;
+    case BLK_MPNET: /* MPNetForSequenceClassification (hf_mpnet.c) */
+        vc__hf_mpnet_write(w->r, w->arr, a);
+        return;
     case BLK_MODERNBERT: /* ModernBertForSequenceClassification (hf_modernbert.c) */
         vc__hf_modernbert_write(w->r, w->arr, a);
         return;

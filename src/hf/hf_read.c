@@ -406,6 +406,8 @@ static int read_family(rd *r, arch *a)
     if (f->block == BLK_MODERNBERT && vc__hf_modernbert_read(r, a)) return -1; /* norm_bias and the rest (hf_modernbert.c) */
     if (f->block == BLK_GEMMA4 && vc__hf_gemma4_read(r, a)) return -1; /* layer_types and the rest (hf_gemma4.c) */
     if (f->interleaved_rope && vc__hf_glm4_read(r, a)) return -1; /* the rotary dims (hf_glm4.c) */
+    if (f->block == BLK_MPNET && vc__hf_mpnet_read(r, a)) return -1; /* the buckets, checkpointing (hf_mpnet.c) */
+    if (f->block == BLK_BART && vc__hf_bart_read(r, a)) return -1; /* the decoder's keys and the rest (hf_bart.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;
@@ -462,11 +464,13 @@ static int check_total(rd *r, arch *a)
         return vc__hf_bad(r, key, "%lld layers of up to %lld parameters each (and %lld in the embeddings) are more than "
                    "2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)a->N, (long long)layer,
                    (long long)emb);
-    if (a->f->block == BLK_T5) { /* T5Stack's decoder: its blocks add cross-attention (at most twice an encoder block's) */
-        const cJSON *dk = cJSON_GetObjectItemCaseSensitive(r->cfg, "num_decoder_layers");
+    if (a->f->block == BLK_T5 || a->f->block == BLK_BART) { /* T5Stack's decoder (BartDecoder's): its blocks add
+                                                              * cross-attention (at most twice an encoder block's) */
+        const char *dn = a->f->keys[K_DEC_LAYERS].key;
+        const cJSON *dk = cJSON_GetObjectItemCaseSensitive(r->cfg, dn);
         int64_t d;
         if (__builtin_mul_overflow(layer, 2 * a->dec_N, &d) || __builtin_add_overflow(t, d, &t) || t > lim)
-            return vc__hf_bad(r, dk && !cJSON_IsNull(dk) ? "num_decoder_layers" : key, "%lld decoder layers of up to %lld "
+            return vc__hf_bad(r, (dk && !cJSON_IsNull(dk)) || a->f->block == BLK_BART ? dn : key, "%lld decoder layers of up to %lld "
                        "parameters each beside %lld encoder layers are more than 2^56 parameters: byte counts would overflow "
                        "64-bit arithmetic", (long long)a->dec_N, (long long)(2 * layer), (long long)a->N);
     }

@@ -84,7 +84,8 @@ int vc__hf_t5_read(rd *r, arch *a)
     /* feed_forward_proj: "ACT" or "gated-ACT" (T5Config's ValueError otherwise) */
     const cJSON *fp = t5_key(r, "feed_forward_proj");
     if (fp && !cJSON_IsString(fp)) return vc__hf_bad(r, "feed_forward_proj", "expected a string such as \"relu\" or \"gated-gelu\"");
-    const char *s = fp ? fp->valuestring : "relu";
+    /* the class's default: T5Config's "relu", MT5Config's "gated-gelu" */
+    const char *s = fp ? fp->valuestring : !strcmp(a->f->model_type, "t5") ? "relu" : "gated-gelu";
     char e[64];
     vc_escape(e, sizeof e, s);
     const char *dash = strchr(s, '-');
@@ -488,9 +489,12 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
  *  - pipeline stages (the decoder reads the encoder's output in every block). */
 vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err)
 {
-    bool t5 = false;
-    for (size_t i = 0; i < m->ninst && !t5; i++) t5 = !strcmp(m->inst[i].kind->name, "T5Attention");
-    if (!t5) return VC_OK;
+    bool t5 = false, attn = false; /* T5LayerNorm: a T5 model; T5Attention without it: MPNet's (hf_mpnet.c) */
+    for (size_t i = 0; i < m->ninst && !t5; i++) {
+        t5 = !strcmp(m->inst[i].kind->name, "T5LayerNorm");
+        attn |= !strcmp(m->inst[i].kind->name, "T5Attention");
+    }
+    if (!t5) return attn ? vc__mpnet_check(m, o, err) : VC_OK;
     if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
         return vc_set_error(err, VC_ERR_USAGE, O("precision"), "t5 is modelled in fp32 and bf16 (the model cast whole); %s",
                             o->precision == VC_PREC_FP16 ? "fp16 adds T5Block's clamp of every sub-layer, not modelled"

@@ -428,11 +428,44 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
  *  - precisions other than fp32 and bf16 (the model cast whole): fp16 runs WhisperEncoderLayer's
  *    isinf / isnan check and clamp; autocast and mixed-* are not modelled for it;
  *  - quantized weights, pipeline stages, op-level checkpointing and activation offloading. */
+/* BartForConditionalGeneration (src/hf/hf_bart.c): what its estimate does not model. The precisions: fp16 runs
+ * BartEncoderLayer.forward's isinf / isnan clamp; autocast and fp32 master weights are not modelled. generate()
+ * (its legacy tuple cache and beam search defaults) is not modelled yet; vLLM has no BartForConditionalGeneration
+ * (vllm/model_executor/models/registry.py @0002bff0: its one encoder-decoder is WhisperForConditionalGeneration). */
+static vc_status bart_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err)
+{
+    if (serve)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "vLLM has no BartForConditionalGeneration "
+                            "(vllm/model_executor/models/registry.py @0002bff0: its one encoder-decoder is "
+                            "WhisperForConditionalGeneration, the others were removed with the V0 engine)");
+    if (o->mode == VC_MODE_GENERATE)
+        return vc_set_error(err, VC_ERR_USAGE, O("mode"), "bart: generate() is not modelled yet (training and "
+                            OV("mode", "infer") " are)");
+    if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
+        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "bart is modelled in fp32 and bf16 (the model cast whole); %s",
+                            o->precision == VC_PREC_FP16 ? "fp16 adds BartEncoderLayer's isinf / isnan clamp, not modelled"
+                                                         : "autocast and fp32 master weights are not modelled for it");
+    if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                            "bart: quantized weights are not modelled");
+    if (o->pp > 1 || m->stage.on)
+        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "bart: pipeline stages of an encoder-decoder are not modelled");
+    if (o->ckpt_ops)
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_ops"), "bart: op-level selective checkpointing is not modelled");
+    if (o->act_offload != VC_ACT_OFFLOAD_NONE)
+        return vc_set_error(err, VC_ERR_USAGE, O("act_offload"), "bart: offloading the saved activations is not modelled");
+    return VC_OK;
+}
+
 vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err)
 {
-    bool wh = false;
-    for (size_t i = 0; i < m->ninst && !wh; i++) wh = !strcmp(m->inst[i].kind->name, "WhisperAttention");
+    bool wh = false, bart = false; /* bart: BartSdpaAttention is WhisperAttention's core (src/hf/hf_bart.c) */
+    for (size_t i = 0; i < m->ninst; i++) {
+        wh |= !strcmp(m->inst[i].kind->name, "WhisperAttention");
+        bart |= !strcmp(m->inst[i].kind->name, "BartLogitsBias");
+    }
     if (!wh) return VC_OK;
+    if (bart) return bart_check(m, o, serve, err);
     /* vLLM serving (serve: vllm/model_executor/models/whisper.py @00a23257a13090193fb098c7573598c5fdb4b15e
      * WhisperForConditionalGeneration on the V1 engine) is modelled in src/engine/serve_encdec.c: its weights,
      * the profiling run's two phases (vLLM's encoder over the dummy 30 s clips, the decoder's dummy run), the

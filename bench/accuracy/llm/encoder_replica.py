@@ -38,7 +38,7 @@ import torch.nn.functional as F
 
 import vctorch
 
-ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert")  # modernbert: modernbert_replica.py
+ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet")  # modernbert_replica.py, mpnet_replica.py
 
 
 def _act(name):
@@ -236,6 +236,9 @@ def build(cfg):
     if cfg["model_type"] == "modernbert":
         import modernbert_replica
         return modernbert_replica.ModernBertForSequenceClassification(cfg)
+    if cfg["model_type"] == "mpnet":
+        import mpnet_replica
+        return mpnet_replica.MPNetForSequenceClassification(cfg)
     return (DistilBertForSequenceClassification if cfg["model_type"] == "distilbert" else BertForSequenceClassification)(cfg)
 
 

@@ -214,9 +214,12 @@ def main(argv):
         raw = json.load(f)
     if raw.get("model_type") == "distilbert":  # DistilBertConfig names its heads n_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("n_heads", 12))
-    if raw.get("model_type") == "t5":  # T5Config names its heads num_heads (attribute_map)
+    if raw.get("model_type") in ("t5", "mt5"):  # T5Config (MT5Config) names its heads num_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("num_heads", 8))
         raw.setdefault("vocab_size", 32128)
+    if raw.get("model_type") == "bart":  # BartConfig: num_attention_heads is encoder_attention_heads (a property)
+        raw.setdefault("num_attention_heads", raw.get("encoder_attention_heads", 16))
+        raw.setdefault("vocab_size", 50265)
     if raw.get("model_type") == "whisper":  # WhisperConfig: attribute_map num_attention_heads -> encoder_attention_heads
         raw.setdefault("num_attention_heads", raw.get("encoder_attention_heads", 6))
         raw.setdefault("vocab_size", 51865)
@@ -240,8 +243,8 @@ def main(argv):
         args.lora_targets = (peft_replica.IA3_TARGETS if args.peft == "ia3" else peft_replica.LN_TUNING_TARGETS)[cfg.model_type]
     if args.lora_targets is None and cfg.model_type in ("distilbert", "bert", "roberta", "xlm-roberta"):
         args.lora_targets = "q_lin,v_lin" if cfg.model_type == "distilbert" else "query,value"  # peft constants.py
-    if args.lora_targets is None and cfg.model_type == "t5":
-        args.lora_targets = "q,v"  # peft utils/constants.py: "t5": ["q", "v"]
+    if args.lora_targets is None and cfg.model_type in ("t5", "mt5"):
+        args.lora_targets = "q,v"  # peft utils/constants.py: "t5" and "mt5": ["q", "v"]
     if args.lora_targets is None:  # peft utils/constants.py
         args.lora_targets = "query_key_value" if cfg.model_type in ("gpt_neox", "falcon") else "q_proj,v_proj"
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -257,13 +260,20 @@ def main(argv):
                              "--loss hf) and --mode infer only" % cfg.model_type)
         model = encoder_replica.build(cfg.d)
         model.attn_impl = "sdpa"
-    elif cfg.model_type == "t5":  # T5ForConditionalGeneration (t5_replica.py)
+    elif cfg.model_type in ("t5", "mt5"):  # T5ForConditionalGeneration (t5_replica.py; mt5: modeling_mt5.py copies it)
         if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt_every != 1 or args.ckpt_ops
                 or args.act_offload != "none" or (args.mode == "generate" and (args.cache != "dynamic" or args.lora))):
             raise SystemExit("measure_llm.py: t5: the replica measures training (full, LoRA, --ckpt of every T5Block; "
                              "--loss hf), --mode infer and --mode generate (t5_replica.generate, its own cache)")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
+    elif cfg.model_type == "bart":  # BartForConditionalGeneration (bart_replica.py)
+        if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt_every != 1 or args.ckpt_ops
+                or args.act_offload != "none" or args.mode == "generate"):
+            raise SystemExit("measure_llm.py: bart: the replica measures training (full, LoRA, --ckpt of every layer; "
+                             "--loss hf) and --mode infer")
+        import bart_replica
+        model = bart_replica.BartForConditionalGeneration(bart_replica.Config(raw))
     elif cfg.model_type == "whisper":  # WhisperForConditionalGeneration (whisper_replica.py)
         if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save
                 or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"
@@ -388,7 +398,7 @@ def main(argv):
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     whisper = cfg.model_type == "whisper"
-    t5 = cfg.model_type == "t5" or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
+    t5 = cfg.model_type in ("t5", "mt5", "bart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T

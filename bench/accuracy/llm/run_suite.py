@@ -1269,6 +1269,66 @@ def cases():
     for pr, m, img, prec, ho in ((32, 16, "640x480", "fp32", False), (64, 24, "224x224", "bf16", True)):
         out.append(dict(config="configs/qwen3_vl_moe_img_small.json", mode="generate", batch=1, prompt=pr, new_tokens=m,
                         precision=prec, image=img, images=1, experts="grouped_mm", held_out=ho))
+    # issue 31 item 4: MPNetForSequenceClassification (mpnet_replica.py, modeling_mpnet.py @ 00099b9f): the eager
+    # attention with the encoder's shared relative position bias, training (full and LoRA r=8 on q,v: PEFT's
+    # mapping has no mpnet) and --mode infer; mpnet_nodrop_small without dropout, 40 buckets (32 used) and 3 labels.
+    # MPNet does not support gradient checkpointing. Every third held out.
+    mp = [
+        ("mpnet_small", "train", 2, 128, "adamw", "fp32", 0),
+        ("mpnet_small", "train", 4, 128, "sgd", "bf16", 0),
+        ("mpnet_small", "infer", 4, 256, None, "fp32", 0),
+        ("mpnet_small", "infer", 2, 128, None, "bf16", 0),
+        ("mpnet_small", "train", 2, 128, "adamw", "fp32", 8),
+        ("mpnet_nodrop_small", "train", 2, 96, "adamw", "bf16", 0),
+        ("mpnet_nodrop_small", "train", 3, 64, "adam", "fp32", 8),
+        ("mpnet_nodrop_small", "infer", 1, 200, None, "fp32", 0),
+        ("mpnet_small", "train", 1, 512, "adamw", "bf16", 8),
+        ("mpnet_nodrop_small", "infer", 4, 100, None, "bf16", 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, l) in enumerate(mp):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=False,
+                        lora=l, **({"lora_dropout": 0.0, "lora_targets": "q,v"} if l else {}), held_out=(i % 3 == 2)))
+    # issue 31 item 4: MT5ForConditionalGeneration (modeling_mt5.py copies modeling_t5.py's modules: t5_replica.py
+    # on model_type mt5): mt5_small, gated-gelu, untied lm_head, 2 + 2 blocks of 4 heads; training (full, LoRA q,v,
+    # every T5Block checkpointed), infer, generate. Every third held out.
+    m5 = [
+        ("train", 2, 128, 64, "adamw", "fp32", False, 0),
+        ("train", 4, 96, 48, "sgd", "bf16", False, 0),
+        ("train", 2, 128, 96, "adamw", "bf16", False, 8),
+        ("train", 2, 160, 64, "adamw", "fp32", True, 0),
+        ("infer", 4, 200, 50, None, "fp32", False, 0),
+        ("infer", 2, 128, 128, None, "bf16", False, 0),
+    ]
+    for i, (mode, b, s, t, o, p, c, l) in enumerate(m5):
+        out.append(dict(config="configs/mt5_small.json", mode=mode, batch=b, seq=s, target_seq=t, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for i, (b, pr, m, p) in enumerate(((2, 96, 16, "fp32"), (1, 64, 32, "bf16"), (3, 128, 8, "fp32"))):
+        out.append(dict(config="configs/mt5_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m, precision=p,
+                        held_out=(i == 2)))
+    # issue 31 item 4: BartForConditionalGeneration (bart_replica.py, modeling_bart.py @ efa7189c: BartSdpaAttention,
+    # post-LN layers, learned positions with offset 2, layernorm_embedding, final_logits_bias): bart_small (tied,
+    # dropouts 0.1) and bart_nodrop_small (untied, scale_embedding, no dropout, 4 encoder / 6 decoder heads);
+    # training (full, LoRA q_proj,v_proj, every layer checkpointed) and infer (decoder_input_ids, use_cache).
+    # Every third held out.
+    bt = [
+        ("bart_small", "train", 2, 128, 64, "adamw", "fp32", False, 0),
+        ("bart_small", "train", 4, 96, 48, "sgd", "bf16", False, 0),
+        ("bart_small", "infer", 4, 200, 50, None, "fp32", False, 0),
+        ("bart_small", "train", 2, 128, 96, "adamw", "bf16", False, 8),
+        ("bart_small", "train", 2, 160, 64, "adamw", "fp32", True, 0),
+        ("bart_small", "train", 2, 128, 64, "adamw", "fp32", True, 8),
+        ("bart_nodrop_small", "train", 2, 96, 80, "adamw", "fp32", False, 0),
+        ("bart_nodrop_small", "infer", 3, 200, 40, None, "bf16", False, 0),
+        ("bart_nodrop_small", "train", 2, 128, 64, "sgd", "bf16", True, 0),
+        ("bart_nodrop_small", "train", 1, 300, 100, "adamw", "fp32", False, 8),
+        ("bart_small", "infer", 2, 128, 128, None, "bf16", False, 0),
+        ("bart_small", "train", 2, 128, 64, "adamw", "fp32", False, -8),  # LoRA on fc2 alone: the attention runs frozen
+    ]
+    for i, (cfg, mode, b, s, t, o, p, c, l) in enumerate(bt):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, target_seq=t, optim=o, precision=p,
+                        ckpt=c, lora=abs(l), **({"lora_dropout": 0.0, "lora_targets": "q_proj,v_proj" if l > 0 else "fc2"}
+                                                 if l else {}),
+                        held_out=(i % 3 == 2)))
     return out
 
 

@@ -1,0 +1,352 @@
+"""bart_replica.py -- BartForConditionalGeneration's modules as PyTorch modules, written from the transformers
+source, measured by measure_llm.py (--mode train / infer) and counted by
+`/usr/bin/python3 bart_replica.py CONFIG...` (named_parameters(), tied weights once).
+
+Source read: huggingface/transformers @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e, models/bart/modeling_bart.py
+(configuration_bart.py BartConfig.__init__ for the defaults: facebook/bart-large's sizes, dropout 0.1, attention
+and activation dropout 0.0, scale_embedding False, use_cache True, pad 1, decoder_start 2; tie_word_embeddings
+PretrainedConfig's True):
+  BartLearnedPositionalEmbedding.forward: positions = torch.arange(past, past + seq_len).expand(bsz, -1);
+      super().forward(positions + 2) (nn.Embedding(max_position_embeddings + 2, d_model));
+  BartScaledWordEmbedding.forward: super().forward(input_ids) * embed_scale (sqrt(d_model) if scale_embedding
+      else 1.0);
+  BartSdpaAttention.forward (BART_ATTENTION_CLASSES["sdpa"], the default): query_states = self.q_proj(h);
+      key/value_states = self._shape(self.k_proj(current_states), -1, bsz) (view, transpose(1, 2), contiguous;
+      current_states the encoder's output for the cross-attention); past_key_value = (key_states, value_states)
+      when is_decoder; query_states = self._shape(query_states, tgt_len, bsz); is_causal = self.is_causal and
+      attention_mask is None and tgt_len > 1; F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+      dropout_p=self.dropout if training else 0.0, is_causal); transpose(1, 2).reshape(bsz, tgt_len, embed_dim);
+      out_proj (every projection with a bias);
+  BartEncoderLayer.forward: residual = h; self_attn; dropout; residual + h; self_attn_layer_norm; residual = h;
+      activation_fn(fc1(h)); dropout(activation_dropout); fc2; dropout; residual + h; final_layer_norm (the
+      fp16 clamp: fp32 and bf16 only here); BartDecoderLayer.forward: the same with encoder_attn and
+      encoder_attn_layer_norm after the self-attention; present_key_value = self + cross (k, v) when use_cache;
+  BartEncoder.forward: inputs_embeds = embed_tokens(input_ids); embed_pos = embed_positions(input);
+      hidden_states = inputs_embeds + embed_pos; layernorm_embedding; dropout; no attention mask; the layers
+      (torch.rand([]) per layer in training: LayerDrop 0.0); BartDecoder.forward: the same over
+      decoder_input_ids, _prepare_4d_causal_attention_mask_for_sdpa None (no mask, query length = key length),
+      next_decoder_cache (a tuple of every layer's present_key_value) when use_cache; under
+      gradient_checkpointing in training, self._gradient_checkpointing_func(layer.__call__, ...) (run
+      non-reentrant: vctorch._checkpoint2x) and use_cache False;
+  BartModel: shared BartScaledWordEmbedding; the encoder's and decoder's embed_tokens share its weight;
+      get_input_embeddings() returns shared (called by neither stack);
+  BartForConditionalGeneration: final_logits_bias buffer zeros((1, V)); lm_head nn.Linear(d_model, V, bias=False)
+      tied to shared; forward: labels -> use_cache = False, decoder_input_ids = shift_tokens_right(labels,
+      pad_token_id, decoder_start_token_id); lm_logits = lm_head(outputs[0]) + final_logits_bias;
+      CrossEntropyLoss()(lm_logits.view(-1, V), labels.view(-1)).
+Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every LayerNorm vctorch._LayerNorm2x, SDPA
+vctorch._sdpa_math_2x (the math backend), dropout vctorch.dropout2x, as the harness's other replicas.
+"""
+import json
+import math
+import os
+import sys
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))), "tools"))
+
+try:  # the harness's PyTorch 2.x operators (tools/vctorch.py); count() needs neither
+    import vctorch
+    from reference import Linear
+    LayerNorm = vctorch._LayerNorm2x
+except ImportError:  # pragma: no cover
+    vctorch = None
+    Linear, LayerNorm = nn.Linear, nn.LayerNorm
+
+DEFAULTS = {  # BartConfig.__init__
+    "vocab_size": 50265, "max_position_embeddings": 1024, "encoder_layers": 12, "encoder_ffn_dim": 4096,
+    "encoder_attention_heads": 16, "decoder_layers": 12, "decoder_ffn_dim": 4096, "decoder_attention_heads": 16,
+    "encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0, "use_cache": True, "activation_function": "gelu",
+    "d_model": 1024, "dropout": 0.1, "attention_dropout": 0.0, "activation_dropout": 0.0,
+    "decoder_start_token_id": 2, "scale_embedding": False, "pad_token_id": 1, "tie_word_embeddings": True,
+}
+
+
+class Config:
+    def __init__(self, cfg):
+        for k, v in DEFAULTS.items():
+            setattr(self, k, cfg.get(k, v) if cfg.get(k) is not None else v)
+
+
+def _drop(x, p, training):
+    if p <= 0 or not training:
+        return x  # F.dropout with p 0 / in eval returns its input
+    return vctorch.dropout2x(x, p, training) if vctorch else F.dropout(x, p, training)
+
+
+def _act(name):
+    if name == "gelu":  # ACT2FN["gelu"]: GELUActivation -> nn.functional.gelu
+        return F.gelu
+    if name == "relu":
+        return F.relu
+    raise ValueError("activation %r" % name)
+
+
+class BartLearnedPositionalEmbedding(nn.Embedding):
+    def __init__(self, num_embeddings, embedding_dim):
+        self.offset = 2
+        super().__init__(num_embeddings + self.offset, embedding_dim)
+
+    def forward(self, input_ids, past_key_values_length=0):
+        bsz, seq_len = input_ids.shape[:2]
+        positions = torch.arange(past_key_values_length, past_key_values_length + seq_len, dtype=torch.long,
+                                 device=self.weight.device).expand(bsz, -1)
+        return super().forward(positions + self.offset)
+
+
+class BartScaledWordEmbedding(nn.Embedding):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx, embed_scale=1.0):
+        super().__init__(num_embeddings, embedding_dim, padding_idx)
+        self.embed_scale = embed_scale
+
+    def forward(self, input_ids):
+        return super().forward(input_ids) * self.embed_scale
+
+
+class BartSdpaAttention(nn.Module):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, is_decoder=False, is_causal=False):
+        super().__init__()
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise ValueError("embed_dim must be divisible by num_heads")
+        self.is_decoder, self.is_causal = is_decoder, is_causal
+        self.k_proj = Linear(embed_dim, embed_dim, bias=True)
+        self.v_proj = Linear(embed_dim, embed_dim, bias=True)
+        self.q_proj = Linear(embed_dim, embed_dim, bias=True)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=True)
+
+    def _shape(self, tensor, seq_len, bsz):
+        return tensor.view(bsz, seq_len, self.num_heads, self.head_dim).transpose(1, 2).contiguous()
+
+    def forward(self, hidden_states, key_value_states=None):
+        is_cross_attention = key_value_states is not None
+        bsz, tgt_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        if is_cross_attention:
+            key_states = self._shape(self.k_proj(key_value_states), -1, bsz)
+            value_states = self._shape(self.v_proj(key_value_states), -1, bsz)
+        else:
+            key_states = self._shape(self.k_proj(hidden_states), -1, bsz)
+            value_states = self._shape(self.v_proj(hidden_states), -1, bsz)
+        past_key_value = (key_states, value_states) if self.is_decoder else None
+        query_states = self._shape(query_states, tgt_len, bsz)
+        is_causal = True if self.is_causal and tgt_len > 1 else False  # attention_mask is None
+        attn_output = vctorch._sdpa_math_2x(query_states, key_states, value_states, None,
+                                            self.dropout if self.training else 0.0, is_causal, dropout=vctorch.dropout2x)
+        attn_output = attn_output.transpose(1, 2)
+        attn_output = attn_output.reshape(bsz, tgt_len, self.embed_dim)
+        attn_output = self.out_proj(attn_output)
+        return attn_output, None, past_key_value
+
+
+class BartEncoderLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.self_attn = BartSdpaAttention(c.d_model, c.encoder_attention_heads, c.attention_dropout)
+        self.self_attn_layer_norm = LayerNorm(c.d_model)
+        self.dropout, self.activation_dropout = c.dropout, c.activation_dropout
+        self.activation_fn = _act(c.activation_function)
+        self.fc1 = Linear(c.d_model, c.encoder_ffn_dim)
+        self.fc2 = Linear(c.encoder_ffn_dim, c.d_model)
+        self.final_layer_norm = LayerNorm(c.d_model)
+
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states, attn_weights, _ = self.self_attn(hidden_states=hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        residual = hidden_states
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = _drop(hidden_states, self.activation_dropout, self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        outputs = (hidden_states,)
+        return outputs
+
+
+class BartDecoderLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.self_attn = BartSdpaAttention(c.d_model, c.decoder_attention_heads, c.attention_dropout, is_decoder=True,
+                                           is_causal=True)
+        self.dropout, self.activation_dropout = c.dropout, c.activation_dropout
+        self.activation_fn = _act(c.activation_function)
+        self.self_attn_layer_norm = LayerNorm(c.d_model)
+        self.encoder_attn = BartSdpaAttention(c.d_model, c.decoder_attention_heads, c.attention_dropout, is_decoder=True)
+        self.encoder_attn_layer_norm = LayerNorm(c.d_model)
+        self.fc1 = Linear(c.d_model, c.decoder_ffn_dim)
+        self.fc2 = Linear(c.decoder_ffn_dim, c.d_model)
+        self.final_layer_norm = LayerNorm(c.d_model)
+
+    def forward(self, hidden_states, encoder_hidden_states, use_cache=True):
+        residual = hidden_states
+        hidden_states, self_attn_weights, present_key_value = self.self_attn(hidden_states=hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        residual = hidden_states
+        hidden_states, cross_attn_weights, cross_attn_present_key_value = self.encoder_attn(
+            hidden_states=hidden_states, key_value_states=encoder_hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.encoder_attn_layer_norm(hidden_states)
+        present_key_value = present_key_value + cross_attn_present_key_value
+        residual = hidden_states
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = _drop(hidden_states, self.activation_dropout, self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        outputs = (hidden_states,)
+        if use_cache:
+            outputs += (present_key_value,)
+        return outputs
+
+
+class BartEncoder(nn.Module):
+    def __init__(self, c, shared):
+        super().__init__()
+        self.config, self.dropout = c, c.dropout
+        embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
+        self.embed_tokens = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
+        self.embed_tokens.weight = shared.weight
+        self.embed_positions = BartLearnedPositionalEmbedding(c.max_position_embeddings, c.d_model)
+        self.layers = nn.ModuleList([BartEncoderLayer(c) for _ in range(c.encoder_layers)])
+        self.layernorm_embedding = LayerNorm(c.d_model)
+        self.gradient_checkpointing = False
+
+    def forward(self, input_ids):
+        input = input_ids
+        input_ids = input_ids.view(-1, input_ids.shape[-1])
+        inputs_embeds = self.embed_tokens(input_ids)
+        embed_pos = self.embed_positions(input)
+        embed_pos = embed_pos.to(inputs_embeds.device)
+        hidden_states = inputs_embeds + embed_pos
+        hidden_states = self.layernorm_embedding(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        for encoder_layer in self.layers:
+            if self.training:
+                torch.rand([])  # LayerDrop's dropout_probability (layerdrop 0.0: never skipped)
+            if self.gradient_checkpointing and self.training:
+                layer_outputs = vctorch._checkpoint2x(encoder_layer.__call__, hidden_states)
+            else:
+                layer_outputs = encoder_layer(hidden_states)
+            hidden_states = layer_outputs[0]
+        return (hidden_states,)
+
+
+class BartDecoder(nn.Module):
+    def __init__(self, c, shared):
+        super().__init__()
+        self.config, self.dropout = c, c.dropout
+        embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
+        self.embed_tokens = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
+        self.embed_tokens.weight = shared.weight
+        self.embed_positions = BartLearnedPositionalEmbedding(c.max_position_embeddings, c.d_model)
+        self.layers = nn.ModuleList([BartDecoderLayer(c) for _ in range(c.decoder_layers)])
+        self.layernorm_embedding = LayerNorm(c.d_model)
+        self.gradient_checkpointing = False
+
+    def forward(self, input_ids, encoder_hidden_states, use_cache):
+        input = input_ids
+        input_shape = input.shape
+        input_ids = input_ids.view(-1, input_shape[-1])
+        inputs_embeds = self.embed_tokens(input)
+        positions = self.embed_positions(input, 0)
+        positions = positions.to(inputs_embeds.device)
+        hidden_states = inputs_embeds + positions
+        hidden_states = self.layernorm_embedding(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        if self.gradient_checkpointing and self.training and use_cache:
+            use_cache = False
+        next_decoder_cache = () if use_cache else None
+        for decoder_layer in self.layers:
+            if self.training:
+                torch.rand([])
+            if self.gradient_checkpointing and self.training:
+                layer_outputs = vctorch._checkpoint2x(decoder_layer.__call__, hidden_states, encoder_hidden_states,
+                                                      use_cache)
+            else:
+                layer_outputs = decoder_layer(hidden_states, encoder_hidden_states, use_cache=use_cache)
+            hidden_states = layer_outputs[0]
+            if use_cache:
+                next_decoder_cache += (layer_outputs[1],)
+        return (hidden_states, next_decoder_cache)
+
+
+class BartForConditionalGeneration(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.config = c
+        embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
+        self.shared = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
+        self.encoder = BartEncoder(c, self.shared)
+        self.decoder = BartDecoder(c, self.shared)
+        self.register_buffer("final_logits_bias", torch.zeros((1, c.vocab_size)))
+        self.lm_head = Linear(c.d_model, c.vocab_size, bias=False)
+        if c.tie_word_embeddings:
+            self.lm_head.weight = self.shared.weight
+        self.attn_impl = "sdpa"
+        self.gradient_checkpointing = False
+
+    def get_input_embeddings(self):  # BartModel.get_input_embeddings: shared (neither stack calls it)
+        return self.shared
+
+    def shift_tokens_right(self, input_ids):
+        c = self.config
+        shifted_input_ids = input_ids.new_zeros(input_ids.shape)
+        shifted_input_ids[:, 1:] = input_ids[:, :-1].clone()
+        shifted_input_ids[:, 0] = c.decoder_start_token_id
+        shifted_input_ids.masked_fill_(shifted_input_ids == -100, c.pad_token_id)
+        return shifted_input_ids
+
+    def forward(self, input_ids, labels=None, decoder_input_ids=None):
+        self.encoder.gradient_checkpointing = self.decoder.gradient_checkpointing = self.gradient_checkpointing
+        use_cache = self.config.use_cache
+        if labels is not None:
+            use_cache = False
+            if decoder_input_ids is None:
+                decoder_input_ids = self.shift_tokens_right(labels)
+        # BartModel.forward: encoder_outputs and the decoder's outputs held in the returned Seq2SeqLMOutput
+        encoder_outputs = self.encoder(input_ids)
+        decoder_outputs = self.decoder(decoder_input_ids, encoder_outputs[0], use_cache)
+        outputs = decoder_outputs + encoder_outputs
+        lm_logits = self.lm_head(outputs[0])
+        lm_logits = lm_logits + self.final_logits_bias.to(lm_logits.device)
+        loss = None
+        if labels is not None:
+            loss_fct = nn.CrossEntropyLoss()
+            loss = loss_fct(lm_logits.view(-1, self.config.vocab_size), labels.view(-1))
+        return loss, lm_logits
+
+
+def count(cfg):
+    """named_parameters() of BartForConditionalGeneration (the shared weight and a tied lm_head once; the
+    final_logits_bias buffer is no parameter) and of BartModel, on the meta device."""
+    from check_params import MetaMode
+    c = Config(cfg)
+    with MetaMode():
+        m = BartForConditionalGeneration(c)
+    n = sum(p.numel() for p in m.parameters())
+    base = n - (0 if c.tie_word_embeddings else c.vocab_size * c.d_model)
+    return {"BartForConditionalGeneration": n, "BartModel": base}
+
+
+def main(paths):
+    for p in paths:
+        print(p, json.dumps(count(json.load(open(p)))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,305 @@
+/*
+ * hf_bart.c — bart (model_type bart; issue 31, item 4): facebook/bart-large, bart-large-cnn,
+ * bart-large-mnli, distilbart. The keys of BartConfig that the row's reading cannot check, and
+ * BartForConditionalGeneration's layers for training and inference.
+ *
+ * Sources, huggingface/transformers @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e (the commit hf_whisper.c and
+ * layers/whisper.c follow), src/transformers/models/bart/modeling_bart.py:
+ *  - BartLearnedPositionalEmbedding: nn.Embedding(num_embeddings + 2, dim) (offset 2); forward: positions =
+ *    torch.arange(past, past + seq_len).expand(bsz, -1), super().forward(positions + self.offset) (per sample);
+ *  - BartScaledWordEmbedding.forward: super().forward(input_ids) * self.embed_scale (sqrt(d_model) under
+ *    scale_embedding, else 1.0: a new tensor either way);
+ *  - BartSdpaAttention (BART_ATTENTION_CLASSES["sdpa"], the default): q_proj, k_proj / v_proj through _shape
+ *    (view, transpose(1, 2), contiguous), q's _shape after them, F.scaled_dot_product_attention(q, k, v,
+ *    attn_mask, dropout_p, is_causal = self.is_causal and attention_mask is None and tgt_len > 1),
+ *    transpose(1, 2).reshape, out_proj: layers/whisper.c's WhisperAttention op for op (its cache flag:
+ *    past_key_value = (key_states, value_states) kept by the decoder's next_decoder_cache when use_cache);
+ *  - BartEncoderLayer.forward (post-LN): residual = h; self_attn; dropout; residual + h; self_attn_layer_norm;
+ *    residual = h; fc1, activation_fn, dropout(activation_dropout), fc2, dropout; residual + h;
+ *    final_layer_norm (the fp16 isinf / isnan clamp: fp16 refused, vc__whisper_check);
+ *    BartDecoderLayer.forward: the same with encoder_attn (k_proj / v_proj on the encoder's output) and
+ *    encoder_attn_layer_norm between;
+ *  - BartEncoder.forward: inputs_embeds = embed_tokens(input_ids); embed_pos = embed_positions(input);
+ *    hidden_states = inputs_embeds + embed_pos; layernorm_embedding; dropout; no mask without an
+ *    attention_mask; the layers (LayerDrop: torch.rand([]) per layer in training); inputs_embeds and
+ *    embed_pos are its locals until it returns. BartDecoder.forward: the same over decoder_input_ids;
+ *    _prepare_4d_causal_attention_mask_for_sdpa gives None without a mask (AttentionMaskConverter.
+ *    _ignore_causal_mask_sdpa): sdpa's is_causal; next_decoder_cache when use_cache;
+ *  - BartModel.__init__: shared BartScaledWordEmbedding, the encoder's and decoder's embed_tokens its weight;
+ *    get_input_embeddings() is shared, a module neither stack calls (PEFT's enable_input_require_grads hook
+ *    never fires: no "input_embeddings" here);
+ *  - BartForConditionalGeneration: final_logits_bias a buffer [1, V] (layers/bart.c), lm_head nn.Linear(d_model,
+ *    V, bias=False) tied to shared under tie_word_embeddings; forward with labels: use_cache = False,
+ *    decoder_input_ids = shift_tokens_right(labels, pad, decoder_start) (T5DecoderIds: T5's _shift_right op for
+ *    op); lm_logits = lm_head(outputs[0]) + final_logits_bias; CrossEntropyLoss on lm_logits.view(-1, V)
+ *    (src/engine/loss.c "seq2seq_lm"); outputs (the encoder's and decoder's last hidden states) held to the end.
+ *  - BartPreTrainedModel.supports_gradient_checkpointing: every layer of both stacks through
+ *    self._gradient_checkpointing_func(layer.__call__, ...), the decoder's use_cache off.
+ * configuration_bart.py BartConfig.__init__: the defaults (facebook/bart-large's sizes).
+ * What is not modelled is refused: every N-th layer checkpointed, --loss, --tp (src/hf/hf.c); fp16, autocast,
+ * quantized weights, --pp, op-level checkpointing, activation offloading, --mode generate and --serve
+ * (vc__whisper_check, src/hf/hf_whisper.c; vLLM has no BartForConditionalGeneration: its registry's one
+ * encoder-decoder is Whisper, vllm/model_executor/models/registry.py @0002bff0).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "model.h"
+#include "util.h"
+
+static const cJSON *bt_key(rd *r, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+static int bt_bool(rd *r, const char *key, bool def, bool *out)
+{
+    const cJSON *v = bt_key(r, key);
+    if (v && !cJSON_IsBool(v)) return vc__hf_bad(r, key, "expected true or false");
+    *out = v ? cJSON_IsTrue(v) : def;
+    return 0;
+}
+
+static int bt_prob(rd *r, const char *key, double *out)
+{
+    const cJSON *v = bt_key(r, key);
+    if (v && (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1)))
+        return vc__hf_bad(r, key, "expected a probability from 0 to 1");
+    *out = v ? v->valuedouble : 0.0; /* BartConfig: 0.0 */
+    return 0;
+}
+
+int vc__hf_bart_read(rd *r, arch *a)
+{
+    /* BartAttention.__init__ raises ValueError unless embed_dim is divisible by num_heads (the encoder's through
+     * the row's head_dim split, naming encoder_attention_heads) */
+    if (a->H % a->wh.dec_NH)
+        return vc__hf_bad(r, "decoder_attention_heads", "d_model (%lld) must be divisible by decoder_attention_heads (%lld) "
+                          "(BartAttention raises ValueError)", (long long)a->H, (long long)a->wh.dec_NH);
+    if (a->dec_N > 1024)
+        return vc__hf_bad(r, "decoder_layers", "%lld decoder layers: more than the limit of 1024", (long long)a->dec_N);
+    /* LayerDrop skips a layer when torch.rand([]) < layerdrop in training: the estimate is the step that runs
+     * every layer (the largest) */
+    if (bt_prob(r, "encoder_layerdrop", &a->wh.enc_drop) || bt_prob(r, "decoder_layerdrop", &a->wh.dec_drop)) return -1;
+    bool ed = true, scale = false;
+    if (bt_bool(r, "is_encoder_decoder", true, &ed) || bt_bool(r, "scale_embedding", false, &scale)) return -1;
+    if (!ed)
+        return vc__hf_bad(r, "is_encoder_decoder", "false: BartForConditionalGeneration is an encoder-decoder (false is "
+                          "BartForCausalLM's decoder alone, not modelled)");
+    a->emb_mult = scale ? sqrt((double)a->H) : 1.0; /* BartScaledWordEmbedding's embed_scale */
+    const int64_t lim = INT64_C(1) << 48;
+    int64_t t;
+    if (__builtin_mul_overflow(a->wh.dec_I, a->H, &t) || t > lim)
+        return vc__hf_bad(r, "decoder_ffn_dim", "fc1 / fc2 (%lld x %lld) are more than 2^48 elements", (long long)a->wh.dec_I,
+                          (long long)a->H);
+    /* the decoder's layers (self- and cross-attention, fc1 / fc2 of decoder_ffn_dim) within 2^56 parameters, as
+     * hf_read.c's check_total bounds the encoder's (each product at most 2^51, at most 1024 layers: no overflow) */
+    if (__builtin_mul_overflow(a->H, a->H, &t) || t > lim)
+        return vc__hf_bad(r, "d_model", "%lld: the attention projections (d_model x d_model) are more than 2^48 elements",
+                          (long long)a->H);
+    if ((8 * t + 2 * a->wh.dec_I * a->H) * a->dec_N > (INT64_C(1) << 56))
+        return vc__hf_bad(r, "decoder_layers", "%lld decoder layers of d_model %lld and decoder_ffn_dim %lld are more than "
+                          "2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)a->dec_N,
+                          (long long)a->H, (long long)a->wh.dec_I);
+    /* BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows */
+    if (a->maxpos > MAX_SIZE - 2 || __builtin_mul_overflow(a->maxpos + 2, a->H, &t) || t > lim)
+        return vc__hf_bad(r, "max_position_embeddings", "%lld: embed_positions (its + 2 rows x d_model) is more than 2^48 "
+                          "elements", (long long)a->maxpos);
+    return 0;
+}
+
+/* ---- the layers ---- */
+typedef struct {
+    rd *r;
+    cJSON *arr;
+} btw;
+
+static cJSON *lay(btw *w, const char *type, const char *name) { return vc__hf_layer(w->r, w->arr, type, name); }
+static void num(btw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void flag(btw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
+static void str(btw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void ins(btw *w, cJSON *o, const char *a, const char *b, const char *c) { vc__hf_ins(w->r, o, a, b, c, NULL); }
+
+static void linear(btw *w, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
+{
+    cJSON *o = lay(w, "Linear", name);
+    if (in) ins(w, o, in, NULL, NULL);
+    num(w, o, "in_features", (double)nin);
+    num(w, o, "out_features", (double)nout);
+    flag(w, o, "bias", bias);
+}
+
+static void layer_norm(btw *w, const arch *a, const char *name, const char *in, const char *held_until)
+{
+    cJSON *o = lay(w, "LayerNorm", name);
+    if (in) ins(w, o, in, NULL, NULL);
+    num(w, o, "normalized_shape", (double)a->H);
+    if (held_until) str(w, o, "held_until", held_until);
+}
+
+/* nn.functional.dropout(h, p, training): nothing when p is 0 (returns `in`) */
+static const char *dropout(btw *w, const char *name, const char *in, double p)
+{
+    if (p <= 0) return in;
+    cJSON *o = lay(w, "Dropout", name);
+    ins(w, o, in, NULL, NULL);
+    num(w, o, "p", p);
+    return name;
+}
+
+static void act_layer(btw *w, const arch *a, const char *name)
+{
+    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) {
+        str(w, lay(w, "NewGELU", name), "variant", a->act == A_GELU_NEW ? "new" : "fast");
+    } else if (a->act == A_SILU) {
+        lay(w, "SiLU", name);
+    } else if (a->act == A_RELU) {
+        lay(w, "ReLU", name);
+    } else {
+        str(w, lay(w, "GELU", name), "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+    }
+}
+
+/* a module's return (layers/t5.c T5Return): `out`, the locals it held until then; keep: to the model's end */
+static void ret(btw *w, const char *name, const char *out, const char *l1, const char *l2, bool keep)
+{
+    cJSON *o = lay(w, "T5Return", name);
+    ins(w, o, out, l1, l2);
+    if (keep) flag(w, o, "keep_forward", true);
+}
+
+/* One BartSdpaAttention sub-layer (post-LN): q/k/v_proj on `in` (k and v on kv for the cross-attention), the
+ * core, out_proj, dropout, residual + h (named res), the layer norm (named ln). `in`'s layer holds it until
+ * out_proj returns (the attention's q / k / v states live to there, layers/whisper.c). */
+static void attention(btw *w, const arch *a, const char *mod, const char *in, const char *kv, int64_t heads, bool causal,
+                      bool cache, const char *res, const char *ln)
+{
+    char q[64], k[64], v[64], core[64], out[64], dr[64];
+    snprintf(q, sizeof q, "%s.q_proj", mod);
+    snprintf(k, sizeof k, "%s.k_proj", mod);
+    snprintf(v, sizeof v, "%s.v_proj", mod);
+    snprintf(core, sizeof core, "%s.attention", mod);
+    snprintf(out, sizeof out, "%s.out_proj", mod);
+    snprintf(dr, sizeof dr, "%s.dropout", mod);
+    linear(w, q, in, a->H, a->H, true);
+    linear(w, k, kv ? kv : in, a->H, a->H, true);
+    linear(w, v, kv ? kv : in, a->H, a->H, true);
+    cJSON *o = lay(w, "WhisperAttention", core);
+    ins(w, o, q, k, v);
+    num(w, o, "num_heads", (double)heads);
+    if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
+    if (causal) flag(w, o, "causal", true);
+    if (cache) flag(w, o, "cache", true);
+    if (cache) flag(w, o, "labels_no_cache", true); /* with labels (training) use_cache is False */
+    linear(w, out, core, a->H, a->H, true);
+    ins(w, lay(w, "Add", res), in, dropout(w, dr, out, a->p_resid), NULL); /* residual + hidden_states */
+    layer_norm(w, a, ln, res, NULL);
+}
+
+/* fc1, act, dropout(activation_dropout), fc2, dropout, residual + h, final_layer_norm */
+static void mlp(btw *w, const arch *a, const char *residual, int64_t inter)
+{
+    linear(w, "fc1", residual, a->H, inter, true);
+    act_layer(w, a, "activation_fn");
+    const char *h = dropout(w, "activation_dropout", "activation_fn", a->wh.p_act);
+    linear(w, "fc2", h, inter, a->H, true);
+    ins(w, lay(w, "Add", "residual"), residual, dropout(w, "fc2.dropout", "fc2", a->p_resid), NULL);
+    layer_norm(w, a, "final_layer_norm", "residual", NULL);
+}
+
+static cJSON *blocks(btw *w, const arch *a, const char *name, const char *in, int64_t n)
+{
+    cJSON *seq = lay(w, "Sequential", name);
+    ins(w, seq, in, NULL, NULL);
+    if (n > 1) num(w, seq, "repeat", (double)n);
+    /* the stack's loop rebinds hidden_states (`hidden_states = layer_outputs[0]`): its first input dies once the
+     * first layer returns (inputs_embeds and the positions are the stack's locals, held by its return) */
+    flag(w, seq, "loop", true);
+    if (a->ckpt) flag(w, seq, "checkpoint", true);
+    cJSON *arr = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (!arr) w->r->oom = true;
+    return arr;
+}
+
+/* BartScaledWordEmbedding + BartLearnedPositionalEmbedding + layernorm_embedding + dropout of one stack;
+ * returns the name its layers read */
+static const char *embeds(btw *w, const arch *a, const char *stack, const char *ids, bool tied, char *buf, size_t n)
+{
+    char tok[64], sc[64], pos[64], sum[64], ln[64], dr[64];
+    snprintf(tok, sizeof tok, "model.%s.embed_tokens", stack);
+    snprintf(sc, sizeof sc, "model.%s.inputs_embeds", stack);
+    snprintf(pos, sizeof pos, "model.%s.embed_positions", stack);
+    snprintf(sum, sizeof sum, "model.%s.embeds", stack);
+    snprintf(ln, sizeof ln, "model.%s.layernorm_embedding", stack);
+    snprintf(dr, sizeof dr, "model.%s.dropout", stack);
+    cJSON *o = lay(w, "Embedding", tok);
+    if (ids) ins(w, o, ids, NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    if (tied) str(w, o, "tie", "model.encoder.embed_tokens"); /* both stacks' embed_tokens are shared's weight */
+    flag(w, o, "input_embeddings", false); /* get_input_embeddings() is shared: PEFT's hook never fires */
+    num(w, lay(w, "Scale", sc), "factor", a->emb_mult); /* * embed_scale */
+    o = lay(w, "PositionEmbedding", pos); /* arange(seq).expand(bsz, -1) + 2: ids per sample */
+    ins(w, o, ids ? ids : "input", NULL, NULL);
+    num(w, o, "num_embeddings", (double)(a->maxpos + 2));
+    num(w, o, "embedding_dim", (double)a->H);
+    flag(w, o, "per_sample", true);
+    ins(w, lay(w, "Add", sum), sc, pos, NULL);
+    layer_norm(w, a, ln, NULL, NULL);
+    snprintf(buf, n, "%s", dropout(w, dr, ln, a->p_resid));
+    return buf;
+}
+
+void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
+{
+    btw w = {r, arr};
+    char h[64];
+    /* the encoder */
+    const char *e = embeds(&w, a, "encoder", NULL, false, h, sizeof h);
+    cJSON *la = blocks(&w, a, "model.encoder.layers", e, a->N);
+    if (!la) return;
+    btw b = {r, la};
+    /* BartSdpaAttention's states live until out_proj returns: its argument (the layer's input, the caller's
+     * residual) is held to there */
+    ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
+    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
+    attention(&b, a, "self_attn", "self_attn.hidden_states", NULL, a->NH, false, false, "self_attn.residual",
+              "self_attn_layer_norm");
+    mlp(&b, a, "self_attn_layer_norm", a->I);
+    /* BartEncoderLayer.forward returns: its input (the loop's hidden_states) and residual die then */
+    ret(&b, "return", "final_layer_norm", "input", "self_attn_layer_norm", false);
+    /* BartEncoder.forward returns (inputs_embeds, embed_pos die); encoder_outputs held to the model's end */
+    ret(&w, "encoder", "model.encoder.layers", "model.encoder.inputs_embeds", "model.encoder.embed_positions", true);
+    /* decoder_input_ids: shift_tokens_right(labels) in training, given in inference */
+    num(&w, lay(&w, "T5DecoderIds", "decoder_input_ids"), "length", (double)a->tgt);
+    const char *d = embeds(&w, a, "decoder", "decoder_input_ids", true, h, sizeof h);
+    la = blocks(&w, a, "model.decoder.layers", d, a->dec_N);
+    if (!la) return;
+    b.arr = la;
+    const bool cache = !a->ckpt; /* use_cache: config.use_cache without labels (-m infer); the training step's labels
+                                  * turn it off ("labels_no_cache"), as gradient checkpointing does */
+    ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
+    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
+    attention(&b, a, "self_attn", "self_attn.hidden_states", NULL, a->wh.dec_NH, true, cache, "self_attn.residual",
+              "self_attn_layer_norm");
+    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "encoder_attn.out_proj");
+    attention(&b, a, "encoder_attn", "self_attn_layer_norm", "encoder", a->wh.dec_NH, false, cache, "encoder_attn.residual",
+              "encoder_attn_layer_norm");
+    /* the cross block's residual (self_attn_layer_norm's output) until it is rebound after encoder_attn_layer_norm */
+    ret(&b, "encoder_attn.return", "encoder_attn_layer_norm", "self_attn_layer_norm", NULL, false);
+    mlp(&b, a, "encoder_attn.return", a->wh.dec_I);
+    ret(&b, "return", "final_layer_norm", "input", "encoder_attn.return", false);
+    ret(&w, "decoder", "model.decoder.layers", "model.decoder.inputs_embeds", "model.decoder.embed_positions", true);
+    /* lm_logits = lm_head(outputs[0]) + final_logits_bias */
+    cJSON *o = lay(&w, "Linear", "lm_head");
+    num(&w, o, "in_features", (double)a->H);
+    num(&w, o, "out_features", (double)a->V);
+    flag(&w, o, "bias", false);
+    if (a->tie) str(&w, o, "tie", "model.encoder.embed_tokens");
+    num(&w, lay(&w, "BartLogitsBias", "final_logits_bias"), "vocab_size", (double)a->V);
+}
