@@ -578,6 +578,17 @@ const hf_family vc__hf_families[] = {
      .block = BLK_MODERNBERT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED,
      .pos = POS_ROPE, .head = HEAD_MODERNBERT, .head_class = "ModernBertForSequenceClassification", .prefix = "model",
      .lora_targets = NULL},
+    /* Mistral3Config (configuration_mistral3.py @ 0db25542): the language model is MistralConfig's, read from
+     * text_config (CONFIG_MAPPING[text_config.get("model_type", "mistral")]: the mistral row's keys and defaults;
+     * another text model_type refused, src/hf/hf_pixtral.c); vision_config's PixtralVisionModel and the
+     * Mistral3MultiModalProjector of Mistral3ForConditionalGeneration (modeling_mistral3.py @ 00dcc6dd) counted
+     * and loaded frozen, not run (hf_pixtral.c). PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no
+     * mistral3: --lora-targets. */
+    {.model_type = "mistral3", .config_class = "MistralConfig (Mistral3Config.text_config)",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
+     LLAMA_BLOCK, .nested = "text_config", .vision = VIS_PIXTRAL, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -768,7 +779,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     a.eager = a.f->eager || (a.f->eager_release && vc_transformers_value(rel ? rel->release : 0, VC_TF_GEMMA2_EAGER));
     /* Mistral's 4.x float sliding mask (release.c VC_TF_SLIDING_FLOAT_MASK; the other sliding families' 4.x
      * masks were not read: they run masking_utils' at every release, docs/llm.md) */
-    a.mask_4x = !strcmp(a.f->model_type, "mistral") &&
+    a.mask_4x = (!strcmp(a.f->model_type, "mistral") || !strcmp(a.f->model_type, "mistral3")) && /* MistralModel */
                 vc_transformers_value(rel ? rel->release : 0, VC_TF_SLIDING_FLOAT_MASK);
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
@@ -914,7 +925,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.f->vision ? "" : a.l4v.on ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || a.f->vision == VIS_PIXTRAL ? ": the vision tower's weights loaded, not run" : a.f->vision ? ""
                                 : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;

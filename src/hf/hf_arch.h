@@ -179,6 +179,7 @@ enum {
     VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
     VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers), run on --image */
     VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel with its deepstack mergers, run on --image */
+    VIS_PIXTRAL, /* mistral3: PixtralVisionModel + Mistral3MultiModalProjector, loaded frozen, not run (hf_pixtral.c) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
@@ -200,6 +201,13 @@ typedef struct {
                      * (hf_vision.c vision_tp); 0 or 1 whole */
     bool decode;    /* with images: generate()'s decoding steps (vc_hf_split.image_decode): the tower written, not
                      * run, no image rows in the sequence (hf_layers.c build_layers, deepstack_add) */
+    /* VIS_PIXTRAL (hf_pixtral.c): Mistral3Config's vision_feature_layer count (linear_1's input is hidden_size x
+     * nfl), multimodal_projector_bias, projector_hidden_act (A_*) */
+    struct {
+        int64_t nfl;
+        bool bias;
+        int act;
+    } px;
 } hf_vision;
 
 extern const hf_family vc__hf_families[];
@@ -299,7 +307,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, mistral3"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -394,6 +402,14 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
 /* hf_vision.c: the tower's layers appended to arr, before the language model; returns the
  * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
+
+/* hf_pixtral.c: mistral3's vision_config (PixtralVisionConfig) and Mistral3Config's projector keys read and
+ * checked (errors name vision_config.KEY or the key; text_config.model_type other than mistral refused), the
+ * tower's and projector's sizes into a->vis; --image, --images and --tp refused (the tower is not run). */
+int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
+/* hf_pixtral.c: PixtralVisionModel's and Mistral3MultiModalProjector's weights appended to arr as frozen
+ * VisionWeights layers; NULL (no image embeddings). */
+const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against

@@ -1,0 +1,316 @@
+/*
+ * hf_pixtral.c — mistral3 (Mistral3ForConditionalGeneration: Mistral-Small-3.1-24B-Instruct-2503,
+ * 3.2-24B-Instruct-2506, and the Magistral / Devstral checkpoints shipped with it; issue 31 item 4):
+ * the Pixtral vision tower of vision_config and the Mistral3MultiModalProjector, read and checked,
+ * their weights written as frozen VisionWeights layers before the language model (a MistralConfig
+ * read from text_config by the family's row, src/hf/hf.c).
+ *
+ * Read at huggingface/transformers:
+ *  - models/mistral3/configuration_mistral3.py @ 0db25542f2190e3dd1e402c477fa713ed516d655 Mistral3Config:
+ *    image_token_index 10, projector_hidden_act "gelu", vision_feature_layer -1, multimodal_projector_bias
+ *    False, spatial_merge_size 2; text_config through CONFIG_MAPPING[text_config.get("model_type",
+ *    "mistral")], vision_config through CONFIG_MAPPING[vision_config.get("model_type", "pixtral")], None
+ *    giving PixtralVisionConfig(intermediate_size 4096, hidden_size 1024, patch_size 14, image_size 1540,
+ *    num_hidden_layers 24, num_attention_heads 16, head_dim 64, hidden_act "gelu") (the vision_config
+ *    absent case: those values, not PixtralVisionConfig's own defaults);
+ *  - models/pixtral/configuration_pixtral.py @ 05cd1ec14dbe16127778060fb68c34105873015c PixtralVisionConfig:
+ *    hidden_size 1024, intermediate_size 4096, num_hidden_layers 24, num_attention_heads 16, num_channels 3,
+ *    image_size 1024, patch_size 16, hidden_act "gelu", head_dim = hidden_size // num_attention_heads;
+ *  - models/pixtral/modeling_pixtral.py @ 0233e509531ace915c8241b4c16c8032a583279c PixtralVisionModel:
+ *    patch_conv nn.Conv2d(num_channels, hidden_size, patch_size, stride patch_size, bias=False), ln_pre
+ *    PixtralRMSNorm(hidden_size) (a weight), transformer.layers.N = PixtralAttentionLayer: attention_norm
+ *    and ffn_norm PixtralRMSNorm(hidden_size), attention.{q,k,v,o}_proj nn.Linear(hidden, hidden,
+ *    bias=False), feed_forward.{gate,up}_proj nn.Linear(hidden, intermediate, bias=False) and down_proj
+ *    nn.Linear(intermediate, hidden, bias=False); patch_positional_embedding (PixtralRotaryEmbedding) holds
+ *    buffers only (inv_freq, non-persistent);
+ *  - models/mistral3/modeling_mistral3.py @ 00dcc6dda6f6d8e69541a6b51f97986a80242367
+ *    Mistral3MultiModalProjector: norm Mistral3RMSNorm(vision hidden_size) (a weight), patch_merger
+ *    (Mistral3PatchMerger: merging_layer nn.Linear(hidden_size x spatial_merge_size^2, hidden_size,
+ *    bias=False)), linear_1 nn.Linear(vision hidden_size x num_feature_layers, text hidden_size,
+ *    bias=multimodal_projector_bias), act ACT2FN[projector_hidden_act], linear_2 nn.Linear(text hidden,
+ *    text hidden, bias=multimodal_projector_bias); num_feature_layers 1 for an int vision_feature_layer,
+ *    else its length. Mistral3ForConditionalGeneration: model (vision_tower, multi_modal_projector,
+ *    language_model) and lm_head nn.Linear(text hidden, vocab, bias=False), tied as the text config's
+ *    tie_word_embeddings says (_tied_weights_keys ["lm_head.weight"]).
+ *
+ * What is modelled: the parameters, exactly (named_parameters(), module by module), the tower and projector
+ * loaded frozen (never run: a text-only run costs their weights). The tower's forward on an image
+ * (PixtralVisionModel.forward: the block-diagonal float mask over all the batch's patches, the 2-D rotary
+ * cos / sin in the model's dtype, and get_image_features' output_hidden_states=True, which keeps every
+ * layer's hidden state until the projector has run) is not modelled: --image and --images are refused.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+/* vision_config.KEY as the error's path (r reads the config's root) */
+static int pbad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int pbad(rd *r, const char *key, const char *fmt, ...)
+{
+    char path[160];
+    snprintf(path, sizeof path, "vision_config%s%s", key ? "." : "", key ? key : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vc_set_errorv(r->err, VC_ERR_MODEL, path, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* An integer in [min, 2^40] at x, def when absent or null; bad() names path. */
+static int pint(rd *r, const cJSON *obj, const char *key, bool vision, int64_t def, int64_t min, int64_t *out)
+{
+    const cJSON *x = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (!x || cJSON_IsNull(x)) {
+        *out = def;
+        return 0;
+    }
+    double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+    char msg[96] = "";
+    if (!isfinite(d) || d != floor(d)) snprintf(msg, sizeof msg, "expected an integer");
+    else if (d < (double)min) snprintf(msg, sizeof msg, "expected an integer of at least %lld", (long long)min);
+    else if (d > (double)MAX_SIZE) snprintf(msg, sizeof msg, "%.17g is larger than the limit of 2^40", d);
+    if (!msg[0]) {
+        *out = (int64_t)d;
+        return 0;
+    }
+    if (vision) return pbad(r, key, "%s", msg);
+    vc_set_error(r->err, VC_ERR_MODEL, key, "%s", msg);
+    return -1;
+}
+
+/* An activation name ACT2FN has, among those the other towers read (hf_vision.c read_siglip):
+ * gelu (nn.GELU), gelu_pytorch_tanh, silu, relu. */
+static int pact(rd *r, const cJSON *obj, const char *key, bool vision, int *out)
+{
+    const cJSON *x = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    const char *name = "gelu"; /* PixtralVisionConfig.hidden_act, Mistral3Config.projector_hidden_act */
+    if (x && !cJSON_IsNull(x)) {
+        if (!cJSON_IsString(x)) {
+            if (vision) return pbad(r, key, "expected a string");
+            vc_set_error(r->err, VC_ERR_MODEL, key, "expected a string");
+            return -1;
+        }
+        name = x->valuestring;
+    }
+    static const char *const names[] = {"gelu", "gelu_pytorch_tanh", "silu", "relu"};
+    static const int acts[] = {A_GELU, A_GELU_TANH, A_SILU, A_RELU};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, names[i])) {
+            *out = acts[i];
+            return 0;
+        }
+    char e[64];
+    vc_escape(e, sizeof e, name);
+    if (vision) return pbad(r, key, "activation \"%s\" is not modelled (gelu, gelu_pytorch_tanh, silu or relu)", e);
+    vc_set_error(r->err, VC_ERR_MODEL, key, "activation \"%s\" is not modelled (gelu, gelu_pytorch_tanh, silu or relu)", e);
+    return -1;
+}
+
+/* The sub-config's model_type: absent, or the one Mistral3Config maps to the class read here. */
+static int sub_type(rd *r, const cJSON *obj, const char *path, const char *want, const char *what)
+{
+    const cJSON *mt = obj ? cJSON_GetObjectItemCaseSensitive(obj, "model_type") : NULL;
+    if (!mt || cJSON_IsNull(mt)) return 0;
+    if (cJSON_IsString(mt) && !strcmp(mt->valuestring, want)) return 0;
+    char e[64] = "";
+    if (cJSON_IsString(mt)) vc_escape(e, sizeof e, mt->valuestring);
+    vc_set_error(r->err, VC_ERR_MODEL, path, "%s%s%s: mistral3 reads %s as %s (\"%s\"); another class there is not "
+                 "modelled", cJSON_IsString(mt) ? "\"" : "expected a string", e, cJSON_IsString(mt) ? "\"" : "",
+                 strchr(path, '.') ? "it" : path, what, want);
+    return -1;
+}
+
+int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
+{
+    hf_vision *t = &a->vis;
+    const cJSON *root = r->cfg;
+    /* Mistral3Config builds the language model from text_config's model_type ("mistral" when absent): the
+     * row reads MistralConfig's keys, so another text model (ministral3, mistral4) is refused here */
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    if (sub_type(r, tc, "text_config.model_type", "mistral", "MistralConfig (MistralForCausalLM's decoder)")) return -1;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vision_config");
+    const bool absent = !v || cJSON_IsNull(v);
+    if (!absent && !cJSON_IsObject(v)) {
+        vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (the vision tower's keys)");
+        return -1;
+    }
+    if (absent) v = NULL;
+    if (sub_type(r, v, "vision_config.model_type", "pixtral", "PixtralVisionConfig (PixtralVisionModel)")) return -1;
+    /* PixtralVisionConfig's defaults, or Mistral3Config's when vision_config is absent (the header) */
+    if (pint(r, v, "hidden_size", true, 1024, 1, &t->C) || pint(r, v, "intermediate_size", true, 4096, 1, &t->I) ||
+        pint(r, v, "num_hidden_layers", true, 24, 1, &t->depth) ||
+        pint(r, v, "num_attention_heads", true, 16, 1, &t->NH) || pint(r, v, "num_channels", true, 3, 1, &t->cin) ||
+        pint(r, v, "image_size", true, absent ? 1540 : 1024, 1, &t->img) ||
+        pint(r, v, "patch_size", true, absent ? 14 : 16, 1, &t->P) || pact(r, v, "hidden_act", true, &t->act))
+        return -1;
+    t->T = 1;
+    t->out = a->H;
+    if (t->depth > 1024) return pbad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)t->depth);
+    if (t->C % t->NH)
+        return pbad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld) "
+                    "(PixtralAttention: head_dim = hidden_size // num_heads)", (long long)t->C, (long long)t->NH);
+    /* head_dim: PixtralVisionConfig sets it to hidden_size // num_attention_heads, which PixtralAttention and
+     * PixtralRotaryEmbedding use; a config giving another value is inconsistent */
+    int64_t hd;
+    if (pint(r, v, "head_dim", true, t->C / t->NH, 1, &hd)) return -1;
+    if (hd != t->C / t->NH)
+        return pbad(r, "head_dim", "%lld: PixtralAttention's head_dim is hidden_size / num_attention_heads (%lld / %lld "
+                    "= %lld)", (long long)hd, (long long)t->C, (long long)t->NH, (long long)(t->C / t->NH));
+    /* PixtralRotaryEmbedding: a frequency per pair of each head's dimensions, half on the rows, half on the
+     * columns (freqs[::2], freqs[1::2]): head_dim even */
+    if ((t->C / t->NH) % 2)
+        return pbad(r, "num_attention_heads", "head_dim %lld (hidden_size / num_attention_heads) must be even for the "
+                    "2-D rotary embedding", (long long)(t->C / t->NH));
+    if (t->P > t->img)
+        return pbad(r, "patch_size", "%lld: larger than image_size (%lld), no patch", (long long)t->P, (long long)t->img);
+    const cJSON *rt = v ? cJSON_GetObjectItemCaseSensitive(v, "rope_theta") : NULL;
+    if (rt && !cJSON_IsNull(rt) && (!cJSON_IsNumber(rt) || !(rt->valuedouble > 0) || !isfinite(rt->valuedouble)))
+        return pbad(r, "rope_theta", "expected a positive number");
+    /* Mistral3Config's own keys */
+    if (pint(r, root, "spatial_merge_size", false, 2, 1, &t->M) || pact(r, root, "projector_hidden_act", false, &t->px.act))
+        return -1;
+    if (t->M > t->img / t->P) {
+        vc_set_error(r->err, VC_ERR_MODEL, "spatial_merge_size", "%lld: more than the %lld patches a side of the largest "
+                     "image (vision_config.image_size %lld / patch_size %lld): Mistral3PatchMerger's unfold would have no "
+                     "block", (long long)t->M, (long long)(t->img / t->P), (long long)t->img, (long long)t->P);
+        return -1;
+    }
+    const cJSON *pb = cJSON_GetObjectItemCaseSensitive(root, "multimodal_projector_bias");
+    if (pb && !cJSON_IsNull(pb) && !cJSON_IsBool(pb)) {
+        vc_set_error(r->err, VC_ERR_MODEL, "multimodal_projector_bias", "expected true or false");
+        return -1;
+    }
+    t->px.bias = cJSON_IsTrue(pb);
+    /* image_token_index (image_token_id): a token of the language model's vocabulary */
+    const char *itk = cJSON_GetObjectItemCaseSensitive(root, "image_token_index") ? "image_token_index" : "image_token_id";
+    int64_t itok;
+    if (pint(r, root, itk, false, 10, 0, &itok)) return -1;
+    if (itok >= a->V) {
+        vc_set_error(r->err, VC_ERR_MODEL, itk, "%lld: not a token of the language model's vocabulary (text_config."
+                     "vocab_size %lld)", (long long)itok, (long long)a->V);
+        return -1;
+    }
+    /* vision_feature_layer: an index into the tower's hidden_states (num_hidden_layers + 1 of them), or a list
+     * of them cat'ed on the last dimension (linear_1's input: hidden_size x their number) */
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(root, "vision_feature_layer");
+    const int64_t nh = t->depth + 1;
+    t->px.nfl = 1;
+    if (fl && !cJSON_IsNull(fl)) {
+        const bool list = cJSON_IsArray(fl);
+        const int n = list ? cJSON_GetArraySize(fl) : 1;
+        if (list && (n < 1 || n > 1024)) {
+            vc_set_error(r->err, VC_ERR_MODEL, "vision_feature_layer", "expected an integer or a list of 1 to 1024 "
+                         "integers (the tower's hidden states cat'ed for the projector)");
+            return -1;
+        }
+        for (int i = 0; i < n; i++) {
+            const cJSON *x = list ? cJSON_GetArrayItem(fl, i) : fl;
+            const double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+            if (!isfinite(d) || d != floor(d) || d < (double)-nh || d >= (double)nh) {
+                vc_set_error(r->err, VC_ERR_MODEL, "vision_feature_layer", "expected %san integer index into the tower's "
+                             "%lld hidden states (vision_config.num_hidden_layers + 1), from -%lld to %lld",
+                             list ? "a list of " : "", (long long)nh, (long long)nh, (long long)(nh - 1));
+                return -1;
+            }
+        }
+        t->px.nfl = n;
+    }
+    /* the weights' sizes within 2^48 elements, the tower's parameters and the language model's within 2^56 */
+    const int64_t lim = INT64_C(1) << 48, M2 = t->M * t->M;
+    int64_t x, blk, tot;
+    if (__builtin_mul_overflow(t->C, t->C, &x) || x > lim || __builtin_mul_overflow(t->I, t->C, &x) || x > lim)
+        return pbad(r, "hidden_size", "the layers' weights (%lld wide, intermediate_size %lld) are more than 2^48 "
+                    "elements", (long long)t->C, (long long)t->I);
+    if (__builtin_mul_overflow(t->cin, t->P, &x) || __builtin_mul_overflow(x, t->P, &x) ||
+        __builtin_mul_overflow(x, t->C, &x) || x > lim)
+        return pbad(r, "patch_size", "patch_conv's weight (%lld x %lld channels x %lld x %lld) is more than 2^48 "
+                    "elements", (long long)t->C, (long long)t->cin, (long long)t->P, (long long)t->P);
+    if (__builtin_mul_overflow(t->C, M2, &x) || x > MAX_SIZE || __builtin_mul_overflow(x, t->C, &x) || x > lim) {
+        vc_set_error(r->err, VC_ERR_MODEL, "spatial_merge_size", "%lld: the patch merger's weight (hidden_size %lld x "
+                     "%lld^2, by %lld) is more than 2^48 elements", (long long)t->M, (long long)t->C, (long long)t->M,
+                     (long long)t->C);
+        return -1;
+    }
+    if (__builtin_mul_overflow(t->C, t->px.nfl, &x) || __builtin_mul_overflow(x, a->H, &x) || x > lim ||
+        __builtin_mul_overflow(a->H, a->H, &x) || x > lim) {
+        vc_set_error(r->err, VC_ERR_MODEL, "vision_feature_layer", "the projector's linear_1 (%lld hidden states x %lld, "
+                     "by the text hidden_size %lld) or linear_2 is more than 2^48 elements", (long long)t->px.nfl,
+                     (long long)t->C, (long long)a->H);
+        return -1;
+    }
+    /* a block: q/k/v/o 4 C^2, the MLP 3 I C, two norms; the projector and patch_conv (each within 2^48) */
+    if (__builtin_mul_overflow(4 * t->C, t->C, &blk) || __builtin_mul_overflow(3 * t->I, t->C, &x) ||
+        __builtin_add_overflow(blk, x + 2 * t->C, &blk) || __builtin_mul_overflow(blk, t->depth, &tot) ||
+        __builtin_add_overflow(tot, 8 * lim, &tot) || __builtin_add_overflow(tot, a->param_bound, &tot) ||
+        tot > (INT64_C(1) << 56))
+        return pbad(r, "num_hidden_layers", "%lld layers of %lld parameters each beside the language model's are more "
+                    "than 2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)t->depth,
+                    (long long)blk);
+    /* what is not modelled */
+    if (o && (o->image_w > 0 || o->images > 0))
+        return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"),
+                            "mistral3: the Pixtral tower's forward (PixtralVisionModel: the block-diagonal float mask "
+                            "over the batch's patches, output_hidden_states keeping every layer's output) is not "
+                            "modelled; its weights are counted, loaded frozen");
+    if (split.tp > 1)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of mistral3 on tensor-parallel ranks is not "
+                            "modelled");
+    return 0;
+}
+
+/* named_parameters() of the tower and projector, module by module (the header), as frozen VisionWeights
+ * layers (layers/vision.c: the weight [out, in] or [n]; "linear": false for the Conv2d, which bitsandbytes
+ * leaves unquantized) */
+static void pweights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t d1, bool bias, bool linear)
+{
+    cJSON *o = vc__hf_layer(r, arr, "VisionWeights", name);
+    vc__hf_flag(r, o, "frozen", true);
+    if (!o) return;
+    cJSON *sh = cJSON_CreateArray();
+    const int64_t d[2] = {d0, d1};
+    for (int i = 0; sh && i < (d1 ? 2 : 1); i++) {
+        cJSON *x = cJSON_CreateNumber((double)d[i]);
+        if (!x || !cJSON_AddItemToArray(sh, x)) {
+            cJSON_Delete(x);
+            r->oom = true;
+        }
+    }
+    if (!sh || !cJSON_AddItemToObject(o, "shape", sh)) {
+        cJSON_Delete(sh);
+        r->oom = true;
+    }
+    if (bias) vc__hf_flag(r, o, "bias", true);
+    if (d1 && !linear) vc__hf_flag(r, o, "linear", false);
+}
+
+const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a)
+{
+    const hf_vision *t = &a->vis;
+    const int64_t C = t->C, I = t->I;
+    char nm[128];
+    pweights(r, arr, "vision_tower.patch_conv", C, t->cin * t->P * t->P, false, false);
+    pweights(r, arr, "vision_tower.ln_pre", C, 0, false, false);
+    static const struct { const char *n; int rows, cols; } ms[] = {
+        /* rows / cols: 0 none, 1 hidden_size, 2 intermediate_size */
+        {"attention_norm", 1, 0},        {"attention.q_proj", 1, 1},      {"attention.k_proj", 1, 1},
+        {"attention.v_proj", 1, 1},      {"attention.o_proj", 1, 1},      {"ffn_norm", 1, 0},
+        {"feed_forward.gate_proj", 2, 1}, {"feed_forward.up_proj", 2, 1}, {"feed_forward.down_proj", 1, 2},
+    };
+    const int64_t w[3] = {0, C, I};
+    for (int64_t b = 0; b < t->depth && !r->oom; b++)
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            snprintf(nm, sizeof nm, "vision_tower.transformer.layers.%lld.%s", (long long)b, ms[i].n);
+            pweights(r, arr, nm, w[ms[i].rows], w[ms[i].cols], false, true);
+        }
+    pweights(r, arr, "multi_modal_projector.norm", C, 0, false, false);
+    pweights(r, arr, "multi_modal_projector.patch_merger.merging_layer", C, C * t->M * t->M, false, true);
+    pweights(r, arr, "multi_modal_projector.linear_1", t->out, C * t->px.nfl, t->px.bias, true);
+    pweights(r, arr, "multi_modal_projector.linear_2", t->out, t->out, t->px.bias, true);
+    return NULL; /* no image run (vc__hf_pixtral_read refuses --image) */
+}
