@@ -10,7 +10,9 @@
  * 3. The language model is MistralForCausalLM's: the same activations as the mistral row's model of the same
  *    text_config, the tower's weights on top (frozen, bf16).
  * 4. Every bad or inconsistent value of a key the row reads exits 2 naming the key; --image, --images and
- *    --tp are refused with one line; -m infer, -m generate and --serve run.
+ *    Megatron's --tp are refused with one line; -m infer, -m generate and --serve run.
+ * 5. --serve: the tower's weights (and a rank's shards under --tp, as vLLM splits them) and vLLM's encoder
+ *    profiling's dummy batch, by hand from vLLM's mistral3.py.
  *
  * tests/data/hf/mistral-small-3.2-24b-instruct-2506.json: the checkpoint's config.json as the FLUX.2 text
  * encoder loader embeds it (a third-party copy of mistralai/Mistral-Small-3.2-24B-Instruct-2506's
@@ -205,7 +207,8 @@ static void test_cli(void **state)
     (void)state;
     assert_usage(SMALL32 " --image 1024x768", "--image: mistral3: the Pixtral tower's forward");
     assert_usage(SMALL32 " --images 2", "--images: mistral3: the Pixtral tower's forward");
-    assert_usage(SMALL32 " --tp 2 --gpus 2", "--tp: the vision tower of mistral3 on tensor-parallel ranks is not modelled");
+    assert_usage(SMALL32 " --tp 2 --gpus 2", "--tp: the vision tower of mistral3 on Megatron tensor-parallel ranks is not "
+                 "modelled");
     static const char *const ok[] = {
         " --seq 512 --lora 16 --lora-targets q_proj,v_proj",
         " -m infer --seq 512",
@@ -217,17 +220,76 @@ static void test_cli(void **state)
         snprintf(a, sizeof a, "%s%s", SMALL32, ok[i]);
         (void)cli_output(a);
     }
-    /* --serve: vLLM profiles the multimodal encoder first; its dummy batch is not derived for mistral3: said so */
-    snprintf(a, sizeof a, "%s --serve --gpu h100-80gb", SMALL32);
+}
+
+/* The JSON integer after key in the CLI's output for args */
+static long long json_int(const char *args, const char *key)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "%s -f json", args);
     const char *out = cli_output(a);
-    if (!strstr(out, "encoder profiling") || !strstr(out, "not modelled")) fail_msg("%s", out);
+    const char *p = strstr(out, key);
+    if (!p) fail_msg("no %s in: %s", key, out);
+    return strtoll(p + strlen(key), NULL, 10);
+}
+
+/* --serve (vllm-project/vllm @ 02677fd9 mistral3.py, pixtral.py; src/hf/hf_pixtral.c, src/engine/serve_mm.c):
+ *  - the weights: the tower and projector's 438,958,080 parameters in bf16 (877,916,160 B) beside the language
+ *    model's, which the mistral row's model of the same text_config gives; over 2 ranks a rank's shards:
+ *    patch_conv 602,112, ln_pre 1,024, a layer's norms 2,048 + q/k/v 3 x 512 x 1,024 + o_proj 1,024 x 512 +
+ *    gate/up 2 x 2,048 x 1,024 + down 1,024 x 2,048 = 8,390,656, x 24 = 201,375,744; the projector's norm 1,024,
+ *    merging_layer 4,194,304 (whole), linear_1 2,560 x 1,024 = 2,621,440, linear_2 5,120 x 2,560 = 13,107,200:
+ *    221,902,848 parameters, 443,805,696 B;
+ *  - the encoder profiling's dummy batch: one 1540 x 1540 image (longest_edge), ncols = nrows = (1540 - 1) // 28 + 1
+ *    = 55, 3,025 image tokens; its pixel values 3 x 1540 x 1540 x 2 B = 14,229,600 B and its embeddings 3,025 x
+ *    5,120 x 2 B = 30,976,000 B, held through the language model's dummy run: the profiling peak is the mistral
+ *    model's + the tower's weights + 45,205,600 B; the tower's own run is not modelled (said so). */
+static void test_serve(void **state)
+{
+    (void)state;
+    static const char *const m3 = SMALL32 " --serve --gpu h100-80gb";
+    /* the mistral row's model of the checkpoint's text_config, in bf16 */
+    char pm[] = "/tmp/vc_mi_XXXXXX";
+    int fm = mkstemp(pm);
+    assert_true(fm >= 0);
+    static const char mi[] = "{\"model_type\":\"mistral\",\"dtype\":\"bfloat16\",\"head_dim\":128,\"hidden_size\":5120,"
+                             "\"intermediate_size\":32768,\"max_position_embeddings\":131072,\"num_attention_heads\":32,"
+                             "\"num_hidden_layers\":40,\"num_key_value_heads\":8,\"rms_norm_eps\":1e-05,"
+                             "\"rope_theta\":1000000000.0,\"sliding_window\":null,\"vocab_size\":131072}";
+    assert_int_equal(write(fm, mi, strlen(mi)), (ssize_t)strlen(mi));
+    close(fm);
+    char a[512], b[512];
+    snprintf(b, sizeof b, "%s --serve --gpu h100-80gb", pm);
+    assert_int_equal(json_int(m3, "\"weights\": ") - json_int(b, "\"weights\": "), 877916160LL);
+    assert_int_equal(json_int(m3, "\"profile_peak\": ") - json_int(b, "\"profile_peak\": "), 877916160LL + 45205600LL);
+    assert_int_equal(json_int(m3, "\"item_tokens\": "), 3025);
+    assert_int_equal(json_int(m3, "\"items\": "), 1);
+    assert_int_equal(json_int(m3, "\"inputs\": "), 14229600);
+    assert_int_equal(json_int(m3, "\"outputs\": "), 30976000);
+    snprintf(a, sizeof a, "%s --tp 2 --gpus 2", m3);
+    snprintf(b, sizeof b, "%s --serve --gpu h100-80gb --tp 2 --gpus 2", pm);
+    assert_int_equal(json_int(a, "\"weights\": ") - json_int(b, "\"weights\": "), 443805696LL);
+    remove(pm);
+    const char *out = cli_output(m3);
+    if (!strstr(out, "1 dummy item of 3025 tokens, 1540x1540") || !strstr(out, "not modelled for this family"))
+        fail_msg("%s", out);
+    /* a rank count that does not divide the tower's heads: vLLM's divide() asserts */
+    static const char v6[] = "{\"model_type\":\"mistral3\",\"vision_config\":{\"hidden_size\":1020,\"num_attention_heads\":6}," TEXT "}";
+    char pv[] = "/tmp/vc_m3v_XXXXXX";
+    int fv = mkstemp(pv);
+    assert_true(fv >= 0);
+    assert_int_equal(write(fv, v6, strlen(v6)), (ssize_t)strlen(v6));
+    close(fv);
+    snprintf(a, sizeof a, "%s --serve --gpu h100-80gb --tp 4 --gpus 4", pv);
+    assert_usage(a, "--tp: 4 tensor-parallel ranks do not divide vision_config.num_attention_heads (6)");
+    remove(pv);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters), cmocka_unit_test(test_defaults), cmocka_unit_test(test_language_model),
-        cmocka_unit_test(test_bad_keys),   cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_bad_keys),   cmocka_unit_test(test_cli),      cmocka_unit_test(test_serve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,7 +34,10 @@
  *    tie_word_embeddings says (_tied_weights_keys ["lm_head.weight"]).
  *
  * What is modelled: the parameters, exactly (named_parameters(), module by module), the tower and projector
- * loaded frozen (never run: a text-only run costs their weights). The tower's forward on an image
+ * loaded frozen (never run: a text-only run costs their weights); under --serve --tp, a rank's shards as vLLM
+ * splits them (vllm-project/vllm @ 02677fd9 mistral3.py, pixtral.py: below). vLLM builds the tower only up to
+ * the deepest vision_feature_layer (init_vision_tower_for_mistral3); the published checkpoints' -1 is every
+ * layer, which is what is written here for any value. The tower's forward on an image
  * (PixtralVisionModel.forward: the block-diagonal float mask over all the batch's patches, the 2-D rotary
  * cos / sin in the model's dtype, and get_image_features' output_hidden_states=True, which keeps every
  * layer's hidden state until the projector has run) is not modelled: --image and --images are refused.
@@ -258,9 +261,26 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
                             "mistral3: the Pixtral tower's forward (PixtralVisionModel: the block-diagonal float mask "
                             "over the batch's patches, output_hidden_states keeping every layer's output) is not "
                             "modelled; its weights are counted, loaded frozen");
-    if (split.tp > 1)
-        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of mistral3 on tensor-parallel ranks is not "
-                            "modelled");
+    if (split.tp > 1 && !split.vllm)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of mistral3 on Megatron tensor-parallel ranks is "
+                            "not modelled (vLLM's split under " O("serve") " is)");
+    if (split.tp > 1) { /* vLLM's split (the header): heads, the MLP and the projector's text width divided */
+        const int64_t tp = split.tp;
+        if (t->NH % tp || t->I % tp)
+            return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide "
+                                "vision_config.%s (%lld): vLLM splits the Pixtral tower's %s over the ranks "
+                                "(PixtralHFAttention: divide(num_attention_heads, tp_size); PixtralHFMLP's "
+                                "MergedColumnParallelLinear)", (long long)tp, t->NH % tp ? "num_attention_heads" :
+                                "intermediate_size", (long long)(t->NH % tp ? t->NH : t->I), t->NH % tp ? "heads" : "MLP");
+        if (a->H % tp)
+            return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide text_config."
+                                "hidden_size (%lld): vLLM splits the projector's linear_1 / linear_2 over them",
+                                (long long)tp, (long long)a->H);
+        if (t->px.nfl > 1)
+            return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "a vision_feature_layer list under vLLM is not modelled "
+                                "(vLLM's Mistral3MultiModalProjector reads linear_1 of vision_config.hidden_size)");
+        t->tp = tp;
+    }
     return 0;
 }
 
@@ -292,25 +312,31 @@ static void pweights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t d1
 const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a)
 {
     const hf_vision *t = &a->vis;
-    const int64_t C = t->C, I = t->I;
+    const int64_t k = t->tp > 1 ? t->tp : 1; /* vLLM's ranks (vc__hf_pixtral_read) */
+    const int64_t C = t->C, I = t->I, H = t->out;
     char nm[128];
     pweights(r, arr, "vision_tower.patch_conv", C, t->cin * t->P * t->P, false, false);
     pweights(r, arr, "vision_tower.ln_pre", C, 0, false, false);
+    /* rows / cols: 0 none, 1 hidden_size, 2 intermediate_size, 3 hidden_size / ranks, 4 intermediate_size / ranks:
+     * under vLLM's split (vllm-project/vllm vllm/model_executor/models/pixtral.py: PixtralHFAttention's
+     * QKVParallelLinear and RowParallelLinear o_proj, PixtralHFMLP's MergedColumnParallelLinear gate_up_proj and
+     * RowParallelLinear down_proj, the norms whole; is_vit_use_data_parallel off by default) a rank's shards */
     static const struct { const char *n; int rows, cols; } ms[] = {
-        /* rows / cols: 0 none, 1 hidden_size, 2 intermediate_size */
-        {"attention_norm", 1, 0},        {"attention.q_proj", 1, 1},      {"attention.k_proj", 1, 1},
-        {"attention.v_proj", 1, 1},      {"attention.o_proj", 1, 1},      {"ffn_norm", 1, 0},
-        {"feed_forward.gate_proj", 2, 1}, {"feed_forward.up_proj", 2, 1}, {"feed_forward.down_proj", 1, 2},
+        {"attention_norm", 1, 0},         {"attention.q_proj", 3, 1},     {"attention.k_proj", 3, 1},
+        {"attention.v_proj", 3, 1},       {"attention.o_proj", 1, 3},     {"ffn_norm", 1, 0},
+        {"feed_forward.gate_proj", 4, 1}, {"feed_forward.up_proj", 4, 1}, {"feed_forward.down_proj", 1, 4},
     };
-    const int64_t w[3] = {0, C, I};
+    const int64_t w[5] = {0, C, I, C / k, I / k};
     for (int64_t b = 0; b < t->depth && !r->oom; b++)
         for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
             snprintf(nm, sizeof nm, "vision_tower.transformer.layers.%lld.%s", (long long)b, ms[i].n);
             pweights(r, arr, nm, w[ms[i].rows], w[ms[i].cols], false, true);
         }
+    /* vLLM's Mistral3MultiModalProjector (mistral3.py @ 02677fd9): norm RMSNorm and the patch merger's nn.Linear
+     * whole, linear_1 ColumnParallelLinear, linear_2 RowParallelLinear (its bias whole) */
     pweights(r, arr, "multi_modal_projector.norm", C, 0, false, false);
     pweights(r, arr, "multi_modal_projector.patch_merger.merging_layer", C, C * t->M * t->M, false, true);
-    pweights(r, arr, "multi_modal_projector.linear_1", t->out, C * t->px.nfl, t->px.bias, true);
-    pweights(r, arr, "multi_modal_projector.linear_2", t->out, t->out, t->px.bias, true);
+    pweights(r, arr, "multi_modal_projector.linear_1", H / k, C * t->px.nfl, t->px.bias, true);
+    pweights(r, arr, "multi_modal_projector.linear_2", H, H / k, t->px.bias, true);
     return NULL; /* no image run (vc__hf_pixtral_read refuses --image) */
 }
