@@ -229,6 +229,9 @@ def main(argv):
     if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
         raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
+    if raw.get("model_type") == "mistral3":  # Mistral3Config: text_config's keys, the tower's beside them (mistral3_replica.py)
+        import mistral3_replica
+        raw = mistral3_replica.flatten(raw)
     if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
         import gemma4_replica
         raw = gemma4_replica.resolve(raw)
@@ -301,6 +304,9 @@ def main(argv):
     elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
         import qwen3vl_replica
         model = qwen3vl_replica.build(cfg, args.attn)
+    elif cfg.model_type == "mistral3":  # Mistral3 on text: Mistral's LM, the Pixtral tower frozen (mistral3_replica.py)
+        import mistral3_replica
+        model = mistral3_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)

@@ -1157,6 +1157,21 @@ def cases():
     for i, (cfg, b, pr, m, p) in enumerate(swg):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=p, held_out=(i % 3 == 2)))
+    # issue 31: Mistral 3 on text alone (mistral3_replica.py; modeling_mistral3.py @00dcc6dd, modeling_pixtral.py
+    # @0233e509): Mistral's decoder under text_config, the Pixtral tower and Mistral3MultiModalProjector frozen and
+    # never run; training (full, LoRA r=8 on q_proj,v_proj, checkpointing) and generate. Every third held out.
+    m3 = [
+        ("mistral3_small", 2, 64, "adamw", "fp32", False, 0),
+        ("mistral3_small", 2, 128, "adamw", "bf16", True, 0),
+        ("mistral3_small", 4, 96, "sgd", "bf16", False, 0),
+        ("mistral3_small", 2, 64, "adamw", "fp32", False, 8),
+        ("mistral3_small", 1, 200, "adamw", "bf16", True, 8),
+        ("mistral3_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, m3, lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for cfg, b, p, m, prec, ho in (("mistral3_small", 1, 64, 16, "fp32", False), ("mistral3_small", 2, 48, 24, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
