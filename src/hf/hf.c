@@ -589,6 +589,20 @@ const hf_family vc__hf_families[] = {
               [K_MAXPOS] = DEF("max_position_embeddings", 131072),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
      LLAMA_BLOCK, .nested = "text_config", .vision = VIS_PIXTRAL, .lora_targets = NULL},
+    /* MinistralConfig (configuration_ministral.py @ 052b1dcd: every key has a default, Ministral-8B-Instruct-2410's
+     * kind; head_dim None: hidden_size // num_attention_heads; layer_types None: every layer "sliding_attention" when
+     * sliding_window is set, else "full_attention") and modeling_ministral.py @ 3edd469d: MinistralForCausalLM is
+     * Qwen2's decoder without the q/k/v biases (MinistralAttention: sliding_window on its "sliding_attention" layers,
+     * None on the others), the masks per layer type (create_causal_mask, create_sliding_window_causal_mask), one
+     * rotary embedding shared by every layer: the qwen2 row's layers with every layer sliding unless layer_types says
+     * otherwise. PEFT's mapping (peft @ 00073fe8) has no ministral: --lora-targets. */
+    {.model_type = "ministral", .config_class = "MinistralConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_INTER] = DEF("intermediate_size", 14336),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .window = WIN_ALL, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

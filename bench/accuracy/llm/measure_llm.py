@@ -304,6 +304,9 @@ def main(argv):
     elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
         import qwen3vl_replica
         model = qwen3vl_replica.build(cfg, args.attn)
+    elif cfg.model_type == "ministral":  # MinistralForCausalLM (modeling_ministral.py @3edd469d): Mistral's modules,
+        # sliding_window on the layer_types' "sliding_attention" layers (reference.py through sliding_replica.layer_types)
+        model = R.CausalLM(R.Config(dict(cfg.d, model_type="mistral")), args.attn)
     elif cfg.model_type == "mistral3":  # Mistral3 on text: Mistral's LM, the Pixtral tower frozen (mistral3_replica.py)
         import mistral3_replica
         model = mistral3_replica.build(cfg, args.attn)
@@ -673,6 +676,9 @@ def main(argv):
             if cfg.model_type == "llama4_text":  # chunked layers: DynamicSlidingWindowLayer(attention_chunk_size)
                 import llama4_replica
                 return llama4_replica.cache_layer_types(cfg.d)
+            if cfg.model_type == "ministral":  # MinistralConfig: layer_types, else every layer sliding with a window
+                sw = cfg.sliding_window
+                return list(cfg.d.get("layer_types") or ["sliding_attention" if sw else "full_attention"] * n), sw
             if cfg.model_type in ("qwen2", "qwen3"):  # Qwen3Config: the same layer_types
                 sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
                 mwl = cfg.d.get("max_window_layers", n)

@@ -1172,6 +1172,22 @@ def cases():
     for cfg, b, p, m, prec, ho in (("mistral3_small", 1, 64, 16, "fp32", False), ("mistral3_small", 2, 48, 24, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
                         precision=prec, held_out=ho))
+    # issue 31: Ministral (modeling_ministral.py @3edd469d; measure_llm.py: reference.py's Mistral modules with the
+    # config's layer_types): a full layer then three sliding ones (window 32), sequences past the window; training
+    # (full, LoRA r=8, checkpointing) and generate with the prompt or the decoding past it. Every third held out.
+    mn = [
+        ("ministral_small", 2, 64, "adamw", "fp32", False, 0),
+        ("ministral_small", 2, 96, "adamw", "bf16", True, 0),
+        ("ministral_small", 4, 48, "sgd", "bf16", False, 0),
+        ("ministral_small", 2, 64, "adamw", "fp32", False, 8),
+        ("ministral_small", 1, 160, "adamw", "bf16", True, 8),
+        ("ministral_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, mn, lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for cfg, b, p, m, prec, ho in (("ministral_small", 1, 48, 24, "fp32", False), ("ministral_small", 2, 24, 32, "bf16", True),
+                                   ("ministral_small", 1, 96, 8, "bf16", False)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
