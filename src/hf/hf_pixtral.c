@@ -22,7 +22,8 @@
  *    and ffn_norm PixtralRMSNorm(hidden_size), attention.{q,k,v,o}_proj nn.Linear(hidden, hidden,
  *    bias=False), feed_forward.{gate,up}_proj nn.Linear(hidden, intermediate, bias=False) and down_proj
  *    nn.Linear(intermediate, hidden, bias=False); patch_positional_embedding (PixtralRotaryEmbedding) holds
- *    buffers only (inv_freq, non-persistent);
+ *    buffers only (inv_freq and original_inv_freq, non-persistent, float32 [(image_size / patch_size)^2,
+ *    head_dim] each: 3,097,600 B apiece for Mistral-Small, not counted here);
  *  - models/mistral3/modeling_mistral3.py @ 00dcc6dda6f6d8e69541a6b51f97986a80242367
  *    Mistral3MultiModalProjector: norm Mistral3RMSNorm(vision hidden_size) (a weight), patch_merger
  *    (Mistral3PatchMerger: merging_layer nn.Linear(hidden_size x spatial_merge_size^2, hidden_size,
@@ -31,7 +32,9 @@
  *    text hidden, bias=multimodal_projector_bias); num_feature_layers 1 for an int vision_feature_layer,
  *    else its length. Mistral3ForConditionalGeneration: model (vision_tower, multi_modal_projector,
  *    language_model) and lm_head nn.Linear(text hidden, vocab, bias=False), tied as the text config's
- *    tie_word_embeddings says (_tied_weights_keys ["lm_head.weight"]).
+ *    tie_word_embeddings says (_tied_weights_keys ["lm_head.weight"]; MistralConfig's default False: the
+ *    published checkpoints ship lm_head, 24.0B parameters). Mistral3Config @ 0db25542 also takes a top-level
+ *    tie_word_embeddings (default True) that this row does not read.
  *
  * What is modelled: the parameters, exactly (named_parameters(), module by module), the tower and projector
  * loaded frozen (never run: a text-only run costs their weights); under --serve --tp, a rank's shards as vLLM
