@@ -110,6 +110,16 @@ static void test_defaults(void **state)
                      lm + tower + proj + 262144);
     assert_int_equal(params_of("{\"model_type\":\"mistral3\"," TEXT ",\"multimodal_projector_bias\":true}", NULL),
                      lm + tower + proj + 512);
+    /* text_config {}: MistralConfig()'s defaults (configuration_mistral.py: vocabulary 32,000, hidden 4,096, 32 layers,
+     * 32 heads, 8 kv heads, intermediate 14,336, head_dim 128): embeddings 2 x 131,072,000, a layer 4,096^2 x 2 +
+     * 4,096 x 1,024 x 2 + 3 x 4,096 x 14,336 + 8,192 = 218,112,000, x 32, norm 4,096: 7,241,732,096; the projector
+     * to 4,096: norm 1,024 + merging_layer 4,194,304 + linear_1 1,024 x 4,096 + linear_2 4,096^2 = 25,166,848 */
+    assert_int_equal(params_of("{\"model_type\":\"mistral3\",\"text_config\":{}}", NULL),
+                     INT64_C(7241732096) + tower + INT64_C(25166848));
+    /* num_key_value_heads absent: MistralConfig's 8, not the heads: with 16 heads head_dim is 4,096 / 16 = 256, k_proj
+     * and v_proj 4,096 x 8 x 256 (2 x 4,194,304 more a layer than at head_dim 128; 16 kv heads would be twice that) */
+    assert_int_equal(params_of("{\"model_type\":\"mistral3\",\"text_config\":{\"num_attention_heads\":16}}", NULL),
+                     INT64_C(7241732096) + 32 * 2 * INT64_C(4194304) + tower + INT64_C(25166848));
 }
 
 /* The language model is MistralForCausalLM's decoder: under -m infer, -m generate and training the same run as the
@@ -187,7 +197,8 @@ static void test_bad_keys(void **state)
     static const char *const texts[] = {"ministral3", "mistral4", "llama"};
     for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
         snprintf(js, sizeof js, "{\"model_type\":\"mistral3\",\"text_config\":{\"model_type\":\"%s\",\"vocab_size\":1000,"
-                 "\"hidden_size\":256,\"intermediate_size\":512,\"num_hidden_layers\":2,\"num_attention_heads\":4}}", texts[i]);
+                 "\"hidden_size\":256,\"intermediate_size\":512,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                 "\"num_key_value_heads\":2}}", texts[i]);
         assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err), VC_ERR_MODEL);
         assert_string_equal(err.path, "text_config.model_type");
     }

@@ -579,14 +579,18 @@ const hf_family vc__hf_families[] = {
      .pos = POS_ROPE, .head = HEAD_MODERNBERT, .head_class = "ModernBertForSequenceClassification", .prefix = "model",
      .lora_targets = NULL},
     /* Mistral3Config (configuration_mistral3.py @ 0db25542): the language model is MistralConfig's, read from
-     * text_config (CONFIG_MAPPING[text_config.get("model_type", "mistral")]: the mistral row's keys and defaults;
-     * another text model_type refused, src/hf/hf_pixtral.c); vision_config's PixtralVisionModel and the
-     * Mistral3MultiModalProjector of Mistral3ForConditionalGeneration (modeling_mistral3.py @ 00dcc6dd) counted
-     * and loaded frozen, not run (hf_pixtral.c). PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no
-     * mistral3: --lora-targets. */
+     * text_config (CONFIG_MAPPING[text_config.get("model_type", "mistral")](**text_config): MistralConfig's
+     * defaults for what it lacks, configuration_mistral.py @ the newest stored text: vocab_size 32000, hidden_size
+     * 4096, intermediate_size 14336, 32 layers, 32 heads, num_key_value_heads 8, head_dim None: hidden / heads,
+     * sliding_window 4096; another text model_type refused, src/hf/hf_pixtral.c); vision_config's PixtralVisionModel
+     * and the Mistral3MultiModalProjector of Mistral3ForConditionalGeneration (modeling_mistral3.py @ 00dcc6dd)
+     * counted and loaded frozen, not run (hf_pixtral.c). PEFT's mapping (peft @ 00073fe8 utils/constants.py) has
+     * no mistral3: --lora-targets. */
     {.model_type = "mistral3", .config_class = "MistralConfig (Mistral3Config.text_config)",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
-              [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_INTER] = DEF("intermediate_size", 14336),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_MAXPOS] = DEF("max_position_embeddings", 131072),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
      LLAMA_BLOCK, .nested = "text_config", .vision = VIS_PIXTRAL, .lora_targets = NULL},
     /* MinistralConfig (configuration_ministral.py @ 052b1dcd: every key has a default, Ministral-8B-Instruct-2410's
