@@ -9,8 +9,9 @@
  *    (PixtralVisionConfig's own), vision_feature_layer as a list, multimodal_projector_bias.
  * 3. The language model is MistralForCausalLM's: the same activations as the mistral row's model of the same
  *    text_config, the tower's weights on top (frozen, bf16).
- * 4. Every bad or inconsistent value of a key the row reads exits 2 naming the key; --image, --images and
- *    Megatron's --tp are refused with one line; -m infer, -m generate and --serve run.
+ * 4. Every bad or inconsistent value of a key the row reads exits 2 naming the key; Megatron's --tp, --image above
+ *    batch 1 or with another vision_feature_layer are refused with one line; --image's tokens by hand (the
+ *    processor's); -m infer, -m generate and --serve run.
  * 5. --serve: the tower's weights (and a rank's shards under --tp, as vLLM splits them) and vLLM's encoder
  *    profiling's dummy batch, by hand from vLLM's mistral3.py.
  *
@@ -124,7 +125,8 @@ static void test_defaults(void **state)
 
 /* The language model is MistralForCausalLM's decoder: under -m infer, -m generate and training the same run as the
  * mistral row's model of the same keys, the frozen tower and projector's weights on top (407,828,480 parameters, in
- * the CLI's default fp32: 1,631,313,920 B; frozen: no gradient, no optimizer state) */
+ * the CLI's default fp32: 1,631,313,920 B; frozen: no gradient, no optimizer state) and PixtralRotaryEmbedding's two
+ * float32 buffers [(1540 / 14)^2, 64]: 2 x 12,100 x 64 x 4 B = 6,195,200 B */
 static void test_language_model(void **state)
 {
     (void)state;
@@ -146,9 +148,9 @@ static void test_language_model(void **state)
         const long long peak3 = cli_json_field(a, "\"peak_allocated\": ");
         snprintf(a, sizeof a, "%s %s", pm, modes[i]);
         const long long peakm = cli_json_field(a, "\"peak_allocated\": ");
-        if (peak3 - peakm != 4LL * (403305472 + 4523008))
+        if (peak3 - peakm != 4LL * (403305472 + 4523008) + 6195200)
             fail_msg("%s: mistral3 %lld, mistral %lld: the tower's weights are %lld B", modes[i], peak3, peakm,
-                     4LL * (403305472 + 4523008));
+                     4LL * (403305472 + 4523008) + 6195200);
     }
     remove(p3);
     remove(pm);
@@ -207,17 +209,40 @@ static void test_bad_keys(void **state)
              "\"intermediate_size\":512,\"num_hidden_layers\":2,\"num_attention_heads\":3}}");
     assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err), VC_ERR_MODEL);
     assert_string_equal(err.path, "text_config.num_attention_heads");
+    /* with images only the last hidden state (vision_feature_layer -1) is modelled */
+    vc_hf_options ho;
+    vc_hf_options_init(&ho);
+    ho.image_w = ho.image_h = 64;
+    snprintf(js, sizeof js, "{\"model_type\":\"mistral3\",\"vision_feature_layer\":-2," TEXT "}");
+    assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", &ho, &m, &err), VC_ERR_USAGE);
     snprintf(js, sizeof js, "{\"model_type\":\"mistral3\",\"text_config\":[]}");
     assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err), VC_ERR_MODEL);
     assert_string_equal(err.path, "text_config");
 }
 
-/* The CLI: what is not modelled is refused with one line; the text-only runs and --serve run */
+/* The CLI: what is not modelled is refused with one line; the runs and --serve run.
+ * --image WxH (PixtralImageProcessor's resize to longest_edge 1540, each side rounded up to 14 x 2 = 28; the
+ * processor's rows x (cols + 1) tokens), by hand: 1024x768: (1024 - 1) // 28 + 1 = 37 cols, (768 - 1) // 28 + 1 = 28
+ * rows, 28 x 38 = 1,064 tokens beside --seq 512: 1,576; 3000x2000: ratio 3000 / 1540, floor: 1540 x 1026, 55 cols,
+ * 37 rows, 37 x 56 = 2,072: 2,584; 100x50 (no resize): 4 cols, 2 rows, 2 x 5 = 10: 522. The memory is the replica's
+ * (bench/accuracy/llm/mistral3_replica.py build_image; CTest llm_train_measured, generate_measured, the infer cases) */
 static void test_cli(void **state)
 {
     (void)state;
-    assert_usage(SMALL32 " --image 1024x768", "--image: mistral3: the Pixtral tower's forward");
-    assert_usage(SMALL32 " --images 2", "--images: mistral3: the Pixtral tower's forward");
+    static const struct { const char *img, *want; } im[] = {
+        {"1024x768", "seq 1576)"}, {"3000x2000", "seq 2584)"}, {"100x50", "seq 522)"},
+    };
+    char a[512];
+    for (size_t i = 0; i < sizeof im / sizeof *im; i++) {
+        snprintf(a, sizeof a, "%s --image %s --seq 512 -m infer -p bf16", SMALL32, im[i].img);
+        const char *out = cli_output(a);
+        if (!strstr(out, im[i].want)) fail_msg("%s: wanted %s in:\n%s", a, im[i].want, out);
+    }
+    (void)cli_output(SMALL32 " --image 1024x768 --seq 256 -p bf16 --lora 16 --lora-targets self_attn.q_proj,self_attn.v_proj");
+    (void)cli_output(SMALL32 " --image 1024x768 --images 2 -m generate -p bf16 --prompt 128 --new-tokens 16");
+    assert_usage(SMALL32 " --images 2", "--images: needs --image WxH");
+    assert_usage(SMALL32 " --image 1024x768 --batch 2", "--image is modelled at --batch 1 for this vision tower");
+    assert_usage(SMALL32 " --image 1024x768 --images 65", "--images: 65 images per sample: modelled with at most 64");
     assert_usage(SMALL32 " --tp 2 --gpus 2", "--tp: the vision tower of mistral3 on Megatron tensor-parallel ranks is not "
                  "modelled");
     static const char *const ok[] = {
@@ -226,7 +251,6 @@ static void test_cli(void **state)
         " -m generate --prompt 512 --new-tokens 64",
         " --serve --gpu h100-80gb",
     };
-    char a[512];
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
         snprintf(a, sizeof a, "%s%s", SMALL32, ok[i]);
         (void)cli_output(a);
@@ -245,8 +269,9 @@ static long long json_int(const char *args, const char *key)
 }
 
 /* --serve (vllm-project/vllm @ 02677fd9 mistral3.py, pixtral.py; src/hf/hf_pixtral.c, src/engine/serve_mm.c):
- *  - the weights: the tower and projector's 438,958,080 parameters in bf16 (877,916,160 B) beside the language
- *    model's, which the mistral row's model of the same text_config gives; over 2 ranks a rank's shards:
+ *  - the weights: the tower and projector's 438,958,080 parameters in bf16 (877,916,160 B) and PixtralRotaryEmbedding's
+ *    two float32 buffers (6,195,200 B, whole on every rank) beside the language model's, which the mistral row's
+ *    model of the same text_config gives; over 2 ranks a rank's shards:
  *    patch_conv 602,112, ln_pre 1,024, a layer's norms 2,048 + q/k/v 3 x 512 x 1,024 + o_proj 1,024 x 512 +
  *    gate/up 2 x 2,048 x 1,024 + down 1,024 x 2,048 = 8,390,656, x 24 = 201,375,744; the projector's norm 1,024,
  *    merging_layer 4,194,304 (whole), linear_1 2,560 x 1,024 = 2,621,440, linear_2 5,120 x 2,560 = 13,107,200:
@@ -254,7 +279,7 @@ static long long json_int(const char *args, const char *key)
  *  - the encoder profiling's dummy batch: one 1540 x 1540 image (longest_edge), ncols = nrows = (1540 - 1) // 28 + 1
  *    = 55, 3,025 image tokens; its pixel values 3 x 1540 x 1540 x 2 B = 14,229,600 B and its embeddings 3,025 x
  *    5,120 x 2 B = 30,976,000 B, held through the language model's dummy run: the profiling peak is the mistral
- *    model's + the tower's weights + 45,205,600 B; the tower's own run is not modelled (said so). */
+ *    model's + the tower's weights and buffers + 45,205,600 B; vLLM's run of the tower is not modelled (said so). */
 static void test_serve(void **state)
 {
     (void)state;
@@ -271,15 +296,16 @@ static void test_serve(void **state)
     close(fm);
     char a[512], b[512];
     snprintf(b, sizeof b, "%s --serve --gpu h100-80gb", pm);
-    assert_int_equal(json_int(m3, "\"weights\": ") - json_int(b, "\"weights\": "), 877916160LL);
-    assert_int_equal(json_int(m3, "\"profile_peak\": ") - json_int(b, "\"profile_peak\": "), 877916160LL + 45205600LL);
+    assert_int_equal(json_int(m3, "\"weights\": ") - json_int(b, "\"weights\": "), 877916160LL + 6195200LL);
+    assert_int_equal(json_int(m3, "\"profile_peak\": ") - json_int(b, "\"profile_peak\": "),
+                     877916160LL + 6195200LL + 45205600LL);
     assert_int_equal(json_int(m3, "\"item_tokens\": "), 3025);
     assert_int_equal(json_int(m3, "\"items\": "), 1);
     assert_int_equal(json_int(m3, "\"inputs\": "), 14229600);
     assert_int_equal(json_int(m3, "\"outputs\": "), 30976000);
     snprintf(a, sizeof a, "%s --tp 2 --gpus 2", m3);
     snprintf(b, sizeof b, "%s --serve --gpu h100-80gb --tp 2 --gpus 2", pm);
-    assert_int_equal(json_int(a, "\"weights\": ") - json_int(b, "\"weights\": "), 443805696LL);
+    assert_int_equal(json_int(a, "\"weights\": ") - json_int(b, "\"weights\": "), 443805696LL + 6195200LL);
     remove(pm);
     const char *out = cli_output(m3);
     if (!strstr(out, "1 dummy item of 3025 tokens, 1540x1540") || !strstr(out, "not modelled for this family"))

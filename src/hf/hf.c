@@ -584,8 +584,8 @@ const hf_family vc__hf_families[] = {
      * 4096, intermediate_size 14336, 32 layers, 32 heads, num_key_value_heads 8, head_dim None: hidden / heads,
      * sliding_window 4096; another text model_type refused, src/hf/hf_pixtral.c); vision_config's PixtralVisionModel
      * and the Mistral3MultiModalProjector of Mistral3ForConditionalGeneration (modeling_mistral3.py @ 00dcc6dd)
-     * counted and loaded frozen, not run (hf_pixtral.c). PEFT's mapping (peft @ 00073fe8 utils/constants.py) has
-     * no mistral3: --lora-targets. */
+     * counted, loaded frozen, run on --image (hf_pixtral.c, layers/pixtral.c). PEFT's mapping (peft @ 00073fe8
+     * utils/constants.py) has no mistral3: --lora-targets. */
     {.model_type = "mistral3", .config_class = "MistralConfig (Mistral3Config.text_config)",
      .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
               [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
@@ -649,7 +649,7 @@ const char *vc_hf_lora_targets(const cJSON *cfg)
 bool vc_hf_images_one_sequence(const cJSON *cfg)
 {
     const hf_family *f = family_of(cfg);
-    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5);
+    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5 || f->vision == VIS_PIXTRAL);
 }
 
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads
@@ -943,7 +943,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.l4v.on || a.f->vision == VIS_PIXTRAL ? ": the vision tower's weights loaded, not run" : a.f->vision ? ""
+             r.fam, a.l4v.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
+                    : a.f->vision ? ""
                                 : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;

@@ -179,7 +179,7 @@ enum {
     VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
     VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers), run on --image */
     VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel with its deepstack mergers, run on --image */
-    VIS_PIXTRAL, /* mistral3: PixtralVisionModel + Mistral3MultiModalProjector, loaded frozen, not run (hf_pixtral.c) */
+    VIS_PIXTRAL, /* mistral3: PixtralVisionModel + Mistral3MultiModalProjector, run on --image (hf_pixtral.c) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
@@ -204,7 +204,7 @@ typedef struct {
     /* VIS_PIXTRAL (hf_pixtral.c): Mistral3Config's vision_feature_layer count (linear_1's input is hidden_size x
      * nfl), multimodal_projector_bias, projector_hidden_act (A_*) */
     struct {
-        int64_t nfl;
+        int64_t nfl, layer; /* layer: the (first) vision_feature_layer */
         bool bias;
         int act;
     } px;
@@ -405,10 +405,11 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_pixtral.c: mistral3's vision_config (PixtralVisionConfig) and Mistral3Config's projector keys read and
  * checked (errors name vision_config.KEY or the key; text_config.model_type other than mistral refused), the
- * tower's and projector's sizes into a->vis; --image, --images and --tp refused (the tower is not run). */
+ * tower's and projector's sizes into a->vis, --image / --images turned into patches and tokens as PixtralProcessor
+ * does; a Megatron --tp refused (vLLM's split under --serve taken). */
 int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
-/* hf_pixtral.c: PixtralVisionModel's and Mistral3MultiModalProjector's weights appended to arr as frozen
- * VisionWeights layers; NULL (no image embeddings). */
+/* hf_pixtral.c: PixtralVisionModel's and Mistral3MultiModalProjector's layers appended to arr: with images the
+ * run (returns the image embeddings' layer), else their weights as frozen VisionWeights layers (NULL). */
 const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,

@@ -23,7 +23,7 @@
  *    bias=False), feed_forward.{gate,up}_proj nn.Linear(hidden, intermediate, bias=False) and down_proj
  *    nn.Linear(intermediate, hidden, bias=False); patch_positional_embedding (PixtralRotaryEmbedding) holds
  *    buffers only (inv_freq and original_inv_freq, non-persistent, float32 [(image_size / patch_size)^2,
- *    head_dim] each: 3,097,600 B apiece for Mistral-Small, not counted here);
+ *    head_dim] each: 3,097,600 B apiece for Mistral-Small, in the weights);
  *  - models/mistral3/modeling_mistral3.py @ 00dcc6dda6f6d8e69541a6b51f97986a80242367
  *    Mistral3MultiModalProjector: norm Mistral3RMSNorm(vision hidden_size) (a weight), patch_merger
  *    (Mistral3PatchMerger: merging_layer nn.Linear(hidden_size x spatial_merge_size^2, hidden_size,
@@ -40,10 +40,12 @@
  * loaded frozen (never run: a text-only run costs their weights); under --serve --tp, a rank's shards as vLLM
  * splits them (vllm-project/vllm @ 02677fd9 mistral3.py, pixtral.py: below). vLLM builds the tower only up to
  * the deepest vision_feature_layer (init_vision_tower_for_mistral3); the published checkpoints' -1 is every
- * layer, which is what is written here for any value. The tower's forward on an image
- * (PixtralVisionModel.forward: the block-diagonal float mask over all the batch's patches, the 2-D rotary
- * cos / sin in the model's dtype, and get_image_features' output_hidden_states=True, which keeps every
- * layer's hidden state until the projector has run) is not modelled: --image and --images are refused.
+ * layer, which is what is written here for any value. With --image / --images the tower and projector run
+ * (frozen, no autograd graph) as get_image_features runs them (write_run below: the block-diagonal float mask
+ * over the sample's patches, the 2-D rotary cos / sin in the model's dtype, output_hidden_states=True keeping
+ * every layer's hidden state until the projector has run; layers/pixtral.c), at batch 1 (the batch's images
+ * are one sequence: src/api/request.c refuses more), for vision_feature_layer -1;
+ * bench/accuracy/llm/mistral3_replica.py build_image measures it (training, -m infer, generate).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -132,6 +134,57 @@ static int sub_type(rd *r, const cJSON *obj, const char *path, const char *want,
     return -1;
 }
 
+/* --image WxH / --images N: PixtralProcessor (processing_pixtral.py) calls the PixtralImageProcessor with
+ * patch_size x spatial_merge_size, whose get_resize_output_image_size (image_processing_pixtral.py @ 015b6b8c)
+ * scales the image down to longest_edge (the checkpoints' preprocessor_config.json: vision_config.image_size,
+ * 1540), floor, when it is larger, then rounds each side up to a multiple of the merged patch; the processor
+ * replaces the image's [IMG] by rows x ([IMG] x cols + [IMG_BREAK]) tokens, the last break [IMG_END]: rows x
+ * (cols + 1) tokens, rows x cols of them the projector's embeddings (masked_scatter). The tower
+ * (PixtralVisionModel.forward) runs a sample's images as one sequence of (h / patch) x (w / patch) patches each
+ * under a block mask; images of one size (--image) here. --seq is the text without the image's tokens. */
+static int pixtral_images(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
+{
+    hf_vision *t = &a->vis;
+    if (o->image_w <= 0)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
+    if (t->px.nfl != 1 || (t->px.layer != -1 && t->px.layer != t->depth))
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "mistral3 with images is modelled for vision_feature_layer -1 "
+                            "(the last hidden state, the published checkpoints'); this config selects another");
+    if (split.tp > 1)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of mistral3 on tensor-parallel ranks is not "
+                            "modelled with images");
+    const int64_t unit = t->P * t->M;
+    double W = (double)o->image_w, H = (double)o->image_h;
+    const double ratio = fmax(H / (double)t->img, W / (double)t->img);
+    if (ratio > 1) {
+        H = floor(H / ratio);
+        W = floor(W / ratio);
+    }
+    if (H < 1 || W < 1)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: a side is less than a pixel at longest_edge %lld",
+                            (long long)o->image_w, (long long)o->image_h, (long long)t->img);
+    t->h = (((int64_t)H - 1) / unit + 1) * unit;
+    t->w = (((int64_t)W - 1) / unit + 1) * unit;
+    t->images = o->images > 0 ? o->images : 1;
+    const int64_t rows = t->h / unit, cols = t->w / unit, per = (t->h / t->P) * (t->w / t->P);
+    if (t->images > 64)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images per sample: modelled with at most 64",
+                            (long long)t->images);
+    t->patches = per * t->images;
+    int64_t sc;
+    if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
+        sc > (INT64_C(1) << 56))
+        return vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? O("images") : O("image"), "%lld patches per sample: the "
+                            "tower's mask and attention (%lld heads x %lld x %lld) would have more than 2^56 elements",
+                            (long long)t->patches, (long long)t->NH, (long long)t->patches, (long long)t->patches);
+    t->embeds = t->images * rows * cols;
+    t->tokens = t->images * rows * (cols + 1);
+    /* generate()'s decoding steps: Mistral3ForConditionalGeneration.prepare_inputs_for_generation passes
+     * pixel_values only while cache_position[0] == 0 (the tower written, not run, after the prefill) */
+    t->decode = split.image_decode != 0;
+    return 0;
+}
+
 int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
 {
     hf_vision *t = &a->vis;
@@ -207,6 +260,7 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
     const cJSON *fl = cJSON_GetObjectItemCaseSensitive(root, "vision_feature_layer");
     const int64_t nh = t->depth + 1;
     t->px.nfl = 1;
+    t->px.layer = -1;
     if (fl && !cJSON_IsNull(fl)) {
         const bool list = cJSON_IsArray(fl);
         const int n = list ? cJSON_GetArraySize(fl) : 1;
@@ -226,6 +280,7 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
             }
         }
         t->px.nfl = n;
+        t->px.layer = (int64_t)(list ? cJSON_GetArrayItem(fl, 0) : fl)->valuedouble;
     }
     /* the weights' sizes within 2^48 elements, the tower's parameters and the language model's within 2^56 */
     const int64_t lim = INT64_C(1) << 48, M2 = t->M * t->M;
@@ -258,12 +313,7 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
         return pbad(r, "num_hidden_layers", "%lld layers of %lld parameters each beside the language model's are more "
                     "than 2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)t->depth,
                     (long long)blk);
-    /* what is not modelled */
-    if (o && (o->image_w > 0 || o->images > 0))
-        return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"),
-                            "mistral3: the Pixtral tower's forward (PixtralVisionModel: the block-diagonal float mask "
-                            "over the batch's patches, output_hidden_states keeping every layer's output) is not "
-                            "modelled; its weights are counted, loaded frozen");
+    if (o && (o->image_w > 0 || o->images > 0) && pixtral_images(r, a, o, split)) return -1;
     if (split.tp > 1 && !split.vllm)
         return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of mistral3 on Megatron tensor-parallel ranks is "
                             "not modelled (vLLM's split under " O("serve") " is)");
@@ -312,14 +362,167 @@ static void pweights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t d1
     if (d1 && !linear) vc__hf_flag(r, o, "linear", false);
 }
 
+/* ---- with images: the tower and projector run (frozen), layer by layer */
+
+static cJSON *play(rd *r, cJSON *arr, const char *type, const char *name)
+{
+    cJSON *o = vc__hf_layer(r, arr, type, name);
+    vc__hf_flag(r, o, "frozen", true);
+    return o;
+}
+
+static void pinputs(rd *r, cJSON *o, const char *const *in, int n)
+{
+    if (!o) return;
+    cJSON *x = cJSON_CreateStringArray(in, n);
+    if (!x || !cJSON_AddItemToObject(o, "inputs", x)) {
+        cJSON_Delete(x);
+        r->oom = true;
+    }
+}
+
+static cJSON *plinear(rd *r, cJSON *arr, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
+{
+    cJSON *o = play(r, arr, "Linear", name);
+    if (in) vc__hf_ins(r, o, in, NULL, NULL, NULL);
+    vc__hf_num(r, o, "in_features", (double)nin);
+    vc__hf_num(r, o, "out_features", (double)nout);
+    vc__hf_flag(r, o, "bias", bias);
+    return o;
+}
+
+static cJSON *prms(rd *r, cJSON *arr, const char *name, const char *in, int64_t width, double eps)
+{
+    cJSON *o = play(r, arr, "HFRMSNorm", name);
+    if (in) vc__hf_ins(r, o, in, NULL, NULL, NULL);
+    vc__hf_num(r, o, "hidden_size", (double)width);
+    vc__hf_num(r, o, "eps", eps);
+    return o;
+}
+
+static void pact_layer(rd *r, cJSON *arr, int act, const char *name)
+{
+    if (act == A_SILU) {
+        play(r, arr, "SiLU", name);
+    } else if (act == A_RELU) {
+        play(r, arr, "ReLU", name);
+    } else {
+        cJSON *o = play(r, arr, "GELU", name);
+        vc__hf_str(r, o, "approximate", act == A_GELU_TANH ? "tanh" : "none");
+    }
+}
+
+/* Mistral3Model.get_image_features (modeling_mistral3.py @ 00dcc6dd) on the processor's pixel_values
+ * [images, C, h, w] float32 (pixtral_images), the tower and projector frozen and run with no autograd graph:
+ *  - PixtralVisionModel.forward (modeling_pixtral.py @ 0233e509): patch_conv(pixel_values.to(dtype)) (the cast a
+ *    temporary of the call; the Conv2d with kernel = stride = patch_size written as one Linear over each patch's
+ *    values, the same weights and output), alive until forward returns through patch_embeds_list's views;
+ *    torch.cat of the flattened, transposed views (a copy), ln_pre (rebinding the name: the copy dies); the
+ *    positions and PixtralRotaryEmbedding (PixtralRotary), generate_block_attention_mask (PixtralMask), both
+ *    alive until forward returns; PixtralTransformer with output_hidden_states=True: each
+ *    PixtralAttentionLayer's input appended to encoder_states, and the last output: every one of them alive
+ *    until get_image_features returns (image_outputs), after the projector;
+ *  - PixtralAttentionLayer: attention_norm, q/k/v_proj, PixtralAttention's core, o_proj, the residual add;
+ *    ffn_norm, gate_proj, hidden_act, up_proj, mul, down_proj, the residual add;
+ *  - hidden_states[-1].squeeze(0) (a view), Mistral3MultiModalProjector: norm (eps text_config.rms_norm_eps),
+ *    the patch merger (PixtralMerge, merging_layer), linear_1, act, linear_2;
+ *  - Mistral3Model.forward: the split's cat and the image-token mask (PixtralOutputs); masked_scatter is
+ *    src/hf/hf_layers.c's Cat of the image rows and the text's. */
+static const char *write_run(rd *r, cJSON *arr, const arch *a)
+{
+    const hf_vision *t = &a->vis;
+    const int64_t C = t->C, NH = t->NH, D = C / NH, I = t->I, H = t->out, n = t->patches, pd = t->cin * t->P * t->P;
+    const int64_t M2 = t->M * t->M;
+    char last[96], p[96], nm[160], nm2[160], nm3[160], prev[160];
+    snprintf(last, sizeof last, "vision_tower.transformer.layers.%lld.mlp_residual", (long long)(t->depth - 1));
+    const char *hold = "multi_modal_projector.linear_2"; /* image_outputs: until get_image_features returns */
+    cJSON *o = play(r, arr, "PixelValues", "pixel_values");
+    vc__hf_num(r, o, "num_patches", (double)n);
+    vc__hf_num(r, o, "patch_dim", (double)pd);
+    vc__hf_flag(r, o, "local_cast", true); /* patch_conv(pixel_values.to(dtype)): a temporary of the call */
+    o = plinear(r, arr, "vision_tower.patch_conv", "pixel_values", pd, C, false);
+    vc__hf_flag(r, o, "quantizable", false); /* an nn.Conv2d: bitsandbytes leaves it */
+    vc__hf_str(r, o, "held_until", last);    /* patch_embeds_list's views, to the tower's return */
+    o = play(r, arr, "Cat", "vision_tower.patch_embeds");
+    vc__hf_num(r, o, "dim", 1);
+    o = prms(r, arr, "vision_tower.ln_pre", NULL, C, 1e-5);
+    vc__hf_str(r, o, "held_until", hold); /* hidden_states[0] */
+    o = play(r, arr, "PixtralRotary", "vision_tower.patch_positional_embedding");
+    vc__hf_num(r, o, "num_patches", (double)n);
+    vc__hf_num(r, o, "head_dim", (double)D);
+    vc__hf_num(r, o, "max_side", (double)(t->img / t->P));
+    vc__hf_str(r, o, "held_until", last);
+    o = play(r, arr, "PixtralMask", "vision_tower.attention_mask");
+    vc__hf_ins(r, o, "vision_tower.ln_pre", NULL, NULL, NULL);
+    vc__hf_str(r, o, "held_until", last);
+    snprintf(prev, sizeof prev, "vision_tower.ln_pre");
+    for (int64_t l = 0; l < t->depth && !r->oom; l++) {
+        snprintf(p, sizeof p, "vision_tower.transformer.layers.%lld", (long long)l);
+        snprintf(nm, sizeof nm, "%s.attention_norm", p);
+        snprintf(nm2, sizeof nm2, "%s.attention.o_proj", p);
+        o = prms(r, arr, nm, prev, C, 1e-5);
+        vc__hf_str(r, o, "held_until", nm2); /* PixtralAttention.forward's argument, to its return */
+        char q[160], k[160], v[160], core[160];
+        snprintf(q, sizeof q, "%s.attention.q_proj", p);
+        snprintf(k, sizeof k, "%s.attention.k_proj", p);
+        snprintf(v, sizeof v, "%s.attention.v_proj", p);
+        snprintf(core, sizeof core, "%s.attention.core", p);
+        plinear(r, arr, q, nm, C, C, false); /* PixtralAttention.forward's order */
+        plinear(r, arr, k, nm, C, C, false);
+        plinear(r, arr, v, nm, C, C, false);
+        o = play(r, arr, "PixtralAttention", core);
+        const char *in[5] = {q, k, v, "vision_tower.patch_positional_embedding", "vision_tower.attention_mask"};
+        pinputs(r, o, in, 5);
+        vc__hf_num(r, o, "num_heads", (double)NH);
+        vc__hf_num(r, o, "head_dim", (double)D);
+        plinear(r, arr, nm2, core, C, C, false);
+        snprintf(nm, sizeof nm, "%s.attn_residual", p);
+        vc__hf_ins(r, play(r, arr, "Add", nm), prev, nm2, NULL, NULL);
+        snprintf(nm3, sizeof nm3, "%s.ffn_norm", p);
+        prms(r, arr, nm3, nm, C, 1e-5);
+        char g[160], ac[160], u[160], mu[160], dn[160];
+        snprintf(g, sizeof g, "%s.feed_forward.gate_proj", p);
+        snprintf(ac, sizeof ac, "%s.feed_forward.act_fn", p);
+        snprintf(u, sizeof u, "%s.feed_forward.up_proj", p);
+        snprintf(mu, sizeof mu, "%s.feed_forward.mul", p);
+        snprintf(dn, sizeof dn, "%s.feed_forward.down_proj", p);
+        plinear(r, arr, g, nm3, C, I, false);
+        pact_layer(r, arr, t->act, ac);
+        plinear(r, arr, u, nm3, C, I, false);
+        vc__hf_ins(r, play(r, arr, "Mul", mu), ac, u, NULL, NULL);
+        plinear(r, arr, dn, mu, I, C, false);
+        snprintf(nm2, sizeof nm2, "%s.mlp_residual", p);
+        o = play(r, arr, "Add", nm2);
+        vc__hf_ins(r, o, nm, dn, NULL, NULL);
+        vc__hf_str(r, o, "held_until", hold); /* hidden_states[l + 1] */
+        snprintf(prev, sizeof prev, "%s", nm2);
+    }
+    prms(r, arr, "multi_modal_projector.norm", prev, C, a->eps);
+    o = play(r, arr, "PixtralMerge", "multi_modal_projector.patch_merger.unfold");
+    vc__hf_num(r, o, "merge", (double)t->M);
+    plinear(r, arr, "multi_modal_projector.patch_merger.merging_layer", NULL, C * M2, C, false);
+    plinear(r, arr, "multi_modal_projector.linear_1", NULL, C, H, t->px.bias);
+    pact_layer(r, arr, t->px.act, "multi_modal_projector.act");
+    plinear(r, arr, "multi_modal_projector.linear_2", NULL, H, H, t->px.bias);
+    o = play(r, arr, "PixtralOutputs", "model.image_features");
+    vc__hf_ins(r, o, "multi_modal_projector.linear_2", "input", NULL, NULL);
+    return "model.image_features";
+}
+
 const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a)
 {
+    if (a->vis.patches > 0) return write_run(r, arr, a);
     const hf_vision *t = &a->vis;
     const int64_t k = t->tp > 1 ? t->tp : 1; /* vLLM's ranks (vc__hf_pixtral_read) */
     const int64_t C = t->C, I = t->I, H = t->out;
     char nm[128];
     pweights(r, arr, "vision_tower.patch_conv", C, t->cin * t->P * t->P, false, false);
     pweights(r, arr, "vision_tower.ln_pre", C, 0, false, false);
+    /* PixtralRotaryEmbedding's buffers (the header): loaded with the module, whether or not it runs */
+    cJSON *ro = vc__hf_layer(r, arr, "PixtralRotary", "vision_tower.patch_positional_embedding");
+    vc__hf_flag(r, ro, "frozen", true);
+    vc__hf_num(r, ro, "head_dim", (double)(C / t->NH));
+    vc__hf_num(r, ro, "max_side", (double)(t->img / t->P));
     /* rows / cols: 0 none, 1 hidden_size, 2 intermediate_size, 3 hidden_size / ranks, 4 intermediate_size / ranks:
      * under vLLM's split (vllm-project/vllm vllm/model_executor/models/pixtral.py: PixtralHFAttention's
      * QKVParallelLinear and RowParallelLinear o_proj, PixtralHFMLP's MergedColumnParallelLinear gate_up_proj and
@@ -341,5 +544,5 @@ const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a)
     pweights(r, arr, "multi_modal_projector.patch_merger.merging_layer", C, C * t->M * t->M, false, true);
     pweights(r, arr, "multi_modal_projector.linear_1", H / k, C * t->px.nfl, t->px.bias, true);
     pweights(r, arr, "multi_modal_projector.linear_2", H, H / k, t->px.bias, true);
-    return NULL; /* no image run (vc__hf_pixtral_read refuses --image) */
+    return NULL; /* no image: the tower's weights only */
 }

@@ -1188,6 +1188,21 @@ def cases():
                                    ("ministral_small", 1, 96, 8, "bf16", False)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
                         precision=prec, held_out=ho))
+    # issue 31: Mistral 3 with images (mistral3_replica.py build_image: PixtralVisionModel.forward @0233e509 and
+    # Mistral3Model's image path @00dcc6dd, the tower and projector run frozen): training (full; --lora targets
+    # the language model's q_proj / v_proj only where PEFT's names reach the tower too: not measured), --mode
+    # infer and generate, one and several images per sample, batch 1 (the sample's images are one sequence).
+    for i, (mode, img, n, s_, prec) in enumerate([
+            ("train", "224x168", 1, 64, "fp32"), ("train", "224x168", 1, 64, "bf16"), ("train", "300x200", 2, 48, "fp32"),
+            ("infer", "224x168", 1, 64, "fp32"), ("infer", "224x224", 1, 64, "bf16"), ("infer", "112x84", 3, 48, "fp32"),
+            ("generate", "224x168", 1, 48, "fp32"), ("generate", "224x224", 1, 32, "bf16"), ("generate", "84x112", 2, 40, "fp32")]):
+        c = dict(config="configs/mistral3_small.json", mode=mode, batch=1, precision=prec, image=img, images=n,
+                 held_out=(i % 3 == 2))
+        if mode == "generate":
+            c.update(prompt=s_, new_tokens=16 if prec == "fp32" else 24)
+        else:
+            c.update(seq=s_, optim="adamw", ckpt=False, lora=0)
+        out.append(c)
     return out
 
 
