@@ -175,6 +175,7 @@ static void test_bad_keys(void **state)
         {"\"vision_config\":{\"num_hidden_layers\":1.5}", "vision_config.num_hidden_layers"},
         {"\"vision_config\":{\"rope_theta\":-1}", "vision_config.rope_theta"},
         {"\"vision_config\":{\"hidden_size\":1099511627776}", "vision_config.hidden_size"},
+        {"\"vision_config\":{\"image_size\":1099511627776,\"patch_size\":1}", "vision_config.image_size"},
         {"\"spatial_merge_size\":0", "spatial_merge_size"},
         {"\"spatial_merge_size\":1000", "spatial_merge_size"},
         {"\"projector_hidden_act\":\"swish\"", "projector_hidden_act"},

@@ -166,13 +166,13 @@ static int pixtral_images(rd *r, arch *a, const vc_hf_options *o, vc_hf_split sp
     t->h = (((int64_t)H - 1) / unit + 1) * unit;
     t->w = (((int64_t)W - 1) / unit + 1) * unit;
     t->images = o->images > 0 ? o->images : 1;
-    const int64_t rows = t->h / unit, cols = t->w / unit, per = (t->h / t->P) * (t->w / t->P);
+    const int64_t rows = t->h / unit, cols = t->w / unit;
     if (t->images > 64)
         return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images per sample: modelled with at most 64",
                             (long long)t->images);
-    t->patches = per * t->images;
-    int64_t sc;
-    if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
+    int64_t per, sc;
+    if (__builtin_mul_overflow(t->h / t->P, t->w / t->P, &per) || __builtin_mul_overflow(per, t->images, &t->patches) ||
+        __builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
         sc > (INT64_C(1) << 56))
         return vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? O("images") : O("image"), "%lld patches per sample: the "
                             "tower's mask and attention (%lld heads x %lld x %lld) would have more than 2^56 elements",
@@ -313,6 +313,13 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
         return pbad(r, "num_hidden_layers", "%lld layers of %lld parameters each beside the language model's are more "
                     "than 2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)t->depth,
                     (long long)blk);
+    /* PixtralRotaryEmbedding's table: (image_size / patch_size)^2 rows of head_dim (twice, float32) */
+    int64_t tab;
+    if (__builtin_mul_overflow(t->img / t->P, t->img / t->P, &tab) || __builtin_mul_overflow(tab, t->C / t->NH, &tab) ||
+        tab > (INT64_C(1) << 40))
+        return pbad(r, "image_size", "%lld / patch_size %lld: PixtralRotaryEmbedding's table ((image_size / patch_size)^2 "
+                    "x head_dim %lld) is more than 2^40 elements", (long long)t->img, (long long)t->P,
+                    (long long)(t->C / t->NH));
     if (o && (o->image_w > 0 || o->images > 0) && pixtral_images(r, a, o, split)) return -1;
     if (split.tp > 1 && !split.vllm)
         return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of mistral3 on Megatron tensor-parallel ranks is "
