@@ -31,6 +31,8 @@ extern const vc_kind vc_kind_T5LayerNorm, vc_kind_T5StackMask, vc_kind_T5Positio
     vc_kind_T5DecoderIds; /* t5.c */
 extern const vc_kind vc_kind_WhisperAttention, vc_kind_WhisperEncoderPositions; /* whisper.c */
 extern const vc_kind vc_kind_BartLogitsBias; /* bart.c */
+extern const vc_kind vc_kind_PixtralRotary, vc_kind_PixtralMask, vc_kind_PixtralAttention, vc_kind_PixtralMerge,
+    vc_kind_PixtralOutputs; /* pixtral.c */
 
 static const vc_kind *const kinds[] = {
     &vc_kind_Conv1d, &vc_kind_Conv2d, &vc_kind_Conv3d, &vc_kind_ConvTranspose1d, &vc_kind_ConvTranspose2d, &vc_kind_ConvTranspose3d,
@@ -56,6 +58,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_T5DecoderIds,
     &vc_kind_WhisperAttention, &vc_kind_WhisperEncoderPositions,
     &vc_kind_BartLogitsBias,
+    &vc_kind_PixtralRotary, &vc_kind_PixtralMask, &vc_kind_PixtralAttention, &vc_kind_PixtralMerge, &vc_kind_PixtralOutputs,
 };
 
 #define NKINDS (sizeof kinds / sizeof *kinds)

@@ -623,7 +623,8 @@ _OP_KINDS = OrderedDict([
                "PositionEmbedding", "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "PixelValues", "VisionWeights",
                "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
                "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
-               "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias")])
+               "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",
+               "PixtralAttention", "PixtralMerge", "PixtralOutputs")])
 
 
 def _kind_table():

@@ -1329,7 +1329,8 @@ for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation",
            "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "PixelValues", "VisionWeights",
            "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
            "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
-           "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias"):
+           "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",
+               "PixtralAttention", "PixtralMerge", "PixtralOutputs"):
     _KINDS[_n] = (_llm_kind(_n), None, set())
 
 

@@ -483,6 +483,61 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
             return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
         return VC_OK;
     }
+    /* Mistral 3 (vllm-project/vllm @ 02677fd9d49b6b4b3082967642a0d1ff45c36c0a vllm/model_executor/models/mistral3.py):
+     * Mistral3ProcessingInfo.get_image_size_with_most_features is longest_edge squared (the processor's
+     * image_processor.size["longest_edge"]: the published preprocessor_config.json's 1540, vision_config.image_size
+     * here, vramcalc reading config.json only); Mistral3HFEncoderInfo.get_patch_grid_size: ncols = nrows =
+     * (1540 - 1) // (patch_size x spatial_merge_size) + 1 = 55; get_num_image_tokens (PixtralHFEncoderInfo) ncols x
+     * nrows = 3025 image tokens ([IMG_BREAK] / [IMG_END] take prompt positions, not embeddings: _get_prompt_updates'
+     * select_token_id). Mistral3ProcessingInfo defines no get_mm_max_tokens_per_item, so the budget counts the 999
+     * dummy images' embeddings, as for Llama 4 (the header): one dummy item. The PixtralImageProcessor resizes
+     * it to the merged-patch grid (get_resize_output_image_size with patch_size x spatial_merge_size, the
+     * PixtralProcessor's): pixel_values [num_channels, nrows x 28, ncols x 28] in the model's dtype
+     * (_postprocess_hf_mm_data's unpadded crop); _process_image_input: vision_tower, multi_modal_projector:
+     * [3025, text hidden_size] out. The tower's run (PixtralHFVisionModel, vllm pixtral.py) is not modelled:
+     * mm_encoder 2. */
+    if (!strcmp(type, "mistral3")) {
+        const cJSON *vc = cJSON_IsObject(v) ? v : NULL;
+        /* PixtralVisionConfig's defaults, or Mistral3Config's when vision_config is absent (src/hf/hf_pixtral.c) */
+        const int64_t P = num(vc, "patch_size", vc ? 16 : 14), img = num(vc, "image_size", vc ? 1024 : 1540),
+                      cin = num(vc, "num_channels", 3), M = num(root, "spatial_merge_size", 2),
+                      Ht = num(vc__vllm_text_config(root), "hidden_size", 0);
+        cJSON_Delete(root);
+        if (P < 1 || M < 1 || img < 1 || cin < 1 || Ht < 1 || P > (1 << 20) || M > (1 << 20)) { /* the loader's bounds */
+            r->mm_encoder = -1;
+            return VC_OK;
+        }
+        const int64_t side = (img - 1) / (P * M) + 1;
+        if (side > (1 << 20)) { /* no published config: not derived */
+            r->mm_encoder = -1;
+            return VC_OK;
+        }
+        const int64_t T = side * side;
+        int64_t max_model_len;
+        if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
+            return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
+        const int64_t Tb = 999 * T, budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
+        int64_t per_prompt = max_model_len / Tb < 999 ? max_model_len / Tb : 999;
+        if (per_prompt < 1) per_prompt = 1;
+        int64_t items = budget / Tb;
+        if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
+        if (items < 1) items = 1;
+        const int64_t e = vc_dtype_size(act);
+        int64_t out, in, px;
+        if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, Ht * e, &out) ||
+            __builtin_mul_overflow(side, P * M, &px) || __builtin_mul_overflow(px, px, &in) ||
+            __builtin_mul_overflow(in, cin * e, &in) || __builtin_mul_overflow(in, items, &in))
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
+        r->mm_encoder = 2;
+        r->mm_items = items;
+        r->mm_item_tokens = T;
+        r->mm_item_width = r->mm_item_height = img;
+        r->mm_budget = budget;
+        r->mm_outputs = out;
+        r->mm_inputs = in;
+        r->mm_encoder_peak = -1;
+        return VC_OK;
+    }
     if (!q25 && !q3vl && !q35 && !g3 && !l4) { /* another model with a vision tower: not derived */
         r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
         cJSON_Delete(root);

@@ -742,6 +742,35 @@ const hf_family vc__hf_families[] = {
               [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "BartForConditionalGeneration", .lora_targets = "q_proj,v_proj"},
+    /* Mistral3Config (configuration_mistral3.py @ 0db25542): the language model is MistralConfig's, read from
+     * text_config (CONFIG_MAPPING[text_config.get("model_type", "mistral")](**text_config): MistralConfig's
+     * defaults for what it lacks, configuration_mistral.py @ the newest stored text: vocab_size 32000, hidden_size
+     * 4096, intermediate_size 14336, 32 layers, 32 heads, num_key_value_heads 8, head_dim None: hidden / heads,
+     * sliding_window 4096; another text model_type refused, src/hf/hf_pixtral.c); vision_config's PixtralVisionModel
+     * and the Mistral3MultiModalProjector of Mistral3ForConditionalGeneration (modeling_mistral3.py @ 00dcc6dd)
+     * counted, loaded frozen, run on --image (hf_pixtral.c, layers/pixtral.c). PEFT's mapping (peft @ 00073fe8
+     * utils/constants.py) has no mistral3: --lora-targets. */
+    {.model_type = "mistral3", .config_class = "MistralConfig (Mistral3Config.text_config)",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_INTER] = DEF("intermediate_size", 14336),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
+     LLAMA_BLOCK, .nested = "text_config", .vision = VIS_PIXTRAL, .lora_targets = NULL},
+    /* MinistralConfig (configuration_ministral.py @ 052b1dcd: every key has a default, Ministral-8B-Instruct-2410's
+     * kind; head_dim None: hidden_size // num_attention_heads; layer_types None: every layer "sliding_attention" when
+     * sliding_window is set, else "full_attention") and modeling_ministral.py @ 3edd469d: MinistralForCausalLM is
+     * Qwen2's decoder without the q/k/v biases (MinistralAttention: sliding_window on its "sliding_attention" layers,
+     * None on the others), the masks per layer type (create_causal_mask, create_sliding_window_causal_mask), one
+     * rotary embedding shared by every layer: the qwen2 row's layers with every layer sliding unless layer_types says
+     * otherwise. PEFT's mapping (peft @ 00073fe8) has no ministral: --lora-targets. */
+    {.model_type = "ministral", .config_class = "MinistralConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_INTER] = DEF("intermediate_size", 14336),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .window = WIN_ALL, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -784,7 +813,7 @@ const char *vc_hf_lora_targets(const cJSON *cfg)
 bool vc_hf_images_one_sequence(const cJSON *cfg)
 {
     const hf_family *f = family_of(cfg);
-    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5);
+    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5 || f->vision == VIS_PIXTRAL);
 }
 
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads
@@ -932,7 +961,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     a.eager = a.f->eager || (a.f->eager_release && vc_transformers_value(rel ? rel->release : 0, VC_TF_GEMMA2_EAGER));
     /* Mistral's 4.x float sliding mask (release.c VC_TF_SLIDING_FLOAT_MASK; the other sliding families' 4.x
      * masks were not read: they run masking_utils' at every release, docs/llm.md) */
-    a.mask_4x = !strcmp(a.f->model_type, "mistral") &&
+    a.mask_4x = (!strcmp(a.f->model_type, "mistral") || !strcmp(a.f->model_type, "mistral3")) && /* MistralModel */
                 vc_transformers_value(rel ? rel->release : 0, VC_TF_SLIDING_FLOAT_MASK);
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
@@ -1100,7 +1129,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.f->vision ? "" : a.l4v.on ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
+                    : a.f->vision ? ""
                                 : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;

@@ -201,6 +201,7 @@ enum {
     VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
     VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers), run on --image */
     VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel with its deepstack mergers, run on --image */
+    VIS_PIXTRAL, /* mistral3: PixtralVisionModel + Mistral3MultiModalProjector, run on --image (hf_pixtral.c) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
@@ -222,6 +223,13 @@ typedef struct {
                      * (hf_vision.c vision_tp); 0 or 1 whole */
     bool decode;    /* with images: generate()'s decoding steps (vc_hf_split.image_decode): the tower written, not
                      * run, no image rows in the sequence (hf_layers.c build_layers, deepstack_add) */
+    /* VIS_PIXTRAL (hf_pixtral.c): Mistral3Config's vision_feature_layer count (linear_1's input is hidden_size x
+     * nfl), multimodal_projector_bias, projector_hidden_act (A_*) */
+    struct {
+        int64_t nfl, layer; /* layer: the (first) vision_feature_layer */
+        bool bias;
+        int act;
+    } px;
 } hf_vision;
 
 extern const hf_family vc__hf_families[];
@@ -323,7 +331,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -443,6 +451,14 @@ int vc__hf_qwen3_vl_moe_experts(const arch *a, int release, bool from_release, v
  * tie taken from the config's own tie_word_embeddings (Qwen3VLMoeConfig's False when absent; text_config's is
  * not what transformers reads); -1 with err naming the key. */
 int vc__hf_qwen3_vl_moe_read(const cJSON *root, arch *a, vc_error *err);
+/* hf_pixtral.c: mistral3's vision_config (PixtralVisionConfig) and Mistral3Config's projector keys read and
+ * checked (errors name vision_config.KEY or the key; text_config.model_type other than mistral refused), the
+ * tower's and projector's sizes into a->vis, --image / --images turned into patches and tokens as PixtralProcessor
+ * does; a Megatron --tp refused (vLLM's split under --serve taken). */
+int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
+/* hf_pixtral.c: PixtralVisionModel's and Mistral3MultiModalProjector's layers appended to arr: with images the
+ * run (returns the image embeddings' layer), else their weights as frozen VisionWeights layers (NULL). */
+const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against

@@ -577,6 +577,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
                                 "model_type %s is a text-only model (no vision tower)", r->fam);
         return 0;
     }
+    if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_read(r, a, o, split); /* mistral3 (hf_pixtral.c) */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     if (cJSON_IsNull(v)) v = NULL; /* Qwen2_5_VLConfig: vision_config None is the class's defaults */
     if (v && !cJSON_IsObject(v)) {
@@ -1109,6 +1110,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     const hf_vision *t = &a->vis;
     vw w = {r, arr};
     if (!a->f->vision) return NULL;
+    if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_write(r, arr, a); /* mistral3 (hf_pixtral.c) */
     if (t->patches == 0) {
         if (a->f->vision == VIS_SIGLIP) write_siglip_weights(&w, t);
         else if (a->f->vision == VIS_QWEN3_5) write_qwen3_5_weights(&w, t);

@@ -233,6 +233,9 @@ def main(argv):
     if raw.get("model_type") in ("qwen3_vl", "qwen3_vl_moe"):  # Qwen3VL(Moe)Config: the language model's keys are text_config's
         raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
+    if raw.get("model_type") == "mistral3":  # Mistral3Config: text_config's keys, the tower's beside them (mistral3_replica.py)
+        import mistral3_replica
+        raw = mistral3_replica.flatten(raw)
     if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
         import gemma4_replica
         raw = gemma4_replica.resolve(raw)
@@ -284,7 +287,7 @@ def main(argv):
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe") + near_llama_replica.FAMILIES and not (
-            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl")):
+            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "mistral3")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
@@ -312,6 +315,15 @@ def main(argv):
     elif cfg.model_type in ("qwen3_vl", "qwen3_vl_moe"):  # Qwen3-VL(-MoE) on text: the LM with MRoPE, the tower frozen (qwen3vl_replica.py)
         import qwen3vl_replica
         model = qwen3vl_replica.build(cfg, args.attn)
+    elif cfg.model_type == "ministral":  # MinistralForCausalLM (modeling_ministral.py @3edd469d): Mistral's modules,
+        # sliding_window on the layer_types' "sliding_attention" layers (reference.py through sliding_replica.layer_types)
+        model = R.CausalLM(R.Config(dict(cfg.d, model_type="mistral")), args.attn)
+    elif cfg.model_type == "mistral3" and args.image:  # the Pixtral tower and projector run (mistral3_replica.py)
+        import mistral3_replica
+        model = mistral3_replica.build_image(cfg, args.attn)
+    elif cfg.model_type == "mistral3":  # Mistral3 on text: Mistral's LM, the Pixtral tower frozen (mistral3_replica.py)
+        import mistral3_replica
+        model = mistral3_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)
@@ -322,6 +334,11 @@ def main(argv):
     if args.precision == "bf16":
         model.to(torch.bfloat16)
         rot = getattr(getattr(model, "visual", None), "rotary_pos_emb", None)
+        if cfg.model_type == "mistral3":
+            # PixtralRotaryEmbedding's tables: float32 (compute_default_rope_parameters' .float()), which
+            # from_pretrained(dtype=bfloat16) leaves as built; model.to() here cast them: restored
+            pr = model.vision_tower.patch_positional_embedding
+            pr.inv_freq, pr.original_inv_freq = pr.inv_freq.float(), pr.original_inv_freq.float()
         if args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe") and rot is not None:
             # Qwen3VLVisionRotaryEmbedding's inv_freq: torch.arange(..., dtype=torch.float), a non-persistent
             # buffer that from_pretrained(dtype=bfloat16) leaves float32 (the default dtype does not apply to an
@@ -384,6 +401,29 @@ def main(argv):
             raise SystemExit("measure_llm.py: gemma3: one image per sample (vramcalc's model)")
         image_tokens = args.images * (cfg.d["mm_tokens_per_image"] + gemma3vl_replica.IMAGE_EXTRA)
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
+    elif args.image and cfg.model_type == "mistral3":
+        # PixtralProcessor: each image resized (mistral3_replica.image_grid), pixel_values [images, C, h, w]
+        # float32; its tokens rows x (cols + 1): [IMG] x cols then [IMG_BREAK] per row, the last [IMG_END]
+        import mistral3_replica
+        mk = mistral3_replica.vision_keys(cfg.d.get("vision_config") or {}, cfg.d.get("vision_config") is None)
+        mm = cfg.d.get("spatial_merge_size", 2)
+        W, Hh = (int(x) for x in args.image.lower().split("x"))
+        rh, rw = mistral3_replica.image_grid(mk, mm, W, Hh)
+        rows, cols = rh // (mk["P"] * mm), rw // (mk["P"] * mm)
+        n_img = args.batch * args.images
+        image_tokens = args.images * rows * (cols + 1)
+
+        def mistral3_ids(ids):
+            """the image's tokens first: [IMG] (image_token_index) x cols then a break per row, no other id equal"""
+            tid = cfg.d.get("image_token_index", 10)
+            ids = torch.where(ids == tid, torch.full_like(ids, tid + 1), ids)
+            for im in range(args.images):
+                for r in range(rows):
+                    at = im * rows * (cols + 1) + r * (cols + 1)
+                    ids[:, at:at + cols] = tid
+            return ids
+        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
+                       "image_embeds": args.images * rows * cols})
     elif args.image:
         if cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe"):
             # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
@@ -414,7 +454,11 @@ def main(argv):
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
         input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq + image_tokens),
                                                              dtype=torch.int64)
-        if image_tokens:  # the image tokens first (Qwen3.5: qwen3vl_tower_replica.py), pixel_values resident
+        if image_tokens and cfg.model_type == "mistral3":  # mistral3_replica.py: the image's rows first
+            input_ids = mistral3_ids(input_ids)
+            model.embed_tokens.pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
+            model.embed_tokens.image_sizes = [(rh, rw)] * n_img
+        elif image_tokens:  # the image tokens first (Qwen3.5: qwen3vl_tower_replica.py), pixel_values resident
             tid = cfg.d["image_token_id"]
             input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
             input_ids[:, :image_tokens] = tid
@@ -479,6 +523,10 @@ def main(argv):
                 input_ids[:, 2:2 + mmt] = tid  # after "\n\n" and boi; eoi and "\n\n" follow
                 model.pixel_values = torch.randn(n_img, gk["cin"], gk["img"], gk["img"])
                 model.token_type_ids = (input_ids == tid).long()  # the processor's mm_token_type_ids, held
+            elif image_tokens and cfg.model_type == "mistral3":
+                input_ids = mistral3_ids(input_ids)
+                model.embed_tokens.pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
+                model.embed_tokens.image_sizes = [(rh, rw)] * n_img
             elif image_tokens:  # the image tokens first, no other id equal to image_token_id
                 tid = cfg.d["image_token_id"]
                 input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
@@ -651,6 +699,13 @@ def main(argv):
             pixel_values = torch.randn(n_img, gk["cin"], gk["img"], gk["img"])
             token_type_ids = (prompt_ids == tid).long()
             P += image_tokens
+        elif image_tokens and cfg.model_type == "mistral3":
+            # PixtralProcessor's input_ids (mistral3_ids), pixel_values [images, C, h, w] float32 and image_sizes
+            # kept in generate()'s model_kwargs to its return (mistral3_replica.py's Embed reads them)
+            prompt_ids = mistral3_ids(prompt_ids)
+            pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
+            grid_thw = [(rh, rw)] * n_img  # the image_sizes, set on the Embed as Qwen's grid_thw is
+            P += image_tokens
         elif image_tokens:
             # the processor's input_ids: the image tokens first, then --prompt's text (no other id equal to
             # image_token_id); pixel_values and image_grid_thw kept in generate()'s model_kwargs to its return
@@ -681,6 +736,9 @@ def main(argv):
                 return llama4_replica.cache_layer_types(cfg.d)
             if cfg.model_type in near_llama_replica.FAMILIES:  # olmo3's layer_types (near_llama_replica.py)
                 return near_llama_replica.layer_types(cfg)
+            if cfg.model_type == "ministral":  # MinistralConfig: layer_types, else every layer sliding with a window
+                sw = cfg.sliding_window
+                return list(cfg.d.get("layer_types") or ["sliding_attention" if sw else "full_attention"] * n), sw
             if cfg.model_type in ("qwen2", "qwen3"):  # Qwen3Config: the same layer_types
                 sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
                 mwl = cfg.d.get("max_window_layers", n)
@@ -754,6 +812,11 @@ def main(argv):
                     if tti is not None:  # Gemma3ForConditionalGeneration.prepare_inputs_for_generation
                         model.pixel_values = pixel_values if step == 0 else None
                         model.token_type_ids = tti
+                    elif pixel_values is not None and cfg.model_type == "mistral3":
+                        # Mistral3ForConditionalGeneration.prepare_inputs_for_generation: pixel_values only while
+                        # cache_position[0] == 0
+                        model.embed_tokens.pixel_values = pixel_values if step == 0 else None
+                        model.embed_tokens.image_sizes = grid_thw if step == 0 else None
                     elif pixel_values is not None:
                         model.embed_tokens.pixel_values = pixel_values if step == 0 else None
                         model.embed_tokens.grid_thw = grid_thw if step == 0 else None

@@ -954,7 +954,11 @@ def apply_lora(model, r=8, lora_alpha=16, lora_dropout=0.0, targets=("q_proj", "
     n = 0
     for name, mod in list(model.named_modules()):
         for cname, child in list(mod.named_children()):
-            if cname in targets and isinstance(child, nn.Linear):
+            # PEFT's check_target_module_exists: the key equal to a target or ending with "." + it (a dotted
+            # target, "self_attn.q_proj", names one module's child only)
+            full = name + "." + cname if name else cname
+            hit = cname in targets or any("." in t and (full == t or full.endswith("." + t)) for t in targets)
+            if hit and isinstance(child, nn.Linear):
                 setattr(mod, cname, LoraLinear(child, r, lora_alpha, lora_dropout, adapter_dtype))
                 n += 1
     if n == 0:

@@ -1329,6 +1329,60 @@ def cases():
                         ckpt=c, lora=abs(l), **({"lora_dropout": 0.0, "lora_targets": "q_proj,v_proj" if l > 0 else "fc2"}
                                                  if l else {}),
                         held_out=(i % 3 == 2)))
+    # issue 31: Mistral 3 on text alone (mistral3_replica.py; modeling_mistral3.py @00dcc6dd, modeling_pixtral.py
+    # @0233e509): Mistral's decoder under text_config, the Pixtral tower and Mistral3MultiModalProjector frozen and
+    # never run; training (full, LoRA r=8 on q_proj,v_proj, checkpointing) and generate. Every third held out.
+    m3 = [
+        ("mistral3_small", 2, 64, "adamw", "fp32", False, 0),
+        ("mistral3_small", 2, 128, "adamw", "bf16", True, 0),
+        ("mistral3_small", 4, 96, "sgd", "bf16", False, 0),
+        ("mistral3_small", 2, 64, "adamw", "fp32", False, 8),
+        ("mistral3_small", 1, 200, "adamw", "bf16", True, 8),
+        ("mistral3_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, m3, lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for cfg, b, p, m, prec, ho in (("mistral3_small", 1, 64, 16, "fp32", False), ("mistral3_small", 2, 48, 24, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
+    # issue 31: Ministral (modeling_ministral.py @3edd469d; measure_llm.py: reference.py's Mistral modules with the
+    # config's layer_types): a full layer then three sliding ones (window 32), sequences past the window; training
+    # (full, LoRA r=8, checkpointing) and generate with the prompt or the decoding past it. Every third held out.
+    mn = [
+        ("ministral_small", 2, 64, "adamw", "fp32", False, 0),
+        ("ministral_small", 2, 96, "adamw", "bf16", True, 0),
+        ("ministral_small", 4, 48, "sgd", "bf16", False, 0),
+        ("ministral_small", 2, 64, "adamw", "fp32", False, 8),
+        ("ministral_small", 1, 160, "adamw", "bf16", True, 8),
+        ("ministral_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, mn, lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for cfg, b, p, m, prec, ho in (("ministral_small", 1, 48, 24, "fp32", False), ("ministral_small", 2, 24, 32, "bf16", True),
+                                   ("ministral_small", 1, 96, 8, "bf16", False)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
+    # issue 31: Mistral 3 with images (mistral3_replica.py build_image: PixtralVisionModel.forward @0233e509 and
+    # Mistral3Model's image path @00dcc6dd, the tower and projector run frozen): training (full; --lora targets
+    # the language model's q_proj / v_proj only where PEFT's names reach the tower too: not measured), --mode
+    # infer and generate, one and several images per sample, batch 1 (the sample's images are one sequence).
+    for i, (mode, img, n, s_, prec) in enumerate([
+            ("train", "224x168", 1, 64, "fp32"), ("train", "224x168", 1, 64, "bf16"), ("train", "300x200", 2, 48, "fp32"),
+            ("infer", "224x168", 1, 64, "fp32"), ("infer", "224x224", 1, 64, "bf16"), ("infer", "112x84", 3, 48, "fp32"),
+            ("generate", "224x168", 1, 48, "fp32"), ("generate", "224x224", 1, 32, "bf16"), ("generate", "84x112", 2, 40, "fp32")]):
+        c = dict(config="configs/mistral3_small.json", mode=mode, batch=1, precision=prec, image=img, images=n,
+                 held_out=(i % 3 == 2))
+        if mode == "generate":
+            c.update(prompt=s_, new_tokens=16 if prec == "fp32" else 24)
+        else:
+            c.update(seq=s_, optim="adamw", ckpt=False, lora=0)
+        out.append(c)
+    # LoRA with an image: self_attn.q_proj / self_attn.v_proj (PEFT's dotted targets, reference.apply_lora) reach the
+    # language model alone; q_proj / v_proj also wrap the tower's, whose adapters' backward through the tower is not
+    # modelled (measured.json's known_gap on that case)
+    for i, (img, prec, tg) in enumerate([("224x168", "bf16", "self_attn.q_proj,self_attn.v_proj"),
+                                         ("224x224", "fp32", "self_attn.q_proj,self_attn.v_proj"),
+                                         ("224x168", "bf16", "q_proj,v_proj")]):
+        out.append(dict(config="configs/mistral3_small.json", mode="train", batch=1, seq=64, optim="adamw", precision=prec,
+                        ckpt=False, lora=8, lora_dropout=0.0, lora_targets=tg, image=img, images=1, held_out=(i == 1)))
     return out
 
 
