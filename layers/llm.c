@@ -1668,8 +1668,8 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4 };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_MINIMAX };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "minimax_m2", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -1731,6 +1731,12 @@ static int moe_parse(vc_args *a, void *p)
                            "no shared expert (the dense MLP beside it is its own layers)");
     } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
         return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
+    } else if (c->style == MOE_MINIMAX && (c->impl != MOE_GROUPED_MM || c->shared || vc_arg_type(a, "n_group") ||
+                                           vc_arg_type(a, "topk_group"))) {
+        /* MiniMaxM2SparseMoeBlock (transformers 5 only): stacked experts, no shared expert, no groups */
+        return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : c->shared ? "shared_expert_intermediate_size"
+                           : vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "style minimax_m2 (MiniMaxM2TopKRouter, "
+                           "MiniMaxM2Experts) is modelled with grouped_mm (transformers 5), no shared expert and no groups");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
         return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
@@ -1813,6 +1819,14 @@ static int moe_setup(vc_setup *s, void *p)
                    vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
                    vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
                    vc_param(s, "pre_feedforward_layernorm_2.weight", c->hidden);
+        if (c->style == MOE_MINIMAX) /* MiniMaxM2SparseMoeBlock.__init__ (modeling_minimax_m2.py @ 0205eec1): gate
+                                      * (MiniMaxM2TopKRouter: weight, an nn.Parameter), experts (MiniMaxM2Experts: gate_up_proj
+                                      * [E, 2I, H], down_proj [E, H, I]), e_score_correction_bias (nn.Buffer(torch.zeros(E)),
+                                      * persistent, outside _keep_in_fp32_modules: the model's dtype) */
+            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   vc_buffer(s, "e_score_correction_bias", c->E, VC_DT_FLOAT);
         if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
                                       * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
             return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
@@ -2291,8 +2305,52 @@ static void moe_gemma4_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* MiniMaxM2SparseMoeBlock.forward (models/minimax_m2/modeling_minimax_m2.py @ 0205eec1d869591488aa74eda3f2da23610c28d9,
+ * transformers 5): view(-1, H), `_, top_k_weights, top_k_index = self.gate(hidden_states, self.e_score_correction_bias)`
+ * (the three bound until the block returns), self.experts(...) under @use_experts_implementation
+ * (grouped_mm_experts_forward: experts_grouped), reshape. MiniMaxM2TopKRouter.forward:
+ * router_logits = F.linear(hidden_states.to(weight.dtype), weight) [T, E]; routing_weights =
+ * sigmoid(router_logits.float()) (the float32 copy a temporary, sigmoid saving its result); scores_for_choice =
+ * routing_weights + e_score_correction_bias (float32); `_, top_k_index = torch.topk(scores_for_choice, top_k)` (the
+ * values bound to `_` until it returns); top_k_weights = routing_weights.gather(1, top_k_index); top_k_weights /=
+ * sum(-1, keepdim=True) (in place, no epsilon, no scaling factor). Parameters: gate.weight 0, experts.gate_up_proj 1,
+ * down_proj 2; buffer 0 the bias. */
+static void moe_minimax_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
+    vc_t x = vc_input(b, 0);
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* the block's `_` */
+    vc_t sig = vc__op_unary(b, "sigmoid", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false); /* routing_weights */
+    vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32);                                   /* scores_for_choice */
+    vc_t idx;
+    vc_t top = topk_op(b, choice, S, VC_DT_F32, &idx); /* the router's `_` and top_k_index */
+    vc_op *o = vc_op_begin(b, "gather"); /* top_k_weights = routing_weights.gather(1, top_k_index) */
+    vc_op_in(o, sig);
+    vc_op_in_nodiff(o, idx);
+    vc_t rw = vc_op_out(o, S, VC_DT_F32);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    const vc_t rlocals[] = {sig, choice, top};
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_hold(b, rlocals[i]);
+    rw = topk_renorm(b, rw, T, false);
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_MINIMAX) {
+        moe_minimax_emit(b, c);
+        return;
+    }
     if (c->style == MOE_GEMMA4) {
         moe_gemma4_emit(b, c);
         return;

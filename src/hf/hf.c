@@ -578,6 +578,22 @@ const hf_family vc__hf_families[] = {
      .block = BLK_MODERNBERT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED,
      .pos = POS_ROPE, .head = HEAD_MODERNBERT, .head_class = "ModernBertForSequenceClassification", .prefix = "model",
      .lora_targets = NULL},
+    /* MiniMaxM2Config (configuration_minimax_m2.py @ 3e108993: the class defaults are MiniMax-M2's; rotary_dim,
+     * use_qk_norm and the checkpoint's other keys: hf_minimax_m2.c); MiniMaxM2DecoderLayer (modeling_minimax_m2.py
+     * @ 0205eec1): LlamaDecoderLayer's norms, MiniMaxM2Attention (q/k/v/o without bias; q_norm / k_norm
+     * MiniMaxM2RMSNorm over all heads, heads x head_dim and kv heads x head_dim, before the view; partial rotary,
+     * cat(q_embed, q_pass)), MiniMaxM2SparseMoeBlock on every layer (SparseMoE style minimax_m2: sigmoid routing
+     * with e_score_correction_bias, top-k renormalised, stacked experts of intermediate_size, no shared expert).
+     * experts_fixed: the family exists from transformers 5 on (its experts under @use_experts_implementation:
+     * grouped_mm whatever --transformers names). PEFT's mapping has no minimax_m2: --lora-targets. */
+    {.model_type = "minimax_m2", .config_class = "MiniMaxM2Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 200064), [K_HIDDEN] = DEF("hidden_size", 3072),
+              [K_LAYERS] = DEF("num_hidden_layers", 62), [K_HEADS] = DEF("num_attention_heads", 48),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_HEAD_DIM] = DEF("head_dim", 128),
+              [K_INTER] = DEF("intermediate_size", 1536), [K_MAXPOS] = DEF("max_position_embeddings", 196608),
+              [K_EXPERTS] = DEF("num_local_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_MOE_INTER] = DEF("intermediate_size", 1536), [K_NORM_TOPK] = FIXED(1)},
+     LLAMA_BLOCK, .moe = MOE_MINIMAX, .qk_norm = QK_WHOLE, .experts_fixed = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -116,6 +116,8 @@ enum {
     MOE_GPT_OSS,  /* mlp: GptOssTopKRouter with bias, biased stacked experts, clamped SwiGLU; every layer */
     MOE_LLAMA4,   /* feed_forward: Llama4TextMoe (router, experts, shared_expert) in moe_layers (hf_llama4.c:
                    * parameters counted, the memory refused) */
+    MOE_MINIMAX,  /* mlp: MiniMaxM2SparseMoeBlock (sigmoid routing with e_score_correction_bias, stacked experts, no
+                   * shared expert), every layer (hf_minimax_m2.c) */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -299,7 +301,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, minimax_m2"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -409,6 +411,12 @@ void vc__hf_num(rd *r, cJSON *o, const char *k, double v);
 void vc__hf_flag(rd *r, cJSON *o, const char *k, bool v);
 void vc__hf_str(rd *r, cJSON *o, const char *k, const char *v);
 void vc__hf_ins(rd *r, cJSON *o, const char *a, const char *b, const char *c, const char *d);
+
+/* hf_minimax_m2.c: MiniMax-M2's config keys transformers' MiniMaxM2Config does not declare but the checkpoint's
+ * config.json carries (rotary_dim, use_qk_norm, qk_norm_type, scoring_func, use_routing_bias,
+ * shared_intermediate_size, attn_type_list, the MTP modules), read into a after the row's keys and checked
+ * against what MiniMaxM2ForCausalLM builds; -1 with r->err naming the key. */
+int vc__hf_minimax_m2_read(rd *r, arch *a);
 
 /* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
 bool vc__hf_modernbert_local(const arch *a, int64_t i);
