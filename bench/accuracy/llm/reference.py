@@ -447,9 +447,17 @@ class DecoderLayer(nn.Module):
         t = cfg.model_type
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
-        if t != "deepseek_v3":
+        if t not in ("deepseek_v3", "minimax_m2"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
-        if t == "deepseek_v3":
+        if t == "minimax_m2":
+            # MiniMaxM2DecoderLayer: q/k norms over all heads, partial rotary, the sigmoid-routed stacked
+            # experts on every layer (minimax_replica.py); transformers 5 only
+            import minimax_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("minimax_m2 is replicated with transformers 5's experts: --experts grouped_mm")
+            self.self_attn = minimax_replica.MiniMaxM2Attention(cfg, layer_idx, attn_impl)
+            self.mlp = minimax_replica.MiniMaxM2SparseMoeBlock(cfg, act_fn(cfg.hidden_act))
+        elif t == "deepseek_v3":
             # DeepseekV3DecoderLayer: MLA, DeepseekV3MLP below first_k_dense_replace, the MoE from
             # it on (mla_replica.py); transformers 5's experts only
             import mla_replica
@@ -669,7 +677,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe"):
+                     "qwen3_5", "qwen3_5_moe", "minimax_m2"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default

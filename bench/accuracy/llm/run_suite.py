@@ -1157,6 +1157,29 @@ def cases():
     for i, (cfg, b, pr, m, p) in enumerate(swg):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=p, held_out=(i % 3 == 2)))
+    # MiniMax-M2 (issue 31) as transformers 5 runs it (minimax_replica.py, modeling_minimax_m2.py @ 0205eec1):
+    # minimax_m2_small, 16 experts top-4 with MiniMaxM2TopKRouter's sigmoid routing and e_score_correction_bias,
+    # stacked experts through grouped_mm, q_norm / k_norm over all heads, rotary_dim 8 of head_dim 16. Train
+    # (full, --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
+    mm = [
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 2, 64, "adamw", "bf16", False, 0),
+        ("train", 2, 96, "adamw", "bf16", True, 0),
+        ("train", 2, 64, "adamw", "fp32", False, 8),
+        ("train", 3, 48, "sgd", "bf16", False, 8),
+        ("train", 1, 128, "adam", "fp32", True, 0),
+        ("generate", 2, 32, 12, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+        ("generate", 2, 96, 6, "fp32", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(mm):
+        if mode == "train":
+            out.append(dict(config="configs/minimax_m2_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/minimax_m2_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
     return out
 
 
