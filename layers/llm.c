@@ -1668,8 +1668,9 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_MINIMAX };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "minimax_m2", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_MINIMAX, MOE_PHIMOE };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "minimax_m2",
+                                         "phimoe", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -1685,6 +1686,7 @@ typedef struct {
     bool norm_topk;
     double imbalance;
     int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
+    double jitter; /* phimoe: input_jitter_noise (the training jitter of the block's and the router's input) */
 } moe_cfg;
 
 static int moe_parse(vc_args *a, void *p)
@@ -1698,8 +1700,11 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_bool(a, "norm_topk_prob", true, &c->norm_topk) ||
         vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance) ||
         vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl) ||
-        vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group))
+        vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group) ||
+        vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter))
         return -1;
+    if (c->style != MOE_PHIMOE && vc_arg_type(a, "input_jitter_noise"))
+        return vc_arg_fail(a, "input_jitter_noise", "only style phimoe jitters its input");
     if (c->style == MOE_DEEPSEEK) { /* DeepseekV3MoE: routing only with the stacked experts here */
         if (c->impl != MOE_GROUPED_MM)
             return vc_arg_fail(a, "experts_implementation", "style deepseek_v3 is modelled with grouped_mm (transformers 5)");
@@ -1731,6 +1736,13 @@ static int moe_parse(vc_args *a, void *p)
                            "no shared expert (the dense MLP beside it is its own layers)");
     } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
         return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
+    } else if (c->style == MOE_PHIMOE && (c->impl != MOE_GROUPED_MM || c->shared || c->k != 2 || vc_arg_type(a, "n_group") ||
+                                          vc_arg_type(a, "topk_group"))) {
+        /* PhimoeSparseMoeBlock (transformers 5): sparsemixer picks two experts, stacked experts, no shared expert */
+        return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : c->shared ? "shared_expert_intermediate_size"
+                           : c->k != 2 ? "top_k" : vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "style phimoe "
+                           "(sparsemixer's two experts, PhimoeExperts) is modelled with grouped_mm (transformers 5), top_k 2, "
+                           "no shared expert and no groups");
     } else if (c->style == MOE_MINIMAX && (c->impl != MOE_GROUPED_MM || c->shared || vc_arg_type(a, "n_group") ||
                                            vc_arg_type(a, "topk_group"))) {
         /* MiniMaxM2SparseMoeBlock (transformers 5 only): stacked experts, no shared expert, no groups */
@@ -1819,6 +1831,11 @@ static int moe_setup(vc_setup *s, void *p)
                    vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
                    vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
                    vc_param(s, "pre_feedforward_layernorm_2.weight", c->hidden);
+        if (c->style == MOE_PHIMOE) /* PhimoeSparseMoeBlock.__init__ (modeling_phimoe.py @ 4a435530): router (PhimoeTopKRouter,
+                                     * an nn.Linear(H, E) without bias), experts (PhimoeExperts: [E, 2I, H], [E, H, I]) */
+            return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS);
         if (c->style == MOE_MINIMAX) /* MiniMaxM2SparseMoeBlock.__init__ (modeling_minimax_m2.py @ 0205eec1): gate
                                       * (MiniMaxM2TopKRouter: weight, an nn.Parameter), experts (MiniMaxM2Experts: gate_up_proj
                                       * [E, 2I, H], down_proj [E, H, I]), e_score_correction_bias (nn.Buffer(torch.zeros(E)),
@@ -2345,8 +2362,161 @@ static void moe_minimax_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* x.max(dim=-1, keepdim=True) of [T, E] rows: the values ([T], x's dtype) and int64 indices, new tensors; no gradient
+ * is kept (the values are a threshold under no_grad, or feed rand_like alone and die at once) */
+static vc_t row_max(vc_build *b, vc_t x, vc_numel T, vc_t *idx)
+{
+    vc_op *o = vc_op_begin(b, "max");
+    vc_op_in_nodiff(o, x);
+    vc_t v = vc_op_out(o, T, vc_dt_of(b, x));
+    *idx = vc_op_out(o, T, VC_DT_I64);
+    vc_op_end(o);
+    return v;
+}
+
+/* scores.masked_fill(mask, -inf) / torch.scatter(scores, -1, index, -inf): a new [T, E] tensor, the mask or the
+ * index saved for backward (grad.masked_fill(mask, 0), grad.scatter(-1, index, 0)) */
+static vc_t fill_saving(vc_build *b, const char *name, vc_t x, vc_t m)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in(o, x);
+    vc_op_in_nodiff(o, m);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_save(o, m);
+    vc_op_end(o);
+    return y;
+}
+
+/* One expert's pick of sparsemixer (modeling_phimoe.py @ 4a4355307f5fa0bae5560b00f034248b4121eaef): from `from`
+ * (scores, or masked_scores for the second), under no_grad the threshold mask (max(dim=-1, keepdim) -> the values
+ * and max_ind; factor = scores.abs().clamp(min=...) [T, E] (abs a temporary); ((threshold - scores) / factor) >
+ * 2 jitter_eps: sub and div temporaries, the bool mask rebinding the threshold); masked_fill(mask, -inf); in training
+ * Gumbel sampling ((masked - empty_like(masked).exponential_().log()).max(dim=-1)[1].unsqueeze(-1): the empty
+ * tensor, its log, the difference and the max's values transient), else max_ind; softmax; gather. In training
+ * the midpoint mask (masked_gates.max(dim=-1, keepdim): values and max_ind; selected == max_ind, rand_like(values)
+ * > 0.75 (the second pick's rand_like(...).uniform_() the same), logical_or; torch.add(0.3333, mask, alpha) a
+ * float32 [T], type_as the gates' dtype) and PhimoeMultiplier.apply (saves multiplier_o, selected_experts,
+ * masked_gates; multiplier_o * mask_for_one). Locals rebound across the two picks (max_ind, factor, the mask) are
+ * in *loc (held; released by the caller as sparsemixer returns). Returns the multiplier [T, 1], *sel the expert. */
+enum { PM_MAXIND, PM_FACTOR, PM_MASK, PM_N };
+static vc_t sparsemixer_pick(vc_build *b, vc_t scores, vc_t from, vc_numel T, vc_numel TE, vc_t loc[PM_N], vc_t *sel)
+{
+    const bool train = vc_training(b);
+    const vc_dtype dt = vc_dt_of(b, scores);
+#define REBIND(k, t) do { vc_t t_ = (t); vc_hold(b, t_); if (loc[k] >= 0) vc_release(b, loc[k]); loc[k] = t_; } while (0)
+    vc_t mi;
+    vc_t thr = row_max(b, from, T, &mi);
+    vc_hold(b, thr);
+    REBIND(PM_MAXIND, mi);
+    vc_t ab = vc__op_nograd(b, "abs", scores, -1, TE, dt);
+    REBIND(PM_FACTOR, vc__op_nograd(b, "clamp", ab, thr, TE, dt));
+    vc_t sub = vc__op_nograd(b, "sub", thr, scores, TE, dt);
+    vc_t dv = vc__op_nograd(b, "div", sub, loc[PM_FACTOR], TE, dt);
+    REBIND(PM_MASK, vc__op_nograd(b, "gt", dv, -1, TE, VC_DT_BOOL));
+    vc_release(b, thr);
+    vc_t mg = fill_saving(b, "masked_fill", from, loc[PM_MASK]);
+    vc_t s = loc[PM_MAXIND];
+    if (train) { /* Gumbel sampling */
+        vc_t e = vc__op_new(b, "empty_like", TE, dt);
+        vc_t lg = vc__op_nograd(b, "log", e, -1, TE, dt);
+        vc_t d = vc__op_add(b, mg, lg, TE, false); /* masked_gates - ...: no tensor saved */
+        vc_t ix;
+        row_max(b, d, T, &ix);
+        s = ix;
+    }
+    vc_hold(b, s);
+    vc_t gates = vc__op_softmax(b, mg, false); /* masked_gates, rebound */
+    vc_hold(b, gates);
+    vc_op *o = vc_op_begin(b, "gather"); /* multiplier_o = masked_gates.gather(-1, selected_experts) */
+    vc_op_in(o, gates);
+    vc_op_in_nodiff(o, s);
+    vc_t mo = vc_op_out(o, T, vc_dt_of(b, gates));
+    vc_op_save(o, s);
+    vc_op_end(o);
+    vc_t mult = mo;
+    if (train) {
+        vc_t mx = row_max(b, gates, T, &mi);
+        REBIND(PM_MAXIND, mi);
+        vc_t eq = vc__op_nograd(b, "eq", s, loc[PM_MAXIND], T, VC_DT_BOOL);
+        vc_t rl = vc__op_nograd(b, "rand_like", mx, -1, T, dt);
+        vc_t gt = vc__op_nograd(b, "gt", rl, -1, T, VC_DT_BOOL);
+        vc_t lo = vc__op_nograd(b, "logical_or", eq, gt, T, VC_DT_BOOL);
+        vc_t mf = vc__op_nograd(b, "add", lo, -1, T, VC_DT_F32);
+        mf = vc__op_cast(b, mf, vc_dt_of(b, gates)); /* .type_as(masked_gates) */
+        o = vc_op_begin(b, "PhimoeMultiplier");
+        vc_op_in(o, scores);
+        vc_op_in_nodiff(o, mo);
+        vc_op_in_nodiff(o, s);
+        vc_op_in_nodiff(o, gates);
+        vc_op_in_nodiff(o, mf);
+        mult = vc_op_out(o, T, vc_dt_of(b, gates));
+        vc_op_save(o, mo);
+        vc_op_save(o, s);
+        vc_op_save(o, gates);
+        /* backward: grad * multiplier [T, 1], .mul(-1) [T, 1], masked_gates * it [T, E] (the scores' gradient,
+         * scatter_add_ in place) */
+        vc_op_btemp(o, T, vc_dt_of(b, gates));
+        vc_op_btemp(o, T, vc_dt_of(b, gates));
+        vc_op_end(o);
+    }
+    vc_release(b, gates);
+    vc_release(b, s);
+    *sel = s;
+#undef REBIND
+    return mult;
+}
+
+/* PhimoeSparseMoeBlock.forward (models/phimoe/modeling_phimoe.py @ 4a4355307f5fa0bae5560b00f034248b4121eaef,
+ * transformers 5): in training with input_jitter_noise, hidden_states *= torch.empty_like(hidden_states)
+ * .uniform_(...) (in place: the random tensor saved by mul_'s backward), reshape(-1, H); PhimoeTopKRouter.forward
+ * (the same jitter again on its argument, then the nn.Linear's logits and sparsemixer: two picks, the second on
+ * torch.scatter(scores, -1, selected_experts, -inf), then torch.concat of the multipliers [T, 2] and the experts
+ * [T, 2] int64); PhimoeExperts under @use_experts_implementation (grouped_mm_experts_forward: experts_grouped) with
+ * the multipliers in the logits' dtype. sparsemixer's locals die as it returns; its saved tensors live in the
+ * graph. Parameters: router.weight 0, experts.gate_up_proj 1, down_proj 2. */
+static void moe_phimoe_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E;
+    vc_numel T = vc_n_sample(L), TE = vc_n_sample(L * E), S = vc_n_sample(L * 2), TH = vc_n_sample(L * H);
+    vc_t x = vc_input(b, 0);
+    for (int j = 0; j < 2 && vc_training(b) && c->jitter > 0; j++) { /* the block's jitter, then the router's */
+        vc_t r = vc__op_new(b, "empty_like", TH, vc_dt_of(b, x));
+        x = vc__op_mul(b, x, r, TH, true);
+    }
+    vc_t scores = vc__op_linear(b, x, vc_weight(b, 0), -1, L, H, E);
+    vc_hold(b, scores);
+    vc_t loc[PM_N] = {-1, -1, -1};
+    vc_t s1, s2;
+    vc_t m1 = sparsemixer_pick(b, scores, scores, T, TE, loc, &s1);
+    vc_hold(b, m1);
+    vc_hold(b, s1);
+    vc_t ms = fill_saving(b, "scatter", scores, s1); /* masked_scores */
+    vc_hold(b, ms);
+    vc_t m2 = sparsemixer_pick(b, scores, ms, T, TE, loc, &s2);
+    vc_hold(b, m2);
+    vc_hold(b, s2);
+    vc_op *o = vc_op_begin(b, "cat"); /* multiplier = torch.concat((multiplier, multiplier_top2), dim=-1) */
+    vc_op_in(o, m1);
+    vc_op_in(o, m2);
+    vc_t rw = vc_op_out(o, S, vc_dt_of(b, m1));
+    vc_op_end(o);
+    vc_t idx = vc__op_nograd(b, "cat", s1, s2, S, VC_DT_I64);
+    const vc_t locals[] = {m1, s1, ms, m2, s2, loc[PM_MAXIND], loc[PM_FACTOR], loc[PM_MASK], scores};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_PHIMOE) {
+        moe_phimoe_emit(b, c);
+        return;
+    }
     if (c->style == MOE_MINIMAX) {
         moe_minimax_emit(b, c);
         return;

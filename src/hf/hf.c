@@ -594,6 +594,24 @@ const hf_family vc__hf_families[] = {
               [K_EXPERTS] = DEF("num_local_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
               [K_MOE_INTER] = DEF("intermediate_size", 1536), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_MINIMAX, .qk_norm = QK_WHOLE, .experts_fixed = true, .lora_targets = NULL},
+    /* PhimoeConfig (configuration_phimoe.py @ 23925e16: the class defaults are Phi-3.5-MoE's sizes; lm_head_bias,
+     * input_jitter_noise and router_jitter_noise: hf_phimoe.c); transformers 5's modeling_phimoe.py @ 4a435530:
+     * PhimoeDecoderLayer with PhimoeRMSNorm input / post-attention norms (weight only: the checkpoint's LayerNorm biases
+     * are not loaded), PhimoeAttention (LlamaAttention's: q/k/v/o with attention_bias, head_dim getattr(config,
+     * "head_dim", hidden / heads)), PhimoeSparseMoeBlock on every layer (SparseMoE style phimoe: sparsemixer, stacked
+     * experts of intermediate_size); PhimoeModel.norm an nn.LayerNorm; sliding_window as Mixtral's (None: none).
+     * PEFT's mapping has no phimoe: --lora-targets. */
+    {.model_type = "phimoe", .config_class = "PhimoeConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32064), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              /* num_key_value_heads: null is num_attention_heads (read so), absent 8 (hf_phimoe.c) */
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS}, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_INTER] = DEF("intermediate_size", 6400), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
+              [K_EXPERTS] = DEF("num_local_experts", 16), [K_TOPK] = DEF("num_experts_per_tok", 2),
+              [K_MOE_INTER] = DEF("intermediate_size", 6400)},
+     LLAMA_BLOCK, .moe = MOE_PHIMOE, .final_ln = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

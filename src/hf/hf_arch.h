@@ -118,6 +118,7 @@ enum {
                    * parameters counted, the memory refused) */
     MOE_MINIMAX,  /* mlp: MiniMaxM2SparseMoeBlock (sigmoid routing with e_score_correction_bias, stacked experts, no
                    * shared expert), every layer (hf_minimax_m2.c) */
+    MOE_PHIMOE,   /* mlp: PhimoeSparseMoeBlock (sparsemixer's two experts, stacked experts), every layer (hf_phimoe.c) */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -173,6 +174,7 @@ typedef struct {
     /* issue 31 (qwen3_5, qwen3_5_moe): Qwen3_5GatedDeltaNet's four projections in_proj_qkv, in_proj_z,
      * in_proj_b, in_proj_a instead of Qwen3NextGatedDeltaNet's in_proj_qkvz and in_proj_ba */
     bool gdn_split;
+    bool final_ln; /* the model's final norm is an nn.LayerNorm (weight and bias) whatever the layers' (phimoe) */
 } hf_family;
 
 enum {
@@ -295,13 +297,16 @@ typedef struct {
         const cJSON *types;
         bool keqv, moe, wide;
     } g4;
+    /* phimoe (hf_phimoe.c): lm_head_bias, input_jitter_noise */
+    bool lm_bias;
+    double jitter;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, minimax_m2"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, minimax_m2, phimoe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -417,6 +422,10 @@ void vc__hf_ins(rd *r, cJSON *o, const char *a, const char *b, const char *c, co
  * shared_intermediate_size, attn_type_list, the MTP modules), read into a after the row's keys and checked
  * against what MiniMaxM2ForCausalLM builds; -1 with r->err naming the key. */
 int vc__hf_minimax_m2_read(rd *r, arch *a);
+
+/* hf_phimoe.c: PhimoeConfig's keys the row does not read (lm_head_bias, input_jitter_noise, router_jitter_noise,
+ * a null num_key_value_heads) and the checks of what PhimoeForCausalLM builds; -1 with r->err naming the key. */
+int vc__hf_phimoe_read(rd *r, arch *a);
 
 /* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
 bool vc__hf_modernbert_local(const arch *a, int64_t i);

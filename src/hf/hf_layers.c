@@ -238,7 +238,7 @@ static void linear_attn(wr *w, const arch *a, const char *in)
 
 static bool layer_is_moe(const arch *a, int64_t i)
 {
-    if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS || a->f->moe == MOE_MINIMAX) return true;
+    if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS || a->f->moe == MOE_MINIMAX || a->f->moe == MOE_PHIMOE) return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
     if (a->f->moe == MOE_LLAMA4) return vc__hf_llama4_moe_layer(a, i); /* layer_idx in config.moe_layers */
     if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
@@ -379,6 +379,18 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         num(w, o, "num_experts", (double)a->E);
         num(w, o, "top_k", (double)a->K);
         str(w, o, "style", "gpt_oss");
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", "grouped_mm");
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_PHIMOE) {
+        /* PhimoeSparseMoeBlock: router (PhimoeTopKRouter, sparsemixer), experts (PhimoeExperts, stacked) */
+        cJSON *o = add_layer(w, "SparseMoE", "mlp");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "phimoe");
+        if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
+        if (a->jitter > 0) num(w, o, "input_jitter_noise", a->jitter);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", "grouped_mm");
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_MINIMAX) {
@@ -729,7 +741,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 /* The lm head (tied as tie_word_embeddings says) and final softcapping. */
 static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
 {
-    cJSON *o = linear(w, name, NULL, a->proj ? a->proj : a->H, a->V, a->f->lm_bias);
+    cJSON *o = linear(w, name, NULL, a->proj ? a->proj : a->H, a->V, a->f->lm_bias || a->lm_bias);
     if (a->tie) str(w, o, "tie", emb);
     if (a->f->mup) { /* GraniteForCausalLM: logits / config.logits_scaling */
         cJSON *s = add_layer(w, "Scale", "logits_scaling");
@@ -994,7 +1006,8 @@ static void build_layers(wr *w, const arch *a)
         }
     }
     layer_stack(w, a, "model.layers", first);
-    rmsnorm(w, a, "model.norm", NULL);
+    if (a->f->final_ln) layernorm(w, a, "model.norm", NULL); /* PhimoeModel.norm: nn.LayerNorm */
+    else rmsnorm(w, a, "model.norm", NULL);
     lm_head(w, a, "model.embed_tokens", "lm_head");
 }
 

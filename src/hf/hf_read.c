@@ -404,6 +404,7 @@ static int read_family(rd *r, arch *a)
     if (f->block == BLK_MODERNBERT && vc__hf_modernbert_read(r, a)) return -1; /* norm_bias and the rest (hf_modernbert.c) */
     if (f->block == BLK_GEMMA4 && vc__hf_gemma4_read(r, a)) return -1; /* layer_types and the rest (hf_gemma4.c) */
     if (f->moe == MOE_MINIMAX && vc__hf_minimax_m2_read(r, a)) return -1; /* rotary_dim and the rest (hf_minimax_m2.c) */
+    if (f->moe == MOE_PHIMOE && vc__hf_phimoe_read(r, a)) return -1; /* lm_head_bias and the rest (hf_phimoe.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;

@@ -449,7 +449,14 @@ class DecoderLayer(nn.Module):
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
         if t not in ("deepseek_v3", "minimax_m2"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
-        if t == "minimax_m2":
+        if t == "phimoe":
+            # PhimoeDecoderLayer (transformers 5): LlamaAttention with attention_bias, PhimoeRMSNorm, the sparsemixer
+            # block over stacked experts (phimoe_replica.py)
+            import phimoe_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("phimoe is replicated with transformers 5's experts: --experts grouped_mm")
+            self.mlp = phimoe_replica.PhimoeSparseMoeBlock(cfg, act_fn(cfg.hidden_act))
+        elif t == "minimax_m2":
             # MiniMaxM2DecoderLayer: q/k norms over all heads, partial rotary, the sigmoid-routed stacked
             # experts on every layer (minimax_replica.py); transformers 5 only
             import minimax_replica
@@ -677,7 +684,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe", "minimax_m2"):
+                     "qwen3_5", "qwen3_5_moe", "minimax_m2", "phimoe"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -716,6 +723,8 @@ class CausalLM(nn.Module):
             Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
         self.norm = Norm(H, eps=cfg.rms_norm_eps)
+        if t == "phimoe":  # PhimoeModel.norm = nn.LayerNorm(hidden_size, eps=rms_norm_eps)
+            self.norm = vctorch._LayerNorm2x(H, eps=cfg.rms_norm_eps)
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
         if t == "deepseek_v3":  # DeepseekV3Config: head_dim = qk_rope_head_dim (the rotary embedding's)
             head_dim = cfg.d["qk_rope_head_dim"]
@@ -727,7 +736,8 @@ class CausalLM(nn.Module):
             self.visual = deltanet_replica.Qwen3_5VisionModel(cfg.d.get("vision_config") or {})
         else:
             self.rotary_emb = RotaryEmbedding(cfg, head_dim)
-        self.lm_head = Linear(H, V, bias=False)
+        # PhimoeForCausalLM: lm_head bias=config.lm_head_bias
+        self.lm_head = Linear(H, V, bias=bool(cfg.d.get("lm_head_bias")) if t == "phimoe" else False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
 
