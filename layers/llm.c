@@ -1687,6 +1687,7 @@ typedef struct {
     double imbalance;
     int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
     double jitter; /* phimoe: input_jitter_noise (the training jitter of the block's and the router's input) */
+    bool router_f32; /* minimax_m2 under vLLM: the gate's weight and the bias float32, the gate's input cast to it */
 } moe_cfg;
 
 static int moe_parse(vc_args *a, void *p)
@@ -1701,8 +1702,10 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance) ||
         vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl) ||
         vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group) ||
-        vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter))
+        vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32))
         return -1;
+    if (c->style != MOE_MINIMAX && c->router_f32)
+        return vc_arg_fail(a, "router_f32", "only style minimax_m2 (vLLM's MiniMaxM2MoE) has a float32 router");
     if (c->style != MOE_PHIMOE && vc_arg_type(a, "input_jitter_noise"))
         return vc_arg_fail(a, "input_jitter_noise", "only style phimoe jitters its input");
     if (c->style == MOE_DEEPSEEK) { /* DeepseekV3MoE: routing only with the stacked experts here */
@@ -1840,10 +1843,10 @@ static int moe_setup(vc_setup *s, void *p)
                                       * (MiniMaxM2TopKRouter: weight, an nn.Parameter), experts (MiniMaxM2Experts: gate_up_proj
                                       * [E, 2I, H], down_proj [E, H, I]), e_score_correction_bias (nn.Buffer(torch.zeros(E)),
                                       * persistent, outside _keep_in_fp32_modules: the model's dtype) */
-            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, c->router_f32 ? VC_PARAM_F32 : 0) ||
                    vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
                    vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
-                   vc_buffer(s, "e_score_correction_bias", c->E, VC_DT_FLOAT);
+                   vc_buffer(s, "e_score_correction_bias", c->E, c->router_f32 ? VC_DT_F32 : VC_DT_FLOAT);
         if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
                                       * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
             return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
@@ -2337,7 +2340,8 @@ static void moe_minimax_emit(vc_build *b, const moe_cfg *c)
     int64_t L = vc_input_shape(b, 0)->d[0], E = c->E;
     vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
     vc_t x = vc_input(b, 0);
-    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    /* vLLM: self.gate(hidden_states.to(torch.float32)), a float32 weight */
+    vc_t logits = lin_rows(b, c->router_f32 ? vc__op_cast(b, x, VC_DT_F32) : x, vc_weight(b, 0), T, E);
     vc_hold(b, logits); /* the block's `_` */
     vc_t sig = vc__op_unary(b, "sigmoid", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false); /* routing_weights */
     vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32);                                   /* scores_for_choice */

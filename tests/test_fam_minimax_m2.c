@@ -199,6 +199,39 @@ static void test_serve(void **state)
     assert_usage(HF "minimax-m2.json --serve --gpu h100-80gb", "no memory is left for the KV cache");
 }
 
+/* vLLM's MiniMaxM2MoE keeps the router in float32 (minimax_m2.py @ 01d99586: gate a ReplicatedLinear with
+ * params_dtype=torch.float32, e_score_correction_bias a float32 parameter): the SparseMoE key router_f32, which
+ * --serve's model sets. 16 experts on hidden 64 in bf16: gate.weight 1,024 values, 4,096 B instead of 2,048; the
+ * bias 16 values, 64 B or 32 B, each 512 B as the caching allocator rounds them: 2,048 B more in all. On
+ * MiniMax-M2 under --serve --tp 8 that is 62 x (256 x 3072 x 2 B + 512 B) = 97,549,312 B more than the
+ * weights' dtype would give. */
+static void test_router_f32(void **state)
+{
+    (void)state;
+    static const char *const js[2] = {
+        "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64, \"intermediate_size\": 16,"
+        " \"num_experts\": 16, \"top_k\": 4, \"style\": \"minimax_m2\", \"experts_implementation\": \"grouped_mm\"}]}",
+        "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64, \"intermediate_size\": 16,"
+        " \"num_experts\": 16, \"top_k\": 4, \"style\": \"minimax_m2\", \"experts_implementation\": \"grouped_mm\","
+        " \"router_f32\": true}]}"};
+    int64_t w[2];
+    for (int i = 0; i < 2; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        if (vc_model_load_string(js[i], strlen(js[i]), "moe", &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        o.precision = VC_PREC_BF16;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+        w[i] = r.memory.weights;
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+    assert_int_equal(w[1] - w[0], 2048);
+}
+
 /* --ep and --moe-imbalance: Megatron-Core's MoELayer on 8 expert-parallel ranks (layers/moe_ep.c); the busiest
  * expert taking twice the even share raises the peak; under transformers' grouped_mm (no --ep) the option
  * changes no allocation and is refused. */
@@ -230,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_serve),
         cmocka_unit_test(test_ep),
+        cmocka_unit_test(test_router_f32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

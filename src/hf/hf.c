@@ -792,6 +792,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         r.nested = a.f->nested;
     }
     a.imbalance = o ? o->moe_imbalance : 1.0;
+    a.vllm = split.vllm != 0;
     /* the experts: as the options set them, or the release's default for the family (a family whose
      * experts run one way in every release keeps the library's, grouped_mm) */
     vc_experts_impl ex = o ? o->experts : VC_EXPERTS_GROUPED_MM;

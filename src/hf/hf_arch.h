@@ -300,6 +300,7 @@ typedef struct {
     /* phimoe (hf_phimoe.c): lm_head_bias, input_jitter_noise */
     bool lm_bias;
     double jitter;
+    bool vllm; /* the model vLLM loads (vc_hf_split.vllm, --serve): minimax_m2's float32 router (hf_layers.c) */
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type

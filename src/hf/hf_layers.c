@@ -402,6 +402,9 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         num(w, o, "num_experts", (double)a->E);
         num(w, o, "top_k", (double)a->K);
         str(w, o, "style", "minimax_m2");
+        /* vLLM's MiniMaxM2MoE (minimax_m2.py @ 01d99586): gate a ReplicatedLinear(params_dtype=torch.float32) on
+         * hidden_states.to(torch.float32), e_score_correction_bias a float32 parameter */
+        if (a->vllm) flag(w, o, "router_f32", true);
         if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", "grouped_mm");
