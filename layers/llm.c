@@ -16,6 +16,7 @@
  * policies such as LoRA targets can select the projections by name).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "moe_ep.h"
@@ -1668,9 +1669,9 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_MINIMAX, MOE_PHIMOE };
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_MINIMAX, MOE_PHIMOE, MOE_GRANITE };
 static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "minimax_m2",
-                                         "phimoe", NULL};
+                                         "phimoe", "granitemoe", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -1739,6 +1740,13 @@ static int moe_parse(vc_args *a, void *p)
                            "no shared expert (the dense MLP beside it is its own layers)");
     } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
         return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
+    } else if (c->style == MOE_GRANITE && (vc_arg_type(a, "experts_implementation") || c->shared || vc_arg_type(a, "n_group") ||
+                                           vc_arg_type(a, "topk_group"))) {
+        /* GraniteMoeMoE: JetMoe's ParallelExperts loop in every release, its shared MLP its own layers */
+        return vc_arg_fail(a, vc_arg_type(a, "experts_implementation") ? "experts_implementation" : c->shared
+                           ? "shared_expert_intermediate_size" : vc_arg_type(a, "n_group") ? "n_group" : "topk_group",
+                           "style granitemoe runs GraniteMoeParallelExperts' per-expert loop (no per_expert / grouped_mm "
+                           "choice), without a shared expert or groups");
     } else if (c->style == MOE_PHIMOE && (c->impl != MOE_GROUPED_MM || c->shared || c->k != 2 || vc_arg_type(a, "n_group") ||
                                           vc_arg_type(a, "topk_group"))) {
         /* PhimoeSparseMoeBlock (transformers 5): sparsemixer picks two experts, stacked experts, no shared expert */
@@ -1756,7 +1764,7 @@ static int moe_parse(vc_args *a, void *p)
         return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
         return vc_arg_fail(a, "top_k", "top_k (%lld) is more than num_experts (%lld)", (long long)c->k, (long long)c->E);
-    if (c->impl == MOE_PER_EXPERT && c->style != MOE_LLAMA4 && c->E * 3 + 4 > 256)
+    if (c->impl == MOE_PER_EXPERT && c->style != MOE_LLAMA4 && c->style != MOE_GRANITE && c->E * 3 + 4 > 256)
         return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 per_expert holds (256 parameter tensors; "
                            "experts_implementation grouped_mm stacks them)", (long long)c->E);
     return 0;
@@ -1816,6 +1824,14 @@ static int moe_setup(vc_setup *s, void *p)
                vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
+    if (s->ep > 1 && c->style == MOE_GRANITE) /* moe_ep.c's MoELayer: no ParallelExperts loop written there */
+        return vc_fail(s, "ep", "expert parallelism is not modelled for style granitemoe (GraniteMoeParallelExperts' loop)");
+    if (c->style == MOE_GRANITE) /* GraniteMoeMoE.__init__ (modular_granitemoe.py @ 94cb76e8): input_linear, output_linear
+                                  * (GraniteMoeParallelExperts: weight [E, out, in]), router (GraniteMoeTopKGating: layer, an
+                                  * nn.Linear(H, E) without bias) */
+        return vc_param_shape(s, "input_linear.weight", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, 0) ||
+               vc_param_shape(s, "output_linear.weight", 3, (int64_t[3]){c->E, c->hidden, c->inter}, 0) ||
+               vc_param_shape(s, "router.layer.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR);
     if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
         c->ep = s->ep;
         s->ep_used = true;
@@ -2772,10 +2788,112 @@ static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
     moe_llama4_tail(b, c, ri, ro, rs, logits, L);
 }
 
+/* JetMoeParallelExperts.forward (models/jetmoe/modeling_jetmoe.py, GraniteMoeParallelExperts' code): input_list =
+ * inputs.split(expert_size) (views), F.linear(input_list[i], self.weight[i]) per expert (weight[i] a select view of
+ * the [E, out, in] parameter: its gradient a zeros [E, out, in] with the slice copied in, select_backward), the
+ * outputs kept in output_list until torch.cat makes the [S, out] result. */
+static vc_t parallel_experts(vc_build *b, const moe_cfg *c, vc_t xin, int wi, int64_t out, int64_t in, int64_t L, int64_t tcap)
+{
+    vc_t w = vc_weight(b, wi);
+    vc_t *outs = calloc((size_t)c->E, sizeof *outs);
+    if (!outs) return xin;
+    vc_op *o;
+    for (int64_t e = 0; e < c->E; e++) {
+        vc_numel rows = moe_rows(b, c, L, tcap, e);
+        vc_t xs = vc__op_view(b, xin, vc_n_scale(rows, in), true);          /* input_list[i] */
+        vc_t we = vc__op_select(b, w, vc_n_fixed(out * in), true);          /* self.weight[i] */
+        outs[e] = lin_rows(b, xs, we, rows, out);
+        vc_hold(b, outs[e]);
+    }
+    vc_numel S = vc_n_sample(L * c->k);
+    o = vc_op_begin(b, "cat");
+    for (int64_t e = 0; e < c->E; e++) vc_op_in(o, outs[e]);
+    vc_t r = vc_op_out(o, vc_n_scale(S, out), vc_dt_of(b, outs[0]));
+    vc_op_end(o);
+    for (int64_t e = 0; e < c->E; e++) vc_release(b, outs[e]);
+    free(outs);
+    return r;
+}
+
+/* GraniteMoeMoE.forward (models/granitemoe/modular_granitemoe.py @ 94cb76e8b28f69cd844073ae246c3bd1375d2e0b; its router
+ * and experts JetMoe's, models/jetmoe/modeling_jetmoe.py): layer_input.reshape(-1, H); `_, batch_index, batch_gates,
+ * expert_size, _ = self.router(layer_input)` (the last `_`, the float32 logits, alive until the block returns);
+ * JetMoeTopKGating.forward: logits = self.layer(x).float(), topk, softmax(top_k_logits, dim=1).type_as(x), zeros
+ * [T, E] and its scatter(1, top_k_indices, 1), gates.long().sum(0) (.tolist()), top_k_indices.flatten().sort(0) (the
+ * values a local `_`), index_sorted_experts.div(k) (batch_index), top_k_gates.flatten()[index_sorted_experts]
+ * (batch_gates); then expert_inputs = layer_input[batch_index], input_linear (parallel_experts), chunk(2),
+ * activation(chunk 0) * chunk 1, output_linear, * batch_gates[:, None], zeros((T, H)).index_add(0, batch_index, ...)
+ * (out of place). Parameters: input_linear 0, output_linear 1, router.layer 2. */
+static void moe_granite_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
+    vc_numel S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E), SI = vc_n_scale(S, I);
+    int64_t wmax = 2 * I > H ? 2 * I : H;
+    int64_t tcap = (INT64_C(1) << 53) / wmax;
+    vc_t x = vc_input(b, 0);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = vc__op_cast(b, vc__op_linear(b, x, vc_weight(b, 2), -1, L, H, E), VC_DT_F32); /* self.layer(x).float() */
+    vc_hold(b, logits);
+    vc_t tki;
+    vc_t tkl = topk_op(b, logits, S, VC_DT_F32, &tki);
+    vc_hold(b, tki);
+    vc_t tkg = vc__op_cast(b, vc__op_softmax(b, tkl, false), dt); /* softmax(...).type_as(hidden_states) */
+    vc_hold(b, tkg);
+    vc_t z = vc__op_new(b, "zeros", TE, vc_dt_of(b, tkg));
+    vc_hold(b, z);
+    vc_t g = vc__op_nograd(b, "scatter", z, tki, TE, vc_dt_of(b, tkg));
+    vc_hold(b, g);
+    vc_t lo = vc__op_nograd(b, "_to_copy", g, -1, TE, VC_DT_I64); /* gates.long() */
+    vc__op_nograd(b, "sum", lo, -1, vc_n_fixed(E), VC_DT_I64);     /* .sum(0), then .tolist() */
+    vc_op *o = vc_op_begin(b, "sort");                              /* _, index_sorted_experts = ....sort(0) */
+    vc_op_in_nodiff(o, tki);
+    vc_t sv = vc_op_out(o, S, VC_DT_I64);
+    vc_t isx = vc_op_out(o, S, VC_DT_I64);
+    vc_op_end(o);
+    vc_hold(b, sv);
+    vc_t bi = vc__op_nograd(b, "div", isx, -1, S, VC_DT_I64); /* batch_index */
+    vc_hold(b, bi);
+    vc_t bg = index_rows(b, tkg, isx, S, 1);                   /* batch_gates */
+    vc_hold(b, bg);
+    const vc_t rlocals[] = {z, g, sv, tkg, tki};
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
+    vc_t ei = index_rows(b, x, bi, S, H); /* expert_inputs */
+    vc_hold(b, ei);
+    vc_t h = parallel_experts(b, c, ei, 0, 2 * I, H, L, tcap);
+    vc_hold(b, h);
+    o = vc_op_begin(b, "split"); /* hidden_states.chunk(2, dim=-1) */
+    int ih = vc_op_in(o, h);
+    vc_t g0 = vc_op_out_view(o, ih, SI, false), g1 = vc_op_out_view(o, ih, SI, false);
+    vc_op_end(o);
+    vc_t hm = vc__op_mul(b, act_op(b, c->act, g0), g1, SI, false);
+    vc_hold(b, hm); /* hidden_states, rebound: chunked_hidden_states, a local, keeps the first one's views alive */
+    vc_t eo = parallel_experts(b, c, hm, 1, H, I, L, tcap);
+    eo = vc__op_mul_dt(b, eo, bg, vc_numel_of(b, eo), vc_dt_of(b, eo)); /* * batch_gates[:, None] */
+    vc_t zz = vc__op_new(b, "zeros", vc_n_sample(L * H), vc_dt_of(b, eo));
+    /* zeros.index_add(0, batch_index, expert_outputs), out of place: derivatives.yaml index_add's source gradient
+     * grad.index_select(dim, index).expand_as(source) keeps the index and the source itself */
+    o = vc_op_begin(b, "index_add");
+    int iz = vc_op_in(o, zz);
+    int ie = vc_op_in(o, eo);
+    vc_op_in_nodiff(o, bi);
+    vc_t out = vc_op_out(o, vc_n_sample(L * H), vc_dt_of(b, eo));
+    vc_op_save(o, bi);
+    vc_op_save_if(o, eo, ie);
+    vc_op_grad(o, iz, VC_GRAD_PASS);
+    vc_op_end(o);
+    const vc_t locals[] = {ei, h, hm, bi, bg, logits};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_set_output(b, out);
+}
+
 /* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */
 static void moe_emit(vc_build *b, const void *p)
 {
     const moe_cfg *c = p;
+    if (c->style == MOE_GRANITE) {
+        moe_granite_emit(b, c);
+        return;
+    }
     if (c->style == MOE_LLAMA4) {
         moe_llama4_emit(b, c);
         return;

@@ -612,6 +612,22 @@ const hf_family vc__hf_families[] = {
               [K_EXPERTS] = DEF("num_local_experts", 16), [K_TOPK] = DEF("num_experts_per_tok", 2),
               [K_MOE_INTER] = DEF("intermediate_size", 6400)},
      LLAMA_BLOCK, .moe = MOE_PHIMOE, .final_ln = true, .lora_targets = NULL},
+    /* GraniteMoeConfig (Granite 3.x MoE): granite's muP multipliers (embedding_multiplier, residual_multiplier,
+     * logits_scaling; attention_multiplier the softmax scale, no tensor) on GraniteMoeDecoderLayer (modular_granitemoe.py
+     * @ 94cb76e8: LlamaAttention, GraniteMoeRMSNorm, block_sparse_moe a GraniteMoeMoE on every layer: JetMoe's top-k
+     * gating and GraniteMoeParallelExperts' per-expert loop, SparseMoE style granitemoe). experts_fixed: that loop in
+     * every release. PEFT's mapping has no granitemoe: --lora-targets. */
+    {.model_type = "granitemoe", .config_class = "GraniteMoeConfig",
+     /* GraniteMoeConfig.__init__ (configuration_granitemoe.py @ 040e1a7e): every size has a default */
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_INTER] = DEF("intermediate_size", 11008),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_EMB_MULT] = DEF("embedding_multiplier", 1.0),
+              [K_RESID_MULT] = DEF("residual_multiplier", 1.0), [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0),
+              [K_EXPERTS] = DEF("num_local_experts", 8), [K_TOPK] = DEF("num_experts_per_tok", 2),
+              [K_MOE_INTER] = DEF("intermediate_size", 11008)},
+     LLAMA_BLOCK, .mup = true, .moe = MOE_GRANITE, .experts_fixed = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -119,6 +119,7 @@ enum {
     MOE_MINIMAX,  /* mlp: MiniMaxM2SparseMoeBlock (sigmoid routing with e_score_correction_bias, stacked experts, no
                    * shared expert), every layer (hf_minimax_m2.c) */
     MOE_PHIMOE,   /* mlp: PhimoeSparseMoeBlock (sparsemixer's two experts, stacked experts), every layer (hf_phimoe.c) */
+    MOE_GRANITE,  /* block_sparse_moe: GraniteMoeMoE (JetMoe's top-k gating and ParallelExperts loop), every layer */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -307,7 +308,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, minimax_m2, phimoe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, minimax_m2, phimoe, granitemoe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

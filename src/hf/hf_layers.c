@@ -238,7 +238,9 @@ static void linear_attn(wr *w, const arch *a, const char *in)
 
 static bool layer_is_moe(const arch *a, int64_t i)
 {
-    if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS || a->f->moe == MOE_MINIMAX || a->f->moe == MOE_PHIMOE) return true;
+    if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS || a->f->moe == MOE_MINIMAX || a->f->moe == MOE_PHIMOE ||
+        a->f->moe == MOE_GRANITE)
+        return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
     if (a->f->moe == MOE_LLAMA4) return vc__hf_llama4_moe_layer(a, i); /* layer_idx in config.moe_layers */
     if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
@@ -381,6 +383,16 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         str(w, o, "style", "gpt_oss");
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", "grouped_mm");
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_GRANITE) {
+        /* GraniteMoeMoE: input_linear, output_linear (GraniteMoeParallelExperts), router (GraniteMoeTopKGating) */
+        cJSON *o = add_layer(w, "SparseMoE", "block_sparse_moe");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "granitemoe");
+        if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_PHIMOE) {
         /* PhimoeSparseMoeBlock: router (PhimoeTopKRouter, sparsemixer), experts (PhimoeExperts, stacked) */
         cJSON *o = add_layer(w, "SparseMoE", "mlp");

@@ -543,6 +543,14 @@ static int check_sizes(rd *r, arch *a)
                      "and ran every expert on every token in inference); grouped_mm (transformers 5's default) is");
         return -1;
     }
+    if (a->f->moe == MOE_GRANITE && (a->experts_impl == EXPERTS_PER_EXPERT || a->act > A_RELU)) {
+        /* GraniteMoeParallelExperts: one per-expert loop in every release (the option does not apply) */
+        if (a->act > A_RELU)
+            return vc__hf_bad(r, "hidden_act", "the experts' activation is modelled for silu, gelu, gelu_pytorch_tanh and relu");
+        vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "does not apply to granitemoe: "
+                     "GraniteMoeParallelExperts runs its per-expert loop in every transformers release");
+        return -1;
+    }
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
         return vc__hf_bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
                    "hold here", (long long)a->E);

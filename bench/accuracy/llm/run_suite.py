@@ -1203,6 +1203,29 @@ def cases():
         else:
             out.append(dict(config="configs/phimoe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # Granite 3.x MoE (issue 31) as transformers runs it (granitemoe_replica.py, modular_granitemoe.py @ 94cb76e8 with
+    # JetMoe's top-k gating and ParallelExperts loop): granitemoe_small, 8 experts top-4, granite's multipliers
+    # (embedding 12, residual 0.22, logits 6, attention 0.0625), tied embeddings. Train (full, --grad-ckpt, LoRA on
+    # q_proj / v_proj), then generate. Every third held out. (measure_llm.py's --experts is not read for it.)
+    gm = [
+        ("train", 2, 64, "sgd", "fp32", False, 0),
+        ("train", 2, 64, "adamw", "bf16", False, 0),
+        ("train", 2, 128, "sgd", "bf16", True, 0),
+        ("train", 4, 128, "sgd", "fp32", False, 0),
+        ("train", 2, 96, "adamw", "bf16", False, 8),
+        ("train", 2, 64, "sgd", "fp32", False, 8),
+        ("generate", 2, 32, 4, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+        ("generate", 2, 96, 6, "fp32", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(gm):
+        if mode == "train":
+            out.append(dict(config="configs/granitemoe_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/granitemoe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
     return out
 
 
