@@ -1,7 +1,7 @@
 /*
- * test_fam_granitemoe.c — Granite 3.x MoE (model_type "granitemoe", issue 31): the family row of src/hf/hf.c
- * (granite's multipliers) and the SparseMoE style granitemoe of layers/llm.c (JetMoe's top-k gating and
- * GraniteMoeParallelExperts' per-expert loop).
+ * test_fam_granitemoe.c — Granite 3.x MoE (model_types "granitemoe" and "granitemoeshared", issue 31): the family
+ * rows of src/hf/hf.c (granite's multipliers; granitemoeshared's shared MLP) and the SparseMoE style granitemoe of
+ * layers/llm.c (JetMoe's top-k gating and GraniteMoeParallelExperts' per-expert loop).
  *
  * Sources: huggingface/transformers models/granitemoe/modular_granitemoe.py @ 94cb76e8 and models/jetmoe/
  * modeling_jetmoe.py (JetMoeTopKGating, JetMoeParallelExperts), cited in layers/llm.c moe_granite_emit.
@@ -150,6 +150,32 @@ static void test_serve(void **state)
     assert_non_null(strstr(out, "128.0 KiB per block"));
 }
 
+/* granitemoeshared (modular_granitemoeshared.py @ a878fc03): granitemoe's layer with GraniteMoeSharedMLP beside the
+ * experts when shared_intermediate_size > 0. The tiny one with shared 48: + input_linear 64 x 96 = 6,144 and
+ * output_linear 48 x 64 = 3,072 a layer. GraniteMoeSharedConfig's defaults (no public checkpoint's config.json was
+ * found: the class's own sizes, shared_intermediate_size 0, so no shared MLP): embed_tokens and the untied lm_head
+ * 2 x 32000 x 4096 = 262,144,000, final norm 4,096; a layer: q/k/v/o 4 x 4096 x 4096 = 67,108,864 (32 kv heads:
+ * num_key_value_heads None), router 8 x 4096 = 32,768, input_linear [8, 22016, 4096] 721,420,288, output_linear
+ * [8, 4096, 11008] 360,710,144, norms 8,192: 1,149,280,256; x 32: 36,776,968,192; total 37,039,116,288. */
+static void test_shared(void **state)
+{
+    (void)state;
+#define SHARED "{\"model_type\":\"granitemoeshared\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":32," \
+               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"num_local_experts\":8," \
+               "\"num_experts_per_tok\":2,\"max_position_embeddings\":4096"
+    assert_int_equal(count_of(SHARED ",\"shared_intermediate_size\":48}"), 64000 + 64 + 2 * (62080 + 9216) + 64000);
+    assert_int_equal(count_of(SHARED "}"), 64000 + 64 + 2 * 62080 + 64000);
+    assert_int_equal(emitted(SHARED ",\"shared_intermediate_size\":48}", "\"name\":\t\"shared_mlp.add\""), 1);
+    assert_int_equal(count_of("{\"model_type\":\"granitemoeshared\"}"), INT64_C(37039116288));
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(SHARED ",\"shared_intermediate_size\":-1}", &m, &err), VC_ERR_MODEL);
+    assert_string_equal(CLI_PATH(&err), "shared_intermediate_size");
+    assert_int_equal(load_js(SHARED ",\"shared_intermediate_size\":1.5}", &m, &err), VC_ERR_MODEL);
+    assert_string_equal(CLI_PATH(&err), "shared_intermediate_size");
+#undef SHARED
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -157,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_bad_keys),
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_serve),
+        cmocka_unit_test(test_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -628,6 +628,19 @@ const hf_family vc__hf_families[] = {
               [K_EXPERTS] = DEF("num_local_experts", 8), [K_TOPK] = DEF("num_experts_per_tok", 2),
               [K_MOE_INTER] = DEF("intermediate_size", 11008)},
      LLAMA_BLOCK, .mup = true, .moe = MOE_GRANITE, .experts_fixed = true, .lora_targets = NULL},
+    /* GraniteMoeSharedConfig (configuration_granitemoeshared.py @ 7e84bb6f: GraniteMoeConfig's keys and
+     * shared_intermediate_size, 0 by default: no shared MLP); GraniteMoeSharedDecoderLayer (modular_granitemoeshared.py
+     * @ a878fc03): granitemoe's layer with moe_hidden_states + shared_mlp(hidden_states) (GraniteMoeSharedMLP) */
+    {.model_type = "granitemoeshared", .config_class = "GraniteMoeSharedConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_INTER] = DEF("intermediate_size", 11008),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_EMB_MULT] = DEF("embedding_multiplier", 1.0),
+              [K_RESID_MULT] = DEF("residual_multiplier", 1.0), [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0),
+              [K_EXPERTS] = DEF("num_local_experts", 8), [K_TOPK] = DEF("num_experts_per_tok", 2),
+              [K_MOE_INTER] = DEF("intermediate_size", 11008), [K_SHARED_INTER] = DEF("shared_intermediate_size", 0)},
+     LLAMA_BLOCK, .mup = true, .moe = MOE_GRANITE, .experts_fixed = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -393,6 +393,17 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         str(w, o, "style", "granitemoe");
         if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        if (a->shared_I > 0) {
+            /* GraniteMoeSharedDecoderLayer (modular_granitemoeshared.py @ a878fc03): moe_hidden_states +
+             * self.shared_mlp(hidden_states), GraniteMoeSharedMLP: input_linear [2 x shared, H], chunk(2),
+             * activation(chunk 0) * chunk 1, output_linear [H, shared] */
+            linear(w, "shared_mlp.input_linear", norm, a->H, 2 * a->shared_I, false);
+            o = add_layer(w, "GatedActivation", "shared_mlp.activation");
+            flag(w, o, "fused", true);
+            str(w, o, "activation", act_json[a->act]);
+            linear(w, "shared_mlp.output_linear", NULL, a->shared_I, a->H, false);
+            ins(w, add_layer(w, "Add", "shared_mlp.add"), "block_sparse_moe", "shared_mlp.output_linear", NULL, NULL);
+        }
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_PHIMOE) {
         /* PhimoeSparseMoeBlock: router (PhimoeTopKRouter, sparsemixer), experts (PhimoeExperts, stacked) */
         cJSON *o = add_layer(w, "SparseMoE", "mlp");

@@ -11,6 +11,9 @@ Written from huggingface/transformers:
     GraniteMoeDecoderLayer        residual + hidden_states * residual_multiplier (twice)
     GraniteMoeModel.forward       inputs_embeds * embedding_multiplier
     GraniteMoeForCausalLM         logits / logits_scaling
+  models/granitemoeshared/modular_granitemoeshared.py @ a878fc03b04a74d387e5132eb8cfc0fbf7055047
+    GraniteMoeSharedMLP           input_linear nn.Linear(H, 2 shared), chunk(2), activation(chunk 0) * chunk 1,
+                                  output_linear; the decoder layer adds it to the experts' output
   models/jetmoe/modeling_jetmoe.py (GraniteMoeParallelExperts and GraniteMoeTopKGating are JetMoe's)
     JetMoeParallelExperts         weight [E, out, in]; forward: inputs.split(expert_size), F.linear(input_list[i],
                                   self.weight[i]) per expert, torch.cat
@@ -89,3 +92,20 @@ class GraniteMoeMoE(nn.Module):
         layer_output = zeros.index_add(0, batch_index, expert_outputs)
         layer_output = layer_output.view(bsz, length, self.input_size)
         return layer_output
+
+
+class GraniteMoeSharedMLP(nn.Module):
+    def __init__(self, cfg, act):
+        super().__init__()
+        self.input_size = cfg.hidden_size
+        self.hidden_size = cfg.d["shared_intermediate_size"]
+        self.activation = act
+        self.input_linear = R.Linear(self.input_size, self.hidden_size * 2, bias=False)
+        self.output_linear = R.Linear(self.hidden_size, self.input_size, bias=False)
+
+    def forward(self, hidden_states):
+        hidden_states = self.input_linear(hidden_states)
+        chunked_hidden_states = hidden_states.chunk(2, dim=-1)
+        hidden_states = self.activation(chunked_hidden_states[0]) * chunked_hidden_states[1]
+        hidden_states = self.output_linear(hidden_states)
+        return hidden_states

@@ -449,12 +449,15 @@ class DecoderLayer(nn.Module):
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
         if t not in ("deepseek_v3", "minimax_m2"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
-        self.residual_multiplier = cfg.d.get("residual_multiplier", 1.0) if t == "granitemoe" else None
-        if t == "granitemoe":
+        self.residual_multiplier = cfg.d.get("residual_multiplier", 1.0) if t in ("granitemoe", "granitemoeshared") else None
+        self.shared_mlp = None
+        if t in ("granitemoe", "granitemoeshared"):
             # GraniteMoeDecoderLayer: LlamaAttention scaled by attention_multiplier, GraniteMoeMoE (granitemoe_replica.py)
             import granitemoe_replica
             self.self_attn.scaling = cfg.d.get("attention_multiplier", 1.0)
             self.block_sparse_moe = granitemoe_replica.GraniteMoeMoE(cfg, act_fn(cfg.hidden_act))
+            if t == "granitemoeshared" and cfg.d.get("shared_intermediate_size", 0):  # GraniteMoeSharedDecoderLayer
+                self.shared_mlp = granitemoe_replica.GraniteMoeSharedMLP(cfg, act_fn(cfg.hidden_act))
         elif t == "phimoe":
             # PhimoeDecoderLayer (transformers 5): LlamaAttention with attention_bias, PhimoeRMSNorm, the sparsemixer
             # block over stacked experts (phimoe_replica.py)
@@ -522,7 +525,12 @@ class DecoderLayer(nn.Module):
             hidden_states = residual + hidden_states * self.residual_multiplier
             residual = hidden_states
             hidden_states = self.post_attention_layernorm(hidden_states)
-            hidden_states = self.block_sparse_moe(hidden_states)
+            if self.shared_mlp is None:
+                hidden_states = self.block_sparse_moe(hidden_states)
+            else:  # GraniteMoeSharedDecoderLayer.forward: moe_hidden_states + self.shared_mlp(hidden_states)
+                moe_hidden_states = self.block_sparse_moe(hidden_states)
+                hidden_states = moe_hidden_states + self.shared_mlp(hidden_states)
+                del moe_hidden_states
             return residual + hidden_states * self.residual_multiplier
         hidden_states = residual + hidden_states
         residual = hidden_states
@@ -696,7 +704,8 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe", "minimax_m2", "phimoe", "granitemoe"):
+                     "qwen3_5", "qwen3_5_moe", "minimax_m2", "phimoe", "granitemoe",
+                     "granitemoeshared"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -816,7 +825,7 @@ class CausalLM(nn.Module):
             if "sliding_attention" in lts:
                 sliding_mask = sliding_replica.create_sliding_window_causal_mask(
                     inputs_embeds, attention_mask, past_key_values, cfg.sliding_window, lts)
-        if cfg.model_type == "granitemoe":  # GraniteMoeModel.forward: inputs_embeds * embedding_multiplier
+        if cfg.model_type in ("granitemoe", "granitemoeshared"):  # GraniteMoeModel.forward: inputs_embeds * embedding_multiplier
             inputs_embeds = inputs_embeds * cfg.d.get("embedding_multiplier", 1.0)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
@@ -864,7 +873,7 @@ class CausalLM(nn.Module):
                 raise ValueError("chunked: torchtune's chunked_output has no final soft-capping")
             return None, chunked_replica.chunked_output(head, hidden_states, self.loss_chunks)
         logits = head(hidden_states[:, slice_indices, :])
-        if self.cfg.model_type == "granitemoe":  # GraniteMoeForCausalLM.forward: logits / config.logits_scaling
+        if self.cfg.model_type in ("granitemoe", "granitemoeshared"):  # GraniteMoeForCausalLM.forward: logits / config.logits_scaling
             logits = logits / self.cfg.d.get("logits_scaling", 1.0)
         fc = self.cfg.final_logit_softcapping if self.cfg.model_type == "gemma2" else None
         if fc is not None:  # G: Gemma2ForCausalLM.forward

@@ -1226,6 +1226,24 @@ def cases():
         else:
             out.append(dict(config="configs/granitemoe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # GraniteMoeShared (issue 31, granitemoe_replica.py GraniteMoeSharedMLP, modular_granitemoeshared.py @ a878fc03):
+    # granitemoeshared_small, granitemoe_small with a shared MLP of 48 beside the experts. Every third held out.
+    gs = [
+        ("train", 2, 64, "sgd", "fp32", False, 0),
+        ("train", 2, 96, "adamw", "bf16", False, 0),
+        ("train", 2, 128, "sgd", "bf16", True, 0),
+        ("train", 2, 96, "adamw", "bf16", False, 8),
+        ("generate", 2, 32, 4, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(gs):
+        if mode == "train":
+            out.append(dict(config="configs/granitemoeshared_small.json", mode=mode, batch=b, seq=s, optim=o,
+                            precision=p, ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None,
+                            experts="grouped_mm", held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/granitemoeshared_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
     return out
 
 
