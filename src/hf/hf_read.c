@@ -547,8 +547,8 @@ static int check_sizes(rd *r, arch *a)
         /* GraniteMoeParallelExperts: one per-expert loop in every release (the option does not apply) */
         if (a->act > A_RELU)
             return vc__hf_bad(r, "hidden_act", "the experts' activation is modelled for silu, gelu, gelu_pytorch_tanh and relu");
-        vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "does not apply to granitemoe: "
-                     "GraniteMoeParallelExperts runs its per-expert loop in every transformers release");
+        vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "does not apply to %s: "
+                     "GraniteMoeParallelExperts runs its per-expert loop in every transformers release", r->fam);
         return -1;
     }
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
