@@ -16,6 +16,7 @@
  * policies such as LoRA targets can select the projections by name).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "moe_ep.h"
@@ -1682,8 +1683,10 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_DEEPSEEK_V2 };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "deepseek_v2", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_DEEPSEEK_V2, MOE_MINIMAX, MOE_PHIMOE,
+       MOE_GRANITE };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "deepseek_v2",
+                                         "minimax_m2", "phimoe", "granitemoe", NULL};
 /* style deepseek_v2's topk_method (DeepseekV2Moe.route_tokens_to_experts) */
 enum { TOPK_GREEDY, TOPK_GROUP_LIMITED };
 static const char *const topk_methods[] = {"greedy", "group_limited_greedy", NULL};
@@ -1703,6 +1706,8 @@ typedef struct {
     bool norm_topk;
     double imbalance;
     int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
+    double jitter; /* phimoe: input_jitter_noise (the training jitter of the block's and the router's input) */
+    bool router_f32; /* minimax_m2 under vLLM: the gate's weight and the bias float32, the gate's input cast to it */
 } moe_cfg;
 
 static int moe_parse(vc_args *a, void *p)
@@ -1717,8 +1722,13 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance) ||
         vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl) ||
         vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group) ||
-        vc_arg_enum(a, "topk_method", topk_methods, TOPK_GREEDY, &c->topk_method))
+        vc_arg_enum(a, "topk_method", topk_methods, TOPK_GREEDY, &c->topk_method) ||
+        vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32))
         return -1;
+    if (c->style != MOE_MINIMAX && c->router_f32)
+        return vc_arg_fail(a, "router_f32", "only style minimax_m2 (vLLM's MiniMaxM2MoE) has a float32 router");
+    if (c->style != MOE_PHIMOE && vc_arg_type(a, "input_jitter_noise"))
+        return vc_arg_fail(a, "input_jitter_noise", "only style phimoe jitters its input");
     if (c->style != MOE_DEEPSEEK_V2 && vc_arg_type(a, "topk_method"))
         return vc_arg_fail(a, "topk_method", "only style deepseek_v2 has a topk_method");
     if (c->style == MOE_DEEPSEEK_V2) { /* DeepseekV2Moe (modeling_deepseek_v2.py @ 0233e509) */
@@ -1767,11 +1777,31 @@ static int moe_parse(vc_args *a, void *p)
                            "no shared expert (the dense MLP beside it is its own layers)");
     } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
         return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
+    } else if (c->style == MOE_GRANITE && (vc_arg_type(a, "experts_implementation") || c->shared || vc_arg_type(a, "n_group") ||
+                                           vc_arg_type(a, "topk_group"))) {
+        /* GraniteMoeMoE: JetMoe's ParallelExperts loop in every release, its shared MLP its own layers */
+        return vc_arg_fail(a, vc_arg_type(a, "experts_implementation") ? "experts_implementation" : c->shared
+                           ? "shared_expert_intermediate_size" : vc_arg_type(a, "n_group") ? "n_group" : "topk_group",
+                           "style granitemoe runs GraniteMoeParallelExperts' per-expert loop (no per_expert / grouped_mm "
+                           "choice), without a shared expert or groups");
+    } else if (c->style == MOE_PHIMOE && (c->impl != MOE_GROUPED_MM || c->shared || c->k != 2 || vc_arg_type(a, "n_group") ||
+                                          vc_arg_type(a, "topk_group"))) {
+        /* PhimoeSparseMoeBlock (transformers 5): sparsemixer picks two experts, stacked experts, no shared expert */
+        return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : c->shared ? "shared_expert_intermediate_size"
+                           : c->k != 2 ? "top_k" : vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "style phimoe "
+                           "(sparsemixer's two experts, PhimoeExperts) is modelled with grouped_mm (transformers 5), top_k 2, "
+                           "no shared expert and no groups");
+    } else if (c->style == MOE_MINIMAX && (c->impl != MOE_GROUPED_MM || c->shared || vc_arg_type(a, "n_group") ||
+                                           vc_arg_type(a, "topk_group"))) {
+        /* MiniMaxM2SparseMoeBlock (transformers 5 only): stacked experts, no shared expert, no groups */
+        return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : c->shared ? "shared_expert_intermediate_size"
+                           : vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "style minimax_m2 (MiniMaxM2TopKRouter, "
+                           "MiniMaxM2Experts) is modelled with grouped_mm (transformers 5), no shared expert and no groups");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
         return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
         return vc_arg_fail(a, "top_k", "top_k (%lld) is more than num_experts (%lld)", (long long)c->k, (long long)c->E);
-    if (c->impl == MOE_PER_EXPERT && c->style != MOE_LLAMA4 && c->E * 3 + 4 > 256)
+    if (c->impl == MOE_PER_EXPERT && c->style != MOE_LLAMA4 && c->style != MOE_GRANITE && c->E * 3 + 4 > 256)
         return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 per_expert holds (256 parameter tensors; "
                            "experts_implementation grouped_mm stacks them)", (long long)c->E);
     return 0;
@@ -1831,6 +1861,14 @@ static int moe_setup(vc_setup *s, void *p)
                vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
+    if (s->ep > 1 && c->style == MOE_GRANITE) /* moe_ep.c's MoELayer: no ParallelExperts loop written there */
+        return vc_fail(s, "ep", "expert parallelism is not modelled for style granitemoe (GraniteMoeParallelExperts' loop)");
+    if (c->style == MOE_GRANITE) /* GraniteMoeMoE.__init__ (modular_granitemoe.py @ 94cb76e8): input_linear, output_linear
+                                  * (GraniteMoeParallelExperts: weight [E, out, in]), router (GraniteMoeTopKGating: layer, an
+                                  * nn.Linear(H, E) without bias) */
+        return vc_param_shape(s, "input_linear.weight", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, 0) ||
+               vc_param_shape(s, "output_linear.weight", 3, (int64_t[3]){c->E, c->hidden, c->inter}, 0) ||
+               vc_param_shape(s, "router.layer.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR);
     if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
         c->ep = s->ep;
         s->ep_used = true;
@@ -1850,6 +1888,19 @@ static int moe_setup(vc_setup *s, void *p)
                    vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
                    vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
                    vc_param(s, "pre_feedforward_layernorm_2.weight", c->hidden);
+        if (c->style == MOE_PHIMOE) /* PhimoeSparseMoeBlock.__init__ (modeling_phimoe.py @ 4a435530): router (PhimoeTopKRouter,
+                                     * an nn.Linear(H, E) without bias), experts (PhimoeExperts: [E, 2I, H], [E, H, I]) */
+            return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS);
+        if (c->style == MOE_MINIMAX) /* MiniMaxM2SparseMoeBlock.__init__ (modeling_minimax_m2.py @ 0205eec1): gate
+                                      * (MiniMaxM2TopKRouter: weight, an nn.Parameter), experts (MiniMaxM2Experts: gate_up_proj
+                                      * [E, 2I, H], down_proj [E, H, I]), e_score_correction_bias (nn.Buffer(torch.zeros(E)),
+                                      * persistent, outside _keep_in_fp32_modules: the model's dtype) */
+            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, c->router_f32 ? VC_PARAM_F32 : 0) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   vc_buffer(s, "e_score_correction_bias", c->E, c->router_f32 ? VC_DT_F32 : VC_DT_FLOAT);
         if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
                                       * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
             return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
@@ -2402,8 +2453,206 @@ static void moe_gemma4_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* MiniMaxM2SparseMoeBlock.forward (models/minimax_m2/modeling_minimax_m2.py @ 0205eec1d869591488aa74eda3f2da23610c28d9,
+ * transformers 5): view(-1, H), `_, top_k_weights, top_k_index = self.gate(hidden_states, self.e_score_correction_bias)`
+ * (the three bound until the block returns), self.experts(...) under @use_experts_implementation
+ * (grouped_mm_experts_forward: experts_grouped), reshape. MiniMaxM2TopKRouter.forward:
+ * router_logits = F.linear(hidden_states.to(weight.dtype), weight) [T, E]; routing_weights =
+ * sigmoid(router_logits.float()) (the float32 copy a temporary, sigmoid saving its result); scores_for_choice =
+ * routing_weights + e_score_correction_bias (float32); `_, top_k_index = torch.topk(scores_for_choice, top_k)` (the
+ * values bound to `_` until it returns); top_k_weights = routing_weights.gather(1, top_k_index); top_k_weights /=
+ * sum(-1, keepdim=True) (in place, no epsilon, no scaling factor). Parameters: gate.weight 0, experts.gate_up_proj 1,
+ * down_proj 2; buffer 0 the bias. */
+static void moe_minimax_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
+    vc_t x = vc_input(b, 0);
+    /* vLLM: self.gate(hidden_states.to(torch.float32)), a float32 weight */
+    vc_t logits = lin_rows(b, c->router_f32 ? vc__op_cast(b, x, VC_DT_F32) : x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* the block's `_` */
+    vc_t sig = vc__op_unary(b, "sigmoid", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false); /* routing_weights */
+    vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32);                                   /* scores_for_choice */
+    vc_t idx;
+    vc_t top = topk_op(b, choice, S, VC_DT_F32, &idx); /* the router's `_` and top_k_index */
+    vc_op *o = vc_op_begin(b, "gather"); /* top_k_weights = routing_weights.gather(1, top_k_index) */
+    vc_op_in(o, sig);
+    vc_op_in_nodiff(o, idx);
+    vc_t rw = vc_op_out(o, S, VC_DT_F32);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    const vc_t rlocals[] = {sig, choice, top};
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_hold(b, rlocals[i]);
+    rw = topk_renorm(b, rw, T, false);
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    vc_set_output(b, out);
+}
+
+/* x.max(dim=-1, keepdim=True) of [T, E] rows: the values ([T], x's dtype) and int64 indices, new tensors; no gradient
+ * is kept (the values are a threshold under no_grad, or feed rand_like alone and die at once) */
+static vc_t row_max(vc_build *b, vc_t x, vc_numel T, vc_t *idx)
+{
+    vc_op *o = vc_op_begin(b, "max");
+    vc_op_in_nodiff(o, x);
+    vc_t v = vc_op_out(o, T, vc_dt_of(b, x));
+    *idx = vc_op_out(o, T, VC_DT_I64);
+    vc_op_end(o);
+    return v;
+}
+
+/* scores.masked_fill(mask, -inf) / torch.scatter(scores, -1, index, -inf): a new [T, E] tensor, the mask or the
+ * index saved for backward (grad.masked_fill(mask, 0), grad.scatter(-1, index, 0)) */
+static vc_t fill_saving(vc_build *b, const char *name, vc_t x, vc_t m)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in(o, x);
+    vc_op_in_nodiff(o, m);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_save(o, m);
+    vc_op_end(o);
+    return y;
+}
+
+/* One expert's pick of sparsemixer (modeling_phimoe.py @ 4a4355307f5fa0bae5560b00f034248b4121eaef): from `from`
+ * (scores, or masked_scores for the second), under no_grad the threshold mask (max(dim=-1, keepdim) -> the values
+ * and max_ind; factor = scores.abs().clamp(min=...) [T, E] (abs a temporary); ((threshold - scores) / factor) >
+ * 2 jitter_eps: sub and div temporaries, the bool mask rebinding the threshold); masked_fill(mask, -inf); in training
+ * Gumbel sampling ((masked - empty_like(masked).exponential_().log()).max(dim=-1)[1].unsqueeze(-1): the empty
+ * tensor, its log, the difference and the max's values transient), else max_ind; softmax; gather. In training
+ * the midpoint mask (masked_gates.max(dim=-1, keepdim): values and max_ind; selected == max_ind, rand_like(values)
+ * > 0.75 (the second pick's rand_like(...).uniform_() the same), logical_or; torch.add(0.3333, mask, alpha) a
+ * float32 [T], type_as the gates' dtype) and PhimoeMultiplier.apply (saves multiplier_o, selected_experts,
+ * masked_gates; multiplier_o * mask_for_one). Locals rebound across the two picks (max_ind, factor, the mask) are
+ * in *loc (held; released by the caller as sparsemixer returns). Returns the multiplier [T, 1], *sel the expert. */
+enum { PM_MAXIND, PM_FACTOR, PM_MASK, PM_N };
+static vc_t sparsemixer_pick(vc_build *b, vc_t scores, vc_t from, vc_numel T, vc_numel TE, vc_t loc[PM_N], vc_t *sel)
+{
+    const bool train = vc_training(b);
+    const vc_dtype dt = vc_dt_of(b, scores);
+#define REBIND(k, t) do { vc_t t_ = (t); vc_hold(b, t_); if (loc[k] >= 0) vc_release(b, loc[k]); loc[k] = t_; } while (0)
+    vc_t mi;
+    vc_t thr = row_max(b, from, T, &mi);
+    vc_hold(b, thr);
+    REBIND(PM_MAXIND, mi);
+    vc_t ab = vc__op_nograd(b, "abs", scores, -1, TE, dt);
+    REBIND(PM_FACTOR, vc__op_nograd(b, "clamp", ab, thr, TE, dt));
+    vc_t sub = vc__op_nograd(b, "sub", thr, scores, TE, dt);
+    vc_t dv = vc__op_nograd(b, "div", sub, loc[PM_FACTOR], TE, dt);
+    REBIND(PM_MASK, vc__op_nograd(b, "gt", dv, -1, TE, VC_DT_BOOL));
+    vc_release(b, thr);
+    vc_t mg = fill_saving(b, "masked_fill", from, loc[PM_MASK]);
+    vc_t s = loc[PM_MAXIND];
+    if (train) { /* Gumbel sampling */
+        vc_t e = vc__op_new(b, "empty_like", TE, dt);
+        vc_t lg = vc__op_nograd(b, "log", e, -1, TE, dt);
+        vc_t d = vc__op_add(b, mg, lg, TE, false); /* masked_gates - ...: no tensor saved */
+        vc_t ix;
+        row_max(b, d, T, &ix);
+        s = ix;
+    }
+    vc_hold(b, s);
+    vc_t gates = vc__op_softmax(b, mg, false); /* masked_gates, rebound */
+    vc_hold(b, gates);
+    vc_op *o = vc_op_begin(b, "gather"); /* multiplier_o = masked_gates.gather(-1, selected_experts) */
+    vc_op_in(o, gates);
+    vc_op_in_nodiff(o, s);
+    vc_t mo = vc_op_out(o, T, vc_dt_of(b, gates));
+    vc_op_save(o, s);
+    vc_op_end(o);
+    vc_t mult = mo;
+    if (train) {
+        vc_t mx = row_max(b, gates, T, &mi);
+        REBIND(PM_MAXIND, mi);
+        vc_t eq = vc__op_nograd(b, "eq", s, loc[PM_MAXIND], T, VC_DT_BOOL);
+        vc_t rl = vc__op_nograd(b, "rand_like", mx, -1, T, dt);
+        vc_t gt = vc__op_nograd(b, "gt", rl, -1, T, VC_DT_BOOL);
+        vc_t lo = vc__op_nograd(b, "logical_or", eq, gt, T, VC_DT_BOOL);
+        vc_t mf = vc__op_nograd(b, "add", lo, -1, T, VC_DT_F32);
+        mf = vc__op_cast(b, mf, vc_dt_of(b, gates)); /* .type_as(masked_gates) */
+        o = vc_op_begin(b, "PhimoeMultiplier");
+        vc_op_in(o, scores);
+        vc_op_in_nodiff(o, mo);
+        vc_op_in_nodiff(o, s);
+        vc_op_in_nodiff(o, gates);
+        vc_op_in_nodiff(o, mf);
+        mult = vc_op_out(o, T, vc_dt_of(b, gates));
+        vc_op_save(o, mo);
+        vc_op_save(o, s);
+        vc_op_save(o, gates);
+        /* backward: grad * multiplier [T, 1], .mul(-1) [T, 1], masked_gates * it [T, E] (the scores' gradient,
+         * scatter_add_ in place) */
+        vc_op_btemp(o, T, vc_dt_of(b, gates));
+        vc_op_btemp(o, T, vc_dt_of(b, gates));
+        vc_op_end(o);
+    }
+    vc_release(b, gates);
+    vc_release(b, s);
+    *sel = s;
+#undef REBIND
+    return mult;
+}
+
+/* PhimoeSparseMoeBlock.forward (models/phimoe/modeling_phimoe.py @ 4a4355307f5fa0bae5560b00f034248b4121eaef,
+ * transformers 5): in training with input_jitter_noise, hidden_states *= torch.empty_like(hidden_states)
+ * .uniform_(...) (in place: the random tensor saved by mul_'s backward), reshape(-1, H); PhimoeTopKRouter.forward
+ * (the same jitter again on its argument, then the nn.Linear's logits and sparsemixer: two picks, the second on
+ * torch.scatter(scores, -1, selected_experts, -inf), then torch.concat of the multipliers [T, 2] and the experts
+ * [T, 2] int64); PhimoeExperts under @use_experts_implementation (grouped_mm_experts_forward: experts_grouped) with
+ * the multipliers in the logits' dtype. sparsemixer's locals die as it returns; its saved tensors live in the
+ * graph. Parameters: router.weight 0, experts.gate_up_proj 1, down_proj 2. */
+static void moe_phimoe_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E;
+    vc_numel T = vc_n_sample(L), TE = vc_n_sample(L * E), S = vc_n_sample(L * 2), TH = vc_n_sample(L * H);
+    vc_t x = vc_input(b, 0);
+    for (int j = 0; j < 2 && vc_training(b) && c->jitter > 0; j++) { /* the block's jitter, then the router's */
+        vc_t r = vc__op_new(b, "empty_like", TH, vc_dt_of(b, x));
+        x = vc__op_mul(b, x, r, TH, true);
+    }
+    vc_t scores = vc__op_linear(b, x, vc_weight(b, 0), -1, L, H, E);
+    vc_hold(b, scores);
+    vc_t loc[PM_N] = {-1, -1, -1};
+    vc_t s1, s2;
+    vc_t m1 = sparsemixer_pick(b, scores, scores, T, TE, loc, &s1);
+    vc_hold(b, m1);
+    vc_hold(b, s1);
+    vc_t ms = fill_saving(b, "scatter", scores, s1); /* masked_scores */
+    vc_hold(b, ms);
+    vc_t m2 = sparsemixer_pick(b, scores, ms, T, TE, loc, &s2);
+    vc_hold(b, m2);
+    vc_hold(b, s2);
+    vc_op *o = vc_op_begin(b, "cat"); /* multiplier = torch.concat((multiplier, multiplier_top2), dim=-1) */
+    vc_op_in(o, m1);
+    vc_op_in(o, m2);
+    vc_t rw = vc_op_out(o, S, vc_dt_of(b, m1));
+    vc_op_end(o);
+    vc_t idx = vc__op_nograd(b, "cat", s1, s2, S, VC_DT_I64);
+    const vc_t locals[] = {m1, s1, ms, m2, s2, loc[PM_MAXIND], loc[PM_FACTOR], loc[PM_MASK], scores};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_PHIMOE) {
+        moe_phimoe_emit(b, c);
+        return;
+    }
+    if (c->style == MOE_MINIMAX) {
+        moe_minimax_emit(b, c);
+        return;
+    }
     if (c->style == MOE_GEMMA4) {
         moe_gemma4_emit(b, c);
         return;
@@ -2655,10 +2904,112 @@ static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
     moe_llama4_tail(b, c, ri, ro, rs, logits, L);
 }
 
+/* JetMoeParallelExperts.forward (models/jetmoe/modeling_jetmoe.py, GraniteMoeParallelExperts' code): input_list =
+ * inputs.split(expert_size) (views), F.linear(input_list[i], self.weight[i]) per expert (weight[i] a select view of
+ * the [E, out, in] parameter: its gradient a zeros [E, out, in] with the slice copied in, select_backward), the
+ * outputs kept in output_list until torch.cat makes the [S, out] result. */
+static vc_t parallel_experts(vc_build *b, const moe_cfg *c, vc_t xin, int wi, int64_t out, int64_t in, int64_t L, int64_t tcap)
+{
+    vc_t w = vc_weight(b, wi);
+    vc_t *outs = calloc((size_t)c->E, sizeof *outs);
+    if (!outs) return xin;
+    vc_op *o;
+    for (int64_t e = 0; e < c->E; e++) {
+        vc_numel rows = moe_rows(b, c, L, tcap, e);
+        vc_t xs = vc__op_view(b, xin, vc_n_scale(rows, in), true);          /* input_list[i] */
+        vc_t we = vc__op_select(b, w, vc_n_fixed(out * in), true);          /* self.weight[i] */
+        outs[e] = lin_rows(b, xs, we, rows, out);
+        vc_hold(b, outs[e]);
+    }
+    vc_numel S = vc_n_sample(L * c->k);
+    o = vc_op_begin(b, "cat");
+    for (int64_t e = 0; e < c->E; e++) vc_op_in(o, outs[e]);
+    vc_t r = vc_op_out(o, vc_n_scale(S, out), vc_dt_of(b, outs[0]));
+    vc_op_end(o);
+    for (int64_t e = 0; e < c->E; e++) vc_release(b, outs[e]);
+    free(outs);
+    return r;
+}
+
+/* GraniteMoeMoE.forward (models/granitemoe/modular_granitemoe.py @ 94cb76e8b28f69cd844073ae246c3bd1375d2e0b; its router
+ * and experts JetMoe's, models/jetmoe/modeling_jetmoe.py): layer_input.reshape(-1, H); `_, batch_index, batch_gates,
+ * expert_size, _ = self.router(layer_input)` (the last `_`, the float32 logits, alive until the block returns);
+ * JetMoeTopKGating.forward: logits = self.layer(x).float(), topk, softmax(top_k_logits, dim=1).type_as(x), zeros
+ * [T, E] and its scatter(1, top_k_indices, 1), gates.long().sum(0) (.tolist()), top_k_indices.flatten().sort(0) (the
+ * values a local `_`), index_sorted_experts.div(k) (batch_index), top_k_gates.flatten()[index_sorted_experts]
+ * (batch_gates); then expert_inputs = layer_input[batch_index], input_linear (parallel_experts), chunk(2),
+ * activation(chunk 0) * chunk 1, output_linear, * batch_gates[:, None], zeros((T, H)).index_add(0, batch_index, ...)
+ * (out of place). Parameters: input_linear 0, output_linear 1, router.layer 2. */
+static void moe_granite_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
+    vc_numel S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E), SI = vc_n_scale(S, I);
+    int64_t wmax = 2 * I > H ? 2 * I : H;
+    int64_t tcap = (INT64_C(1) << 53) / wmax;
+    vc_t x = vc_input(b, 0);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = vc__op_cast(b, vc__op_linear(b, x, vc_weight(b, 2), -1, L, H, E), VC_DT_F32); /* self.layer(x).float() */
+    vc_hold(b, logits);
+    vc_t tki;
+    vc_t tkl = topk_op(b, logits, S, VC_DT_F32, &tki);
+    vc_hold(b, tki);
+    vc_t tkg = vc__op_cast(b, vc__op_softmax(b, tkl, false), dt); /* softmax(...).type_as(hidden_states) */
+    vc_hold(b, tkg);
+    vc_t z = vc__op_new(b, "zeros", TE, vc_dt_of(b, tkg));
+    vc_hold(b, z);
+    vc_t g = vc__op_nograd(b, "scatter", z, tki, TE, vc_dt_of(b, tkg));
+    vc_hold(b, g);
+    vc_t lo = vc__op_nograd(b, "_to_copy", g, -1, TE, VC_DT_I64); /* gates.long() */
+    vc__op_nograd(b, "sum", lo, -1, vc_n_fixed(E), VC_DT_I64);     /* .sum(0), then .tolist() */
+    vc_op *o = vc_op_begin(b, "sort");                              /* _, index_sorted_experts = ....sort(0) */
+    vc_op_in_nodiff(o, tki);
+    vc_t sv = vc_op_out(o, S, VC_DT_I64);
+    vc_t isx = vc_op_out(o, S, VC_DT_I64);
+    vc_op_end(o);
+    vc_hold(b, sv);
+    vc_t bi = vc__op_nograd(b, "div", isx, -1, S, VC_DT_I64); /* batch_index */
+    vc_hold(b, bi);
+    vc_t bg = index_rows(b, tkg, isx, S, 1);                   /* batch_gates */
+    vc_hold(b, bg);
+    const vc_t rlocals[] = {z, g, sv, tkg, tki};
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
+    vc_t ei = index_rows(b, x, bi, S, H); /* expert_inputs */
+    vc_hold(b, ei);
+    vc_t h = parallel_experts(b, c, ei, 0, 2 * I, H, L, tcap);
+    vc_hold(b, h);
+    o = vc_op_begin(b, "split"); /* hidden_states.chunk(2, dim=-1) */
+    int ih = vc_op_in(o, h);
+    vc_t g0 = vc_op_out_view(o, ih, SI, false), g1 = vc_op_out_view(o, ih, SI, false);
+    vc_op_end(o);
+    vc_t hm = vc__op_mul(b, act_op(b, c->act, g0), g1, SI, false);
+    vc_hold(b, hm); /* hidden_states, rebound: chunked_hidden_states, a local, keeps the first one's views alive */
+    vc_t eo = parallel_experts(b, c, hm, 1, H, I, L, tcap);
+    eo = vc__op_mul_dt(b, eo, bg, vc_numel_of(b, eo), vc_dt_of(b, eo)); /* * batch_gates[:, None] */
+    vc_t zz = vc__op_new(b, "zeros", vc_n_sample(L * H), vc_dt_of(b, eo));
+    /* zeros.index_add(0, batch_index, expert_outputs), out of place: derivatives.yaml index_add's source gradient
+     * grad.index_select(dim, index).expand_as(source) keeps the index and the source itself */
+    o = vc_op_begin(b, "index_add");
+    int iz = vc_op_in(o, zz);
+    int ie = vc_op_in(o, eo);
+    vc_op_in_nodiff(o, bi);
+    vc_t out = vc_op_out(o, vc_n_sample(L * H), vc_dt_of(b, eo));
+    vc_op_save(o, bi);
+    vc_op_save_if(o, eo, ie);
+    vc_op_grad(o, iz, VC_GRAD_PASS);
+    vc_op_end(o);
+    const vc_t locals[] = {ei, h, hm, bi, bg, logits};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_set_output(b, out);
+}
+
 /* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */
 static void moe_emit(vc_build *b, const void *p)
 {
     const moe_cfg *c = p;
+    if (c->style == MOE_GRANITE) {
+        moe_granite_emit(b, c);
+        return;
+    }
     if (c->style == MOE_LLAMA4) {
         moe_llama4_emit(b, c);
         return;

@@ -771,6 +771,69 @@ const hf_family vc__hf_families[] = {
               [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_MAXPOS] = DEF("max_position_embeddings", 131072),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .window = WIN_ALL, .lora_targets = NULL},
+    /* MiniMaxM2Config (configuration_minimax_m2.py @ 3e108993: the class defaults are MiniMax-M2's; rotary_dim,
+     * use_qk_norm and the checkpoint's other keys: hf_minimax_m2.c); MiniMaxM2DecoderLayer (modeling_minimax_m2.py
+     * @ 0205eec1): LlamaDecoderLayer's norms, MiniMaxM2Attention (q/k/v/o without bias; q_norm / k_norm
+     * MiniMaxM2RMSNorm over all heads, heads x head_dim and kv heads x head_dim, before the view; partial rotary,
+     * cat(q_embed, q_pass)), MiniMaxM2SparseMoeBlock on every layer (SparseMoE style minimax_m2: sigmoid routing
+     * with e_score_correction_bias, top-k renormalised, stacked experts of intermediate_size, no shared expert).
+     * experts_fixed: the family exists from transformers 5 on (its experts under @use_experts_implementation:
+     * grouped_mm whatever --transformers names). PEFT's mapping has no minimax_m2: --lora-targets. */
+    {.model_type = "minimax_m2", .config_class = "MiniMaxM2Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 200064), [K_HIDDEN] = DEF("hidden_size", 3072),
+              [K_LAYERS] = DEF("num_hidden_layers", 62), [K_HEADS] = DEF("num_attention_heads", 48),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_HEAD_DIM] = DEF("head_dim", 128),
+              [K_INTER] = DEF("intermediate_size", 1536), [K_MAXPOS] = DEF("max_position_embeddings", 196608),
+              [K_EXPERTS] = DEF("num_local_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_MOE_INTER] = DEF("intermediate_size", 1536), [K_NORM_TOPK] = FIXED(1)},
+     LLAMA_BLOCK, .moe = MOE_MINIMAX, .qk_norm = QK_WHOLE, .experts_fixed = true, .lora_targets = NULL},
+    /* PhimoeConfig (configuration_phimoe.py @ 23925e16: the class defaults are Phi-3.5-MoE's sizes; lm_head_bias,
+     * input_jitter_noise and router_jitter_noise: hf_phimoe.c); transformers 5's modeling_phimoe.py @ 4a435530:
+     * PhimoeDecoderLayer with PhimoeRMSNorm input / post-attention norms (weight only: the checkpoint's LayerNorm biases
+     * are not loaded), PhimoeAttention (LlamaAttention's: q/k/v/o with attention_bias, head_dim getattr(config,
+     * "head_dim", hidden / heads)), PhimoeSparseMoeBlock on every layer (SparseMoE style phimoe: sparsemixer, stacked
+     * experts of intermediate_size); PhimoeModel.norm an nn.LayerNorm; sliding_window as Mixtral's (None: none).
+     * PEFT's mapping has no phimoe: --lora-targets. */
+    {.model_type = "phimoe", .config_class = "PhimoeConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32064), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              /* num_key_value_heads: null is num_attention_heads (read so), absent 8 (hf_phimoe.c) */
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS}, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_INTER] = DEF("intermediate_size", 6400), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
+              [K_EXPERTS] = DEF("num_local_experts", 16), [K_TOPK] = DEF("num_experts_per_tok", 2),
+              [K_MOE_INTER] = DEF("intermediate_size", 6400)},
+     LLAMA_BLOCK, .moe = MOE_PHIMOE, .final_ln = true, .lora_targets = NULL},
+    /* GraniteMoeConfig (Granite 3.x MoE): granite's muP multipliers (embedding_multiplier, residual_multiplier,
+     * logits_scaling; attention_multiplier the softmax scale, no tensor) on GraniteMoeDecoderLayer (modular_granitemoe.py
+     * @ 94cb76e8: LlamaAttention, GraniteMoeRMSNorm, block_sparse_moe a GraniteMoeMoE on every layer: JetMoe's top-k
+     * gating and GraniteMoeParallelExperts' per-expert loop, SparseMoE style granitemoe). experts_fixed: that loop in
+     * every release. PEFT's mapping has no granitemoe: --lora-targets. */
+    {.model_type = "granitemoe", .config_class = "GraniteMoeConfig",
+     /* GraniteMoeConfig.__init__ (configuration_granitemoe.py @ 040e1a7e): every size has a default */
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_INTER] = DEF("intermediate_size", 11008),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_EMB_MULT] = DEF("embedding_multiplier", 1.0),
+              [K_RESID_MULT] = DEF("residual_multiplier", 1.0), [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0),
+              [K_EXPERTS] = DEF("num_local_experts", 8), [K_TOPK] = DEF("num_experts_per_tok", 2),
+              [K_MOE_INTER] = DEF("intermediate_size", 11008)},
+     LLAMA_BLOCK, .mup = true, .moe = MOE_GRANITE, .experts_fixed = true, .lora_targets = NULL},
+    /* GraniteMoeSharedConfig (configuration_granitemoeshared.py @ 7e84bb6f: GraniteMoeConfig's keys and
+     * shared_intermediate_size, 0 by default: no shared MLP); GraniteMoeSharedDecoderLayer (modular_granitemoeshared.py
+     * @ a878fc03): granitemoe's layer with moe_hidden_states + shared_mlp(hidden_states) (GraniteMoeSharedMLP) */
+    {.model_type = "granitemoeshared", .config_class = "GraniteMoeSharedConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_INTER] = DEF("intermediate_size", 11008),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_EMB_MULT] = DEF("embedding_multiplier", 1.0),
+              [K_RESID_MULT] = DEF("residual_multiplier", 1.0), [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0),
+              [K_EXPERTS] = DEF("num_local_experts", 8), [K_TOPK] = DEF("num_experts_per_tok", 2),
+              [K_MOE_INTER] = DEF("intermediate_size", 11008), [K_SHARED_INTER] = DEF("shared_intermediate_size", 0)},
+     LLAMA_BLOCK, .mup = true, .moe = MOE_GRANITE, .experts_fixed = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -951,6 +1014,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         r.nested = a.f->nested;
     }
     a.imbalance = o ? o->moe_imbalance : 1.0;
+    a.vllm = split.vllm != 0;
     /* the experts: as the options set them, or the release's default for the family (a family whose
      * experts run one way in every release keeps the library's, grouped_mm) */
     vc_experts_impl ex = o ? o->experts : VC_EXPERTS_GROUPED_MM;

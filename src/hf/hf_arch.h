@@ -129,6 +129,10 @@ enum {
     MOE_GPT_OSS,  /* mlp: GptOssTopKRouter with bias, biased stacked experts, clamped SwiGLU; every layer */
     MOE_LLAMA4,   /* feed_forward: Llama4TextMoe (router, experts, shared_expert) in moe_layers (hf_llama4.c:
                    * parameters counted, the memory refused) */
+    MOE_MINIMAX,  /* mlp: MiniMaxM2SparseMoeBlock (sigmoid routing with e_score_correction_bias, stacked experts, no
+                   * shared expert), every layer (hf_minimax_m2.c) */
+    MOE_PHIMOE,   /* mlp: PhimoeSparseMoeBlock (sparsemixer's two experts, stacked experts), every layer (hf_phimoe.c) */
+    MOE_GRANITE,  /* block_sparse_moe: GraniteMoeMoE (JetMoe's top-k gating and ParallelExperts loop), every layer */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -193,6 +197,7 @@ typedef struct {
     /* issue 31 (glm4): Glm4's apply_rotary_pos_emb: cos / sin[..., :rotary_dim / 2].repeat_interleave(2) and
      * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */
     bool interleaved_rope;
+    bool final_ln; /* the model's final norm is an nn.LayerNorm (weight and bias) whatever the layers' (phimoe) */
 } hf_family;
 
 enum {
@@ -325,13 +330,17 @@ typedef struct {
     } g4;
     int topk_method; /* deepseek_v2: 0 greedy, 1 group_limited_greedy (hf_deepseek_v2.c) */
     struct { int64_t nh, hd, topk; } dsa; /* deepseek_v32: index_n_heads, index_head_dim, index_topk */
+    /* phimoe (hf_phimoe.c): lm_head_bias, input_jitter_noise */
+    bool lm_bias;
+    double jitter;
+    bool vllm; /* the model vLLM loads (vc_hf_split.vllm, --serve): minimax_m2's float32 router (hf_layers.c) */
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -474,6 +483,16 @@ void vc__hf_num(rd *r, cJSON *o, const char *k, double v);
 void vc__hf_flag(rd *r, cJSON *o, const char *k, bool v);
 void vc__hf_str(rd *r, cJSON *o, const char *k, const char *v);
 void vc__hf_ins(rd *r, cJSON *o, const char *a, const char *b, const char *c, const char *d);
+
+/* hf_minimax_m2.c: MiniMax-M2's config keys transformers' MiniMaxM2Config does not declare but the checkpoint's
+ * config.json carries (rotary_dim, use_qk_norm, qk_norm_type, scoring_func, use_routing_bias,
+ * shared_intermediate_size, attn_type_list, the MTP modules), read into a after the row's keys and checked
+ * against what MiniMaxM2ForCausalLM builds; -1 with r->err naming the key. */
+int vc__hf_minimax_m2_read(rd *r, arch *a);
+
+/* hf_phimoe.c: PhimoeConfig's keys the row does not read (lm_head_bias, input_jitter_noise, router_jitter_noise,
+ * a null num_key_value_heads) and the checks of what PhimoeForCausalLM builds; -1 with r->err naming the key. */
+int vc__hf_phimoe_read(rd *r, arch *a);
 
 /* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
 bool vc__hf_modernbert_local(const arch *a, int64_t i);

@@ -249,7 +249,9 @@ static void linear_attn(wr *w, const arch *a, const char *in)
 
 static bool layer_is_moe(const arch *a, int64_t i)
 {
-    if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS) return true;
+    if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS || a->f->moe == MOE_MINIMAX || a->f->moe == MOE_PHIMOE ||
+        a->f->moe == MOE_GRANITE)
+        return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
     if (a->f->moe == MOE_LLAMA4) return vc__hf_llama4_moe_layer(a, i); /* layer_idx in config.moe_layers */
     if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
@@ -395,6 +397,54 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         num(w, o, "num_experts", (double)a->E);
         num(w, o, "top_k", (double)a->K);
         str(w, o, "style", "gpt_oss");
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", "grouped_mm");
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_GRANITE) {
+        /* GraniteMoeMoE: input_linear, output_linear (GraniteMoeParallelExperts), router (GraniteMoeTopKGating) */
+        cJSON *o = add_layer(w, "SparseMoE", "block_sparse_moe");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "granitemoe");
+        if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        if (a->shared_I > 0) {
+            /* GraniteMoeSharedDecoderLayer (modular_granitemoeshared.py @ a878fc03): moe_hidden_states +
+             * self.shared_mlp(hidden_states), GraniteMoeSharedMLP: input_linear [2 x shared, H], chunk(2),
+             * activation(chunk 0) * chunk 1, output_linear [H, shared] */
+            linear(w, "shared_mlp.input_linear", norm, a->H, 2 * a->shared_I, false);
+            o = add_layer(w, "GatedActivation", "shared_mlp.activation");
+            flag(w, o, "fused", true);
+            str(w, o, "activation", act_json[a->act]);
+            linear(w, "shared_mlp.output_linear", NULL, a->shared_I, a->H, false);
+            ins(w, add_layer(w, "Add", "shared_mlp.add"), "block_sparse_moe", "shared_mlp.output_linear", NULL, NULL);
+        }
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_PHIMOE) {
+        /* PhimoeSparseMoeBlock: router (PhimoeTopKRouter, sparsemixer), experts (PhimoeExperts, stacked) */
+        cJSON *o = add_layer(w, "SparseMoE", "mlp");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "phimoe");
+        if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
+        if (a->jitter > 0) num(w, o, "input_jitter_noise", a->jitter);
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", "grouped_mm");
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_MINIMAX) {
+        /* MiniMaxM2SparseMoeBlock: gate (MiniMaxM2TopKRouter), experts (MiniMaxM2Experts, stacked),
+         * e_score_correction_bias (layers/llm.c moe_minimax_emit) */
+        cJSON *o = add_layer(w, "SparseMoE", "mlp");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "minimax_m2");
+        /* vLLM's MiniMaxM2MoE (minimax_m2.py @ 01d99586): gate a ReplicatedLinear(params_dtype=torch.float32) on
+         * hidden_states.to(torch.float32), e_score_correction_bias a float32 parameter */
+        if (a->vllm) flag(w, o, "router_f32", true);
+        if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", "grouped_mm");
     } else if (layer_is_moe(a, i)) {
@@ -746,7 +796,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 /* The lm head (tied as tie_word_embeddings says) and final softcapping. */
 static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
 {
-    cJSON *o = linear(w, name, NULL, a->proj ? a->proj : a->H, a->V, a->f->lm_bias);
+    cJSON *o = linear(w, name, NULL, a->proj ? a->proj : a->H, a->V, a->f->lm_bias || a->lm_bias);
     if (a->tie) str(w, o, "tie", emb);
     if (a->f->mup) { /* GraniteForCausalLM: logits / config.logits_scaling */
         cJSON *s = add_layer(w, "Scale", "logits_scaling");
@@ -1017,7 +1067,8 @@ static void build_layers(wr *w, const arch *a)
         }
     }
     layer_stack(w, a, "model.layers", first);
-    decoder_norm(w, a, "model.norm", NULL);
+    if (a->f->final_ln) layernorm(w, a, "model.norm", NULL); /* PhimoeModel.norm: nn.LayerNorm */
+    else decoder_norm(w, a, "model.norm", NULL);
     lm_head(w, a, "model.embed_tokens", "lm_head");
 }
 

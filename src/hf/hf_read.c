@@ -408,6 +408,8 @@ static int read_family(rd *r, arch *a)
     if (f->interleaved_rope && vc__hf_glm4_read(r, a)) return -1; /* the rotary dims (hf_glm4.c) */
     if (f->block == BLK_MPNET && vc__hf_mpnet_read(r, a)) return -1; /* the buckets, checkpointing (hf_mpnet.c) */
     if (f->block == BLK_BART && vc__hf_bart_read(r, a)) return -1; /* the decoder's keys and the rest (hf_bart.c) */
+    if (f->moe == MOE_MINIMAX && vc__hf_minimax_m2_read(r, a)) return -1; /* rotary_dim and the rest (hf_minimax_m2.c) */
+    if (f->moe == MOE_PHIMOE && vc__hf_phimoe_read(r, a)) return -1; /* lm_head_bias and the rest (hf_phimoe.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;
@@ -546,6 +548,14 @@ static int check_sizes(rd *r, arch *a)
         vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "per_expert is not modelled for gpt_oss: "
                      "GptOssExperts has stacked weights in every release (transformers 4.x looped over them in training "
                      "and ran every expert on every token in inference); grouped_mm (transformers 5's default) is");
+        return -1;
+    }
+    if (a->f->moe == MOE_GRANITE && (a->experts_impl == EXPERTS_PER_EXPERT || a->act > A_RELU)) {
+        /* GraniteMoeParallelExperts: one per-expert loop in every release (the option does not apply) */
+        if (a->act > A_RELU)
+            return vc__hf_bad(r, "hidden_act", "the experts' activation is modelled for silu, gelu, gelu_pytorch_tanh and relu");
+        vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "does not apply to %s: "
+                     "GraniteMoeParallelExperts runs its per-expert loop in every transformers release", r->fam);
         return -1;
     }
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)

@@ -137,6 +137,10 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
         a->lin_kh /= t;
         a->lin_vh /= t;
     }
+    if (s.vllm && a->f->moe == MOE_MINIMAX && a->KV < t) /* MiniMaxText01RMSNormTP's k_norm shard (below) */
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are more than num_key_value_heads (%lld): "
+                            "vLLM's MiniMax-M2 k_norm (MiniMaxText01RMSNormTP) shards kv heads x head_dim over the ranks, "
+                            "narrower than the kv head each rank replicates", (long long)t, (long long)a->KV);
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
         const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
@@ -215,8 +219,14 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
         a->g4.tp = t;
     }
     /* Olmo2Config.base_model_tp_plan replicates q/k/v ("colwise_rep": the norm
-     * spans the whole projection); Megatron's layer spec has no such norm */
-    if (a->f->qk_norm == QK_WHOLE)
+     * spans the whole projection); Megatron's layer spec has no such norm. vLLM's MiniMax-M2
+     * (vllm/model_executor/models/minimax_m2.py @ 01d99586 MiniMaxM2Attention: q_norm / k_norm
+     * MiniMaxText01RMSNormTP, vllm/model_executor/layers/mamba/linear_attn.py: a weight of
+     * hidden_size / tp_world on each rank, the squares' mean all-reduced over the ranks) normalizes each
+     * rank's heads with its shard: a rank's norm spans its heads (the [tokens, 1] float32 all-reduce not
+     * modelled). Its k_norm shards num_key_value_heads x head_dim, so fewer kv heads than ranks (each
+     * replicated whole on its ranks) would not match the shard: refused */
+    if (a->f->qk_norm == QK_WHOLE && !(s.vllm && a->f->moe == MOE_MINIMAX))
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s's q_norm / k_norm span the whole projection: its tensor-parallel "
                             "split is not modelled", a->f->model_type);
     if (a->proj && a->proj != a->H) /* OPTDecoder.project_in / project_out: no Megatron counterpart */

@@ -239,6 +239,9 @@ def main(argv):
     if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
         import gemma4_replica
         raw = gemma4_replica.resolve(raw)
+    if raw.get("model_type") == "minimax_m2":  # MiniMaxM2Config: partial_rotary_factor from rotary_dim (minimax_replica.py)
+        import minimax_replica
+        raw = minimax_replica.resolve(raw)
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)

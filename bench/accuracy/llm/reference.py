@@ -447,8 +447,10 @@ class DecoderLayer(nn.Module):
         t = cfg.model_type
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
-        if t not in ("deepseek_v3", "deepseek_v2"):
+        if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
+        self.residual_multiplier = cfg.d.get("residual_multiplier", 1.0) if t in ("granitemoe", "granitemoeshared") else None
+        self.shared_mlp = None
         if t == "deepseek_v2":
             # DeepseekV2DecoderLayer (modeling_deepseek_v2.py @ 0233e509): MLA with the complex rotation,
             # DeepseekV2MLP below first_k_dense_replace (0 by default), DeepseekV2Moe from it on
@@ -463,6 +465,28 @@ class DecoderLayer(nn.Module):
                 inter = cfg.d["moe_intermediate_size"] * cfg.d.get("n_shared_experts", 2)
                 self.mlp = mla_replica.DeepseekV2Moe(cfg, act_fn(cfg.hidden_act), GatedMLP(cfg, cfg.hidden_act, inter),
                                                      Linear)
+        elif t in ("granitemoe", "granitemoeshared"):
+            # GraniteMoeDecoderLayer: LlamaAttention scaled by attention_multiplier, GraniteMoeMoE (granitemoe_replica.py)
+            import granitemoe_replica
+            self.self_attn.scaling = cfg.d.get("attention_multiplier", 1.0)
+            self.block_sparse_moe = granitemoe_replica.GraniteMoeMoE(cfg, act_fn(cfg.hidden_act))
+            if t == "granitemoeshared" and cfg.d.get("shared_intermediate_size", 0):  # GraniteMoeSharedDecoderLayer
+                self.shared_mlp = granitemoe_replica.GraniteMoeSharedMLP(cfg, act_fn(cfg.hidden_act))
+        elif t == "phimoe":
+            # PhimoeDecoderLayer (transformers 5): LlamaAttention with attention_bias, PhimoeRMSNorm, the sparsemixer
+            # block over stacked experts (phimoe_replica.py)
+            import phimoe_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("phimoe is replicated with transformers 5's experts: --experts grouped_mm")
+            self.mlp = phimoe_replica.PhimoeSparseMoeBlock(cfg, act_fn(cfg.hidden_act))
+        elif t == "minimax_m2":
+            # MiniMaxM2DecoderLayer: q/k norms over all heads, partial rotary, the sigmoid-routed stacked
+            # experts on every layer (minimax_replica.py); transformers 5 only
+            import minimax_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("minimax_m2 is replicated with transformers 5's experts: --experts grouped_mm")
+            self.self_attn = minimax_replica.MiniMaxM2Attention(cfg, layer_idx, attn_impl)
+            self.mlp = minimax_replica.MiniMaxM2SparseMoeBlock(cfg, act_fn(cfg.hidden_act))
         elif t == "deepseek_v3":
             # DeepseekV3DecoderLayer: MLA, DeepseekV3MLP below first_k_dense_replace, the MoE from
             # it on (mla_replica.py); transformers 5's experts only
@@ -511,6 +535,17 @@ class DecoderLayer(nn.Module):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
         hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        if self.residual_multiplier is not None:  # GraniteMoeDecoderLayer.forward
+            hidden_states = residual + hidden_states * self.residual_multiplier
+            residual = hidden_states
+            hidden_states = self.post_attention_layernorm(hidden_states)
+            if self.shared_mlp is None:
+                hidden_states = self.block_sparse_moe(hidden_states)
+            else:  # GraniteMoeSharedDecoderLayer.forward: moe_hidden_states + self.shared_mlp(hidden_states)
+                moe_hidden_states = self.block_sparse_moe(hidden_states)
+                hidden_states = moe_hidden_states + self.shared_mlp(hidden_states)
+                del moe_hidden_states
+            return residual + hidden_states * self.residual_multiplier
         hidden_states = residual + hidden_states
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
@@ -683,7 +718,8 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2"):
+                     "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "minimax_m2", "phimoe",
+                     "granitemoe", "granitemoeshared"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -725,6 +761,8 @@ class CausalLM(nn.Module):
             Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
         self.norm = Norm(H, eps=cfg.rms_norm_eps)
+        if t == "phimoe":  # PhimoeModel.norm = nn.LayerNorm(hidden_size, eps=rms_norm_eps)
+            self.norm = vctorch._LayerNorm2x(H, eps=cfg.rms_norm_eps)
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
         if t in ("deepseek_v3", "deepseek_v2"):  # DeepseekV3Config / DeepseekV2Config: head_dim = qk_rope_head_dim
             head_dim = cfg.d["qk_rope_head_dim"]
@@ -739,7 +777,8 @@ class CausalLM(nn.Module):
             self.rotary_emb = mla_replica.DeepseekV2RotaryEmbedding(cfg, head_dim)
         else:
             self.rotary_emb = RotaryEmbedding(cfg, head_dim)
-        self.lm_head = Linear(H, V, bias=False)
+        # PhimoeForCausalLM: lm_head bias=config.lm_head_bias
+        self.lm_head = Linear(H, V, bias=bool(cfg.d.get("lm_head_bias")) if t == "phimoe" else False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
 
@@ -807,6 +846,8 @@ class CausalLM(nn.Module):
             if "sliding_attention" in lts:
                 sliding_mask = sliding_replica.create_sliding_window_causal_mask(
                     inputs_embeds, attention_mask, past_key_values, cfg.sliding_window, lts)
+        if cfg.model_type in ("granitemoe", "granitemoeshared"):  # GraniteMoeModel.forward: inputs_embeds * embedding_multiplier
+            inputs_embeds = inputs_embeds * cfg.d.get("embedding_multiplier", 1.0)
         hidden_states = inputs_embeds
         if cfg.model_type == "starcoder2":  # Starcoder2Model.forward: dropout(embedding_dropout) before the rotary
             hidden_states = vctorch.dropout2x(hidden_states, cfg.d.get("embedding_dropout", 0.0), self.training)
@@ -855,6 +896,8 @@ class CausalLM(nn.Module):
                 raise ValueError("chunked: torchtune's chunked_output has no final soft-capping")
             return None, chunked_replica.chunked_output(head, hidden_states, self.loss_chunks)
         logits = head(hidden_states[:, slice_indices, :])
+        if self.cfg.model_type in ("granitemoe", "granitemoeshared"):  # GraniteMoeForCausalLM.forward: logits / config.logits_scaling
+            logits = logits / self.cfg.d.get("logits_scaling", 1.0)
         fc = self.cfg.final_logit_softcapping if self.cfg.model_type == "gemma2" else None
         if fc is not None:  # G: Gemma2ForCausalLM.forward
             logits = logits / fc

@@ -1383,6 +1383,93 @@ def cases():
                                          ("224x168", "bf16", "q_proj,v_proj")]):
         out.append(dict(config="configs/mistral3_small.json", mode="train", batch=1, seq=64, optim="adamw", precision=prec,
                         ckpt=False, lora=8, lora_dropout=0.0, lora_targets=tg, image=img, images=1, held_out=(i == 1)))
+    # MiniMax-M2 (issue 31) as transformers 5 runs it (minimax_replica.py, modeling_minimax_m2.py @ 0205eec1):
+    # minimax_m2_small, 16 experts top-4 with MiniMaxM2TopKRouter's sigmoid routing and e_score_correction_bias,
+    # stacked experts through grouped_mm, q_norm / k_norm over all heads, rotary_dim 8 of head_dim 16. Train
+    # (full, --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
+    mm = [
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 2, 64, "adamw", "bf16", False, 0),
+        ("train", 2, 96, "adamw", "bf16", True, 0),
+        ("train", 2, 64, "adamw", "fp32", False, 8),
+        ("train", 3, 48, "sgd", "bf16", False, 8),
+        ("train", 1, 128, "adam", "fp32", True, 0),
+        ("generate", 2, 32, 12, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+        ("generate", 2, 96, 6, "fp32", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(mm):
+        if mode == "train":
+            out.append(dict(config="configs/minimax_m2_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/minimax_m2_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # Phi-3.5-MoE (issue 31) as transformers 5 runs it (phimoe_replica.py, modeling_phimoe.py @ 4a435530): phimoe_small,
+    # 16 experts, sparsemixer's two picks (Gumbel sampling, PhimoeMultiplier's saved gates in training), the input
+    # jitter of the block and the router (input_jitter_noise 0.01), biased q/k/v/o and lm_head, PhimoeRMSNorm layers
+    # and a final nn.LayerNorm. Train (full, --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
+    pm = [
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 2, 64, "sgd", "bf16", False, 0),
+        ("train", 2, 256, "sgd", "bf16", True, 0),
+        ("train", 4, 256, "sgd", "fp32", False, 0),
+        ("train", 2, 192, "adamw", "bf16", False, 8),
+        ("train", 2, 64, "adamw", "fp32", False, 8),
+        ("generate", 2, 32, 12, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+        ("generate", 2, 96, 6, "fp32", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(pm):
+        if mode == "train":
+            out.append(dict(config="configs/phimoe_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/phimoe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # Granite 3.x MoE (issue 31) as transformers runs it (granitemoe_replica.py, modular_granitemoe.py @ 94cb76e8 with
+    # JetMoe's top-k gating and ParallelExperts loop): granitemoe_small, 8 experts top-4, granite's multipliers
+    # (embedding 12, residual 0.22, logits 6, attention 0.0625), tied embeddings. Train (full, --grad-ckpt, LoRA on
+    # q_proj / v_proj), then generate. Every third held out. (measure_llm.py's --experts is not read for it.)
+    gm = [
+        ("train", 2, 64, "sgd", "fp32", False, 0),
+        ("train", 2, 64, "adamw", "bf16", False, 0),
+        ("train", 2, 128, "sgd", "bf16", True, 0),
+        ("train", 4, 128, "sgd", "fp32", False, 0),
+        ("train", 2, 96, "adamw", "bf16", False, 8),
+        ("train", 2, 64, "sgd", "fp32", False, 8),
+        ("generate", 2, 32, 4, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+        ("generate", 2, 96, 6, "fp32", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(gm):
+        if mode == "train":
+            out.append(dict(config="configs/granitemoe_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/granitemoe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # GraniteMoeShared (issue 31, granitemoe_replica.py GraniteMoeSharedMLP, modular_granitemoeshared.py @ a878fc03):
+    # granitemoeshared_small, granitemoe_small with a shared MLP of 48 beside the experts. Every third held out.
+    gs = [
+        ("train", 2, 64, "sgd", "fp32", False, 0),
+        ("train", 2, 96, "adamw", "bf16", False, 0),
+        ("train", 2, 128, "sgd", "bf16", True, 0),
+        ("train", 2, 96, "adamw", "bf16", False, 8),
+        ("generate", 2, 32, 4, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(gs):
+        if mode == "train":
+            out.append(dict(config="configs/granitemoeshared_small.json", mode=mode, batch=b, seq=s, optim=o,
+                            precision=p, ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None,
+                            experts="grouped_mm", held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/granitemoeshared_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
     return out
 
 
