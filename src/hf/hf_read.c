@@ -403,6 +403,7 @@ static int read_family(rd *r, arch *a)
     if (f->moe == MOE_LLAMA4 && vc__hf_llama4_read(r, a)) return -1; /* moe_layers and the rest (hf_llama4.c) */
     if (f->block == BLK_MODERNBERT && vc__hf_modernbert_read(r, a)) return -1; /* norm_bias and the rest (hf_modernbert.c) */
     if (f->block == BLK_GEMMA4 && vc__hf_gemma4_read(r, a)) return -1; /* layer_types and the rest (hf_gemma4.c) */
+    if (f->block == BLK_GRANITE4 && vc__hf_granite4_read(r, a)) return -1; /* the mamba_* keys and the rest (hf_granite4.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;
