@@ -189,6 +189,12 @@ static vc_t copy_into(vc_build *b, vc_t dst, vc_t src)
     return r;
 }
 
+static vc_t hold(vc_build *b, vc_t t)
+{
+    vc_hold(b, t);
+    return t;
+}
+
 /* A = -torch.exp(self.A_log.float()) */
 static vc_t a_of(vc_build *b, vc_t a_log, int64_t heads)
 {
@@ -198,13 +204,28 @@ static vc_t a_of(vc_build *b, vc_t a_log, int64_t heads)
 }
 
 /* Training without a cache: mamba_split_conv1d_scan_combined, one autograd node from in_proj's
- * output to out_proj's (MambaSplitConv1dScanCombinedFn). */
+ * output to out_proj's (MambaSplitConv1dScanCombinedFn). Its forward's tensors in the order it makes
+ * them, none of them recorded by autograd: xBC_conv, dA_cumsum and dt (fp32), the fp32 chunk states
+ * (freed once passed), the passed states and the final ones, CB (freed at
+ * _mamba_chunk_scan_combined_fwd's return), out_x, the norm's output and rstd, then F.linear's result;
+ * the locals freed at the return but for the saved out_x and rstd. */
 static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_w *iw)
 {
     const vc_t zx = vc_input(b, 0);
     const vc_dtype dt = vc_dt_of(b, zx), amp = vc_autocast_dt(b);
     const int64_t H = c->heads, C = c->chunk, G = c->groups, L = d->L, Di = d->Di, CD = d->CD, nc = d->nc;
     vc_t A = a_of(b, vc_weight(b, iw->a_log), H);
+    const vc_numel hc = vc_n_sample(H * nc * C), sts = vc_n_sample(nc * d->st);
+    vc_t xc = hold(b, vc__op_nograd(b, "causal_conv1d_fwd", zx, -1, vc_n_sample(L * CD), dt));
+    vc_t da = hold(b, vc__op_nograd(b, "_chunk_cumsum_fwd", zx, -1, hc, VC_DT_F32));
+    vc_t dto = hold(b, vc__op_nograd(b, "_chunk_cumsum_fwd", zx, -1, hc, VC_DT_F32));
+    vc_t s32 = vc__op_nograd(b, "_chunk_state_fwd", xc, da, sts, VC_DT_F32);
+    vc_t sp = hold(b, vc__op_nograd(b, "_state_passing_fwd", s32, da, sts, dt));
+    vc_t fin = hold(b, vc__op_nograd(b, "_state_passing_fwd", s32, da, vc_n_sample(d->st), VC_DT_F32));
+    vc_t cb = vc__op_nograd(b, "_bmm_chunk_fwd", xc, -1, vc_n_sample(nc * G * C * C), VC_DT_F32);
+    vc_t outx = vc__op_nograd(b, "_chunk_scan_fwd", cb, sp, vc_n_sample(L * Di), dt);
+    vc_t nrm = vc__op_nograd(b, "_layer_norm_fwd", outx, zx, vc_n_sample(L * Di), dt);
+    vc_t rstd = vc__op_nograd(b, "_layer_norm_fwd", outx, zx, vc_n_sample(G * L), VC_DT_F32);
     vc_op *o = vc_op_begin(b, "mamba_split_conv1d_scan_combined");
     int i0 = vc_op_in(o, zx);
     vc_op_grad(o, i0, VC_GRAD_NEW); /* dzxbcdt = torch.empty_like(zxbcdt) */
@@ -214,40 +235,30 @@ static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_
         int ik = vc_op_in(o, ws[k] == -2 ? A : vc_weight(b, ws[k]));
         vc_op_grad(o, ik, VC_GRAD_NEW);
     }
+    vc_op_in_nodiff(o, outx);
+    vc_op_in_nodiff(o, rstd);
+    vc_op_in_nodiff(o, nrm);
     vc_op_save(o, zx);
-    vc_op_extra(o, vc_n_sample(L * Di), dt);          /* out_x, saved */
-    vc_op_extra(o, vc_n_sample(G * L), VC_DT_F32);    /* rstd, saved */
+    vc_op_save(o, outx);
+    vc_op_save(o, rstd);
+    if (amp != VC_DT_F32) vc_op_ftemp(o, vc_n_fixed(c->hidden * Di), amp); /* outproj_weight.to(dtype) */
     vc_t out = vc_op_out(o, vc_n_sample(L * c->hidden), amp != VC_DT_F32 ? amp : dt);
-    /* forward's locals, in the order they are made: xBC_conv, dA_cumsum and dt, the fp32 chunk states
-     * (freed once passed), the passed states and the final ones, CB (freed at
-     * _mamba_chunk_scan_combined_fwd's return), the norm's output (F.linear's input) */
-    const vc_numel hc = vc_n_sample(H * nc * C), sts = vc_n_sample(nc * d->st);
-    int xc = vc_op_ftemp_keep(o, vc_n_sample(L * CD), dt);
-    int da = vc_op_ftemp_keep(o, hc, VC_DT_F32), dto = vc_op_ftemp_keep(o, hc, VC_DT_F32);
-    int s32 = vc_op_ftemp_keep(o, sts, VC_DT_F32);
-    int sp = vc_op_ftemp_keep(o, sts, dt), fin = vc_op_ftemp_keep(o, vc_n_sample(d->st), VC_DT_F32);
-    vc_op_ftemp_free(o, s32);
-    int cb = vc_op_ftemp_keep(o, vc_n_sample(nc * G * C * C), VC_DT_F32);
-    vc_op_ftemp_free(o, cb);
-    int nrm = vc_op_ftemp_keep(o, vc_n_sample(L * Di), dt);
-    int wc = amp != VC_DT_F32 ? vc_op_ftemp_keep(o, vc_n_fixed(c->hidden * Di), amp) : -1; /* outproj_weight.to(dtype) */
-    const int kept[] = {wc, nrm, fin, sp, dto, da, xc};
-    for (size_t k = 0; k < sizeof kept / sizeof *kept; k++) vc_op_ftemp_free(o, kept[k]);
-    /* backward: the Function's tensors (phase 0), then those of _mamba_chunk_scan_combined_bwd beside
-     * them (phase 1) */
-    const vc_numel top[5] = {vc_n_sample(L * Di), vc_n_sample(L * CD), vc_n_sample(L * CD), vc_n_sample(L * Di),
-                             vc_n_sample(L * Di)}; /* out_recompute, xBC_conv, dxBC, dout, the norm's dx */
+    /* backward: the Function's tensors (phase 0: out_recompute, xBC_conv, dxBC, dout, the norm's dx), then
+     * those of _mamba_chunk_scan_combined_bwd beside them (phase 1: dt's clone; dA_cumsum, dt, ddt, CB, the
+     * states and dstates in fp32), at most VC_MAX_PARTS parts */
     vc_part q[VC_MAX_PARTS];
     int nq = 0;
+    const vc_numel top[5] = {vc_n_sample(L * Di), vc_n_sample(L * CD), vc_n_sample(L * CD), vc_n_sample(L * Di),
+                             vc_n_sample(L * Di)};
     for (int k = 0; k < 5; k++) q[nq++] = (vc_part){top[k], dt, 0, 0, 0};
-    /* phase 1: the top-level five, dt's clone, dA_cumsum + dt (fp32), CB (fp32), the states (fp32) and
-     * dstates (fp32), ddt (fp32): merged into one part per dtype to stay within VC_MAX_PARTS */
-    q[nq++] = (vc_part){vc_n_sample(2 * L * Di + 2 * L * CD + L * Di), dt, 1, 0, 0};
+    q[nq++] = (vc_part){vc_n_sample(3 * L * Di + 2 * L * CD), dt, 1, 0, 0};
     q[nq++] = (vc_part){vc_n_sample(L * H), dt, 1, 0, 0};
     q[nq++] = (vc_part){vc_n_sample(3 * H * nc * C + nc * G * C * C + 2 * nc * d->st), VC_DT_F32, 1, 0, 0};
     vc_op_btemp_parts(o, q, nq, true);
     vc_op_gemm(o);
     vc_op_end(o);
+    const vc_t locals[] = {xc, da, dto, sp, fin};
+    for (size_t k = 0; k < sizeof locals / sizeof *locals; k++) vc_release(b, locals[k]);
     vc_set_output(b, out);
 }
 

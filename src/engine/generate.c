@@ -95,13 +95,13 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
         for (size_t j = 0; j < sizeof cached / sizeof *cached; j++)
             if (!tower && !strcmp(m->inst[i].kind->name, cached[j])) g->nkv++;
         g->hybrid |= !strcmp(m->inst[i].kind->name, "GatedDeltaNet");
+        /* HybridMambaAttentionDynamicCache.update (modeling_granitemoehybrid.py @ 00511f5d): the first update
+         * keeps key_states and value_states themselves, as Qwen3NextDynamicCache's (dynamic_update) */
+        g->hybrid |= !strcmp(m->inst[i].kind->name, "Mamba2Mixer");
     }
     /* Qwen3NextModel.forward makes its own Qwen3NextDynamicCache whenever use_cache and no cache is
      * passed (modeling_qwen3_next.py @7515843b); generate()'s other cache classes have no state for
      * the Gated DeltaNet layers */
-    if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
-        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "
-                            "Qwen3NextDynamicCache: only " OV("cache", "dynamic"));
     /* GraniteMoeHybridForCausalLM.prepare_inputs_for_generation makes its HybridMambaAttentionDynamicCache
      * whenever no cache is passed (modeling_granitemoehybrid.py @ 00511f5d); another cache class has no
      * conv_states / ssm_states for its Mamba2 layers */
@@ -110,6 +110,9 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     if (mamba && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid) runs its own "
                             "HybridMambaAttentionDynamicCache: only " OV("cache", "dynamic"));
+    if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "
+                            "Qwen3NextDynamicCache: only " OV("cache", "dynamic"));
     /* --loss grpo with --grad-ckpt: TRL generates with the model in training mode, where transformers'
      * GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for each decoder
      * layer: the cache is never written, every step runs its own tokens alone (src/engine/grpo.c) */
