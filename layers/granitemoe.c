@@ -18,7 +18,8 @@
  *    -> H), router (registration order); forward: layer_input.reshape(-1, H); the router (its logits bound
  *    to `_`, alive to the return); expert_inputs = layer_input[batch_index]; input_linear; chunk(2);
  *    act(first) * second; output_linear; * batch_gates[:, None]; zeros [T, H] .index_add(0, batch_index,
- *    expert_outputs) (out of place); .view(B, L, H).
+ *    expert_outputs) (out of place; derivatives.yaml's index_add keeps the source for
+ *    its expand_as); .view(B, L, H).
  * The tokens each expert gets are spread evenly (floor(T k / E), one more for the first T k mod E
  * experts), as SparseMoE spreads them (layers/llm.c moe_rows).
  */
@@ -127,12 +128,16 @@ static void gm_emit(vc_build *b, const void *p)
     vc_t ti = vc_op_out(o, lk, VC_DT_I64);
     vc_op_save(o, ti);
     vc_op_end(o);
+    vc_hold(b, tv); /* the router's locals (top_k_logits, top_k_indices, zeros, gates, `_`) to its return */
+    vc_hold(b, ti);
     vc_t gates = vc__op_unary(b, "_softmax", tv, VC_SAVE_OUT, false);
     gates = vc__op_cast(b, gates, dt); /* .type_as(hidden_states) */
     vc_hold(b, gates);
     /* zeros [T, E].scatter(1, top_k_indices, 1); gates.long().sum(0): no gradient */
     vc_t z = vc__op_new(b, "zeros", vc_n_sample(L * E), dt);
     vc_t sc = vc__op_nograd(b, "scatter", z, ti, vc_n_sample(L * E), dt);
+    vc_hold(b, z);
+    vc_hold(b, sc);
     vc_t lg = vc__op_nograd(b, "_to_copy", sc, -1, vc_n_sample(L * E), VC_DT_I64);
     vc__op_nograd(b, "sum", lg, -1, vc_n_fixed(E), VC_DT_I64);
     /* top_k_indices.flatten().sort(0): values (`_`) and indices; batch_index = div(top_k) */
@@ -143,21 +148,27 @@ static void gm_emit(vc_build *b, const void *p)
     vc_hold(b, bi);
     /* batch_gates = top_k_gates.flatten()[index_sorted_experts] */
     vc_t bg = index_rows(b, vc__op_view(b, gates, lk, true), si, lk, 1);
-    vc_release(b, sv);
-    vc_release(b, gates);
+    const vc_t router_locals[] = {sv, gates, tv, ti, z, sc};
+    for (size_t i = 0; i < sizeof router_locals / sizeof *router_locals; i++) vc_release(b, router_locals[i]);
     /* expert_inputs = layer_input[batch_index] */
+    /* GraniteMoeHybridMoE.forward's locals, alive to its return: expert_inputs, chunked_hidden_states (views
+     * of input_linear's output), hidden_states (the product), zeros */
     vc_t xi = index_rows(b, x, bi, lk, H);
+    vc_hold(b, xi);
     vc_t h = parallel_experts(b, c, xi, vc_weight(b, 0), L, H, 2 * I);
+    vc_hold(b, h);
     /* chunk(2): act(first) * second */
     vc_t c0 = vc__op_view(b, h, vc_n_sample(L * k * I), false), c1 = vc__op_view(b, h, vc_n_sample(L * k * I), false);
     vc_t a = vc__op_unary(b, c->act == 0 ? "silu" : "gelu", c0, VC_SAVE_IN, false);
     vc_t m = vc__op_mul(b, a, c1, vc_n_sample(L * k * I), false);
+    vc_hold(b, m);
     vc_t y = parallel_experts(b, c, m, vc_weight(b, 1), L, I, H);
     /* expert_outputs * batch_gates[:, None] */
     y = vc__op_mul_dt(b, y, bg, vc_numel_of(b, y), dt);
     /* zeros((T, H)).index_add(0, batch_index, expert_outputs): out of place; the source's gradient
      * grad.index_select(0, index) */
     vc_t zo = vc__op_new(b, "zeros", vc_n_sample(L * H), dt);
+    vc_hold(b, zo);
     o = vc_op_begin(b, "index_add");
     int iz = vc_op_in(o, zo);
     int iy = vc_op_in(o, y);
@@ -166,9 +177,11 @@ static void gm_emit(vc_build *b, const void *p)
     vc_op_grad(o, iz, VC_GRAD_NONE);
     vc_op_grad(o, iy, VC_GRAD_NEW);
     vc_op_save(o, bi);
+    /* derivatives.yaml index_add: source's gradient grad.index_select(dim, index).expand_as(source): source saved */
+    vc_op_save_if(o, y, iy);
     vc_op_end(o);
-    vc_release(b, bi);
-    vc_release(b, logits);
+    const vc_t moe_locals[] = {bi, logits, xi, h, m, zo};
+    for (size_t i = 0; i < sizeof moe_locals / sizeof *moe_locals; i++) vc_release(b, moe_locals[i]);
     vc_set_output(b, vc__op_view(b, out, vc_n_sample(L * H), true));
 }
 

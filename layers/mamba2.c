@@ -276,16 +276,22 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
     if (decode) {
         /* causal_conv1d_update(hidden_states_B_C, conv_states, weight, bias, activation): a new [B, conv_dim],
          * the state updated in place */
-        vc_t xc = vc__op_nograd(b, "causal_conv1d_update", xbc, cache[0], vc_n_sample(CD), dt);
+        vc_t xc = hold(b, vc__op_nograd(b, "causal_conv1d_update", xbc, cache[0], vc_n_sample(CD), dt));
         cache[0] = copy_into(b, cache[0], xc);
         /* selective_state_update(ssm_states, x, dt, A, B, C, D, dt_bias, dt_softplus): out = empty_like(x) */
         y = vc__op_nograd(b, "selective_state_update", xc, cache[1], vc_n_sample(Di), dt);
         cache[1] = copy_into(b, cache[1], y);
+        vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di);
+        out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
+        vc_release(b, xc); /* hidden_states_B_C: a local to the return */
+        vc_set_output(b, out);
+        return;
     } else {
         if (cache) /* conv_states = F.pad(xBC.transpose(1, 2), (d_conv - L, 0)); cache.conv_states.copy_(it) */
             cache[0] = copy_into(b, cache[0], vc__op_fresh(b, "constant_pad_nd", xbc, vc_n_sample(CD * c->kernel)));
         /* causal_conv1d_fn(x=xBC.transpose(1, 2), weight, bias, activation): a new [B, conv_dim, L] */
         vc_t xc = vc__op_nograd(b, "causal_conv1d_fwd", xbc, vc_weight(b, iw->conv_w), vc_n_sample(L * CD), dt);
+        vc_hold(b, xc); /* hidden_states_B_C (and its split views): a local to the return */
         /* mamba_chunk_scan_combined (MambaChunkScanCombinedFn.forward under no_grad: its locals die at its
          * return but for the output and the final states): dA_cumsum, dt (fp32), the chunk states (fp32),
          * passed (C's dtype) and final (fp32), CB (fp32), then out */
@@ -306,12 +312,9 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         vc_release(b, y);
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
         vc_release(b, fin);
+        vc_release(b, xc);
         vc_set_output(b, out);
-        return;
     }
-    vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di);
-    out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
-    vc_set_output(b, out);
 }
 
 static void m2_emit(vc_build *b, const void *p)
