@@ -109,6 +109,10 @@ static void gm_emit(vc_build *b, const void *p)
     vc_t x = vc_input(b, 0); /* layer_input.reshape(-1, emb_size) */
     const vc_dtype dt = vc_dt_of(b, x);
     const vc_numel lk = vc_n_sample(L * k);
+    if (vc_serving(b)) { /* vLLM's GraniteMoeMoE is a FusedMoE (vllm/model_executor/models/granitemoe.py) */
+        vc_refuse(b, O("serve"), "GraniteMoE under vLLM (GraniteMoeMoE's fused experts) is not modelled");
+        return;
+    }
     /* the tokens of the step capped so that T k x width x 8 bytes stays below 2^56 (as SparseMoE caps them) */
     const int64_t tcap = (INT64_C(1) << 53) / (2 * I > H ? 2 * I : H) / k;
     if (vc_batch(b) > tcap / L) {

@@ -315,7 +315,9 @@ static void test_bad_keys(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    assert_usage(H_MICRO " --serve --gpu h100-80gb", "Mamba2 layers (granitemoehybrid) under vLLM are not modelled");
+    assert_usage(H_MICRO " --serve --gpu h100-80gb", "granitemoehybrid under vLLM is not modelled");
+    assert_usage(MICRO " --serve --gpu h100-80gb", "granitemoehybrid under vLLM is not modelled");
+    assert_usage(H_SMALL " --serve --gpu h100-80gb --tp 2 --gpus 2", "granitemoehybrid: tensor parallelism");
     assert_usage(H_MICRO " --tp 2", "tensor parallelism of the Mamba2 layers is not modelled");
     assert_usage(H_MICRO " -m generate --cache static", "HybridMambaAttentionDynamicCache");
     assert_usage(H_SMALL " --ep 2 --gpus 2 --parallel ddp", "expert parallelism is not modelled for granitemoehybrid");
