@@ -123,7 +123,7 @@ static int m2_setup(vc_setup *s, void *p)
     if (vc_param_shape(s, "conv1d.weight", 3, (int64_t[3]){CD, 1, c->kernel}, 0) ||
         (c->conv_bias && vc_param(s, "conv1d.bias", CD)) || vc_param(s, "dt_bias", c->heads) ||
         vc_param(s, "A_log", c->heads) || vc_param(s, "norm.weight", Di) || vc_param(s, "D", c->heads) ||
-        vc_param_shape(s, "out_proj.weight", 2, (int64_t[2]){c->hidden, Di}, 0) ||
+        vc_param_shape(s, "out_proj.weight", 2, (int64_t[2]){c->hidden, Di}, VC_PARAM_LINEAR) || /* an nn.Linear's */
         (c->bias && vc_param(s, "out_proj.bias", c->hidden)))
         return -1;
     return 0;
@@ -332,6 +332,13 @@ static void m2_emit(vc_build *b, const void *p)
     decode = decode && d.L == 1;               /* use_precomputed_states */
     if (cache && (cache[0] < 0 || cache[1] < 0)) { /* src/engine/generate.c makes every layer's states first */
         vc_refuse(b, O("mode"), "a Mamba2 layer's HybridMambaAttentionDynamicCache states were not made");
+        return;
+    }
+    if (vc_training(b) && !cache && vc_weight_format(b, vc_weight(b, iw.out_w)) != VC_WEIGHTS_DENSE) {
+        /* bitsandbytes replaces out_proj (an nn.Linear); mamba_split_conv1d_scan_combined takes
+         * self.out_proj.weight as a dense matrix for its F.linear */
+        vc_refuse(b, O("qlora"), "granitemoehybrid's out_proj quantized in training: mamba_split_conv1d_scan_combined "
+                  "runs F.linear on out_proj.weight itself, which a quantized weight fails; not modelled");
         return;
     }
     if (vc_training(b) && !cache) emit_fused(b, c, &d, &iw);

@@ -320,6 +320,8 @@ static void test_refused(void **state)
     assert_usage(H_SMALL " --serve --gpu h100-80gb --tp 2 --gpus 2", "granitemoehybrid: tensor parallelism");
     assert_usage(H_MICRO " --tp 2", "tensor parallelism of the Mamba2 layers is not modelled");
     assert_usage(H_MICRO " -m generate --cache static", "HybridMambaAttentionDynamicCache");
+    /* bitsandbytes replaces out_proj, which mamba_split_conv1d_scan_combined reads as a dense matrix */
+    assert_usage(H_MICRO " --qlora --lora-targets in_proj", "out_proj quantized in training");
     assert_usage(H_SMALL " --ep 2 --gpus 2 --parallel ddp", "expert parallelism is not modelled for granitemoehybrid");
     assert_usage(H_SMALL " --moe-imbalance 2", "tokens spread evenly");
 }
