@@ -43,7 +43,9 @@
  *    [conv_dim, d_conv] + ssm_states [heads, head_dim, state] in the model's dtype: H-Micro fp32 36 x (4,352
  *    x 4 + 64 x 64 x 128) x 4 B = 78,004,224 B; its 4 attention layers' keys and values over 1,279 tokens:
  *    4 x 1,279 x 2 x 8 x 64 x 4 B = 20,955,136 B; bf16 half of each.
- * 4. Every bad value of a new key exits 2 naming the key; what is not modelled is refused in one line.
+ * 4. Every bad value of a new key exits 2 naming the key; what is not modelled is refused in one line;
+ *    the two new kinds (Mamba2Mixer, GraniteMoE) written by hand: their bad values named, Mamba2Mixer's
+ *    parameters by hand.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -326,11 +328,59 @@ static void test_refused(void **state)
     assert_usage(H_SMALL " --moe-imbalance 2", "tokens spread evenly");
 }
 
+/* the two kinds written by hand: each bad value exits 2 naming layers[0].KEY */
+static void write_model(char *path, size_t n, const char *layer, int64_t width)
+{
+    snprintf(path, n, "/tmp/vc_granite4_kind_XXXXXX.json");
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    char txt[1024];
+    int k = snprintf(txt, sizeof txt, "{\"name\": \"k\", \"input\": {\"shape\": [64, %lld]}, \"layers\": [%s]}",
+                     (long long)width, layer);
+    assert_true(write(fd, txt, (size_t)k) == k);
+    close(fd);
+}
+
+static void test_kinds(void **state)
+{
+    (void)state;
+    /* in_proj's output width: 128 + (128 + 2 x 2 x 16) + 8 = 328 */
+    static const char m2[] = "{\"type\": \"Mamba2Mixer\", \"num_heads\": 8, \"head_dim\": 16, "
+                             "\"state_size\": 16, \"chunk_size\": 16, \"hidden_size\": 64%s}";
+    static const char gm[] = "{\"type\": \"GraniteMoE\", \"hidden_size\": 64, \"intermediate_size\": 32, "
+                             "\"num_experts\": 4%s}";
+    static const struct { const char *tmpl, *extra; int64_t width; const char *want; } c[] = {
+        {m2, ", \"n_groups\": 2", 328, NULL},
+        {m2, ", \"n_groups\": 2, \"forward\": \"torch\"", 328, "layers[0].forward: torch"},
+        {m2, ", \"n_groups\": 3", 328, "layers[0].n_groups: must divide num_heads"},
+        {m2, ", \"n_groups\": 2", 300, "layers[0].inputs: in_proj's output must be [L, 328]"},
+        {gm, ", \"top_k\": 2", 64, NULL},
+        {gm, ", \"top_k\": 5", 64, "layers[0].top_k: top_k (5) is more than num_experts (4)"},
+        {gm, ", \"top_k\": 2, \"activation\": \"tanh\"", 64, "layers[0].activation"},
+    };
+    char path[64], args[128], layer[512];
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        snprintf(layer, sizeof layer, c[i].tmpl, c[i].extra);
+        write_model(path, sizeof path, layer, c[i].width);
+        snprintf(args, sizeof args, "%s -b 2", path);
+        if (c[i].want) assert_usage(args, c[i].want);
+        else (void)cli_output(args);
+        remove(path);
+    }
+    /* Mamba2Mixer's parameters: conv1d 192 x 4 + 192, dt_bias, A_log, D 3 x 8, norm 128, out_proj 64 x 128 = 9,304 */
+    snprintf(layer, sizeof layer, m2, ", \"n_groups\": 2");
+    write_model(path, sizeof path, layer, 328);
+    cJSON *j = cli_json(path);
+    assert_int_equal(num_at(j, NULL, "parameters"), 9304);
+    cJSON_Delete(j);
+    remove(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters), cmocka_unit_test(test_layers), cmocka_unit_test(test_generate_state),
-        cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_refused), cmocka_unit_test(test_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
