@@ -112,7 +112,7 @@ static int m2_setup(vc_setup *s, void *p)
      * [chunks, heads, head_dim, state], CB [chunks, groups, chunk, chunk], xBC [L, conv_dim] */
     const int64_t lim = INT64_C(1) << 56, nc = (x->d[0] + c->chunk - 1) / c->chunk;
     int64_t a1, a2, a3;
-    if (vc_mul(s, nc, Di, &a1) || vc_mul(s, a1, c->state, &a1) || vc_mul(s, nc * c->groups, c->chunk, &a2) ||
+    if (vc_mul(s, nc, Di, &a1) || vc_mul(s, a1, c->state, &a1) || vc_mul(s, nc, c->groups, &a2) || vc_mul(s, a2, c->chunk, &a2) ||
         vc_mul(s, a2, c->chunk, &a2) || vc_mul(s, x->d[0], PR, &a3))
         return -1;
     if (a1 > lim || a2 > lim || a3 > lim)
