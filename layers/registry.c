@@ -25,6 +25,8 @@ extern const vc_kind vc_kind_ShiftedWindowAttention, vc_kind_ShiftedWindowAttent
 extern const vc_kind vc_kind_MultiscaleAttention, vc_kind_MViTPool, vc_kind_MViTPositionalEncoding; /* mvit.c */
 extern const vc_kind vc_kind_MLAttention; /* mla.c */
 extern const vc_kind vc_kind_GatedDeltaNet; /* deltanet.c */
+extern const vc_kind vc_kind_Mamba2Mixer; /* mamba2.c */
+extern const vc_kind vc_kind_GraniteMoE; /* granitemoe.c */
 extern const vc_kind vc_kind_PixelValues, vc_kind_VisionWeights, vc_kind_VisionPosEmbed, vc_kind_VisionRotary,
     vc_kind_VisionAttention, vc_kind_VisionOutputs, vc_kind_DeepstackAdd; /* vision.c */
 extern const vc_kind vc_kind_T5LayerNorm, vc_kind_T5StackMask, vc_kind_T5PositionBias, vc_kind_T5Return, vc_kind_T5Attention,
@@ -52,6 +54,8 @@ static const vc_kind *const kinds[] = {
     &vc_kind_MultiscaleAttention, &vc_kind_MViTPool, &vc_kind_MViTPositionalEncoding,
     &vc_kind_MLAttention,
     &vc_kind_GatedDeltaNet,
+    &vc_kind_Mamba2Mixer,
+    &vc_kind_GraniteMoE,
     &vc_kind_PixelValues, &vc_kind_VisionWeights, &vc_kind_VisionPosEmbed, &vc_kind_VisionRotary,
     &vc_kind_VisionAttention, &vc_kind_VisionOutputs, &vc_kind_DeepstackAdd,
     &vc_kind_T5LayerNorm, &vc_kind_T5StackMask, &vc_kind_T5PositionBias, &vc_kind_T5Return, &vc_kind_T5Attention,

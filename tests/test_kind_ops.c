@@ -13,7 +13,7 @@
  * are counted and must be at most its kind's declared count. The declared
  * counts are the most measured this way (2026-12-06; autocast's casts make the
  * largest: TransformerDecoderLayer 52 in fp32 training, 40 in inference, 70
- * under amp-fp16). SparseMoE, GatedDeltaNet and PixelValues declare none (their
+ * under amp-fp16). SparseMoE, GatedDeltaNet, PixelValues and GraniteMoE declare none (their
  * ops grow with the experts, the sequence's chunks, the images): the build
  * counts them (VC_MAX_PLAN_OPS at each layer, src/engine/plan.c).
  */
@@ -34,7 +34,7 @@
 #include "model.h"
 #include "plan.h"
 
-static const char *const undeclared[] = {"Identity", "SparseMoE", "GatedDeltaNet", "PixelValues", NULL};
+static const char *const undeclared[] = {"Identity", "SparseMoE", "GatedDeltaNet", "PixelValues", "GraniteMoE", NULL};
 
 static int is_undeclared(const char *k)
 {

@@ -818,6 +818,8 @@ typedef struct {
          * kv_cache then the full-attention layers' keys and values; 0 and 0 otherwise */
         int64_t ssm_state;    /* bytes */
         int64_t ssm_layers;
+        int64_t ssm_mamba;    /* of ssm_layers, Mamba2 layers (granitemoehybrid): their conv_states and ssm_states in
+                               * HybridMambaAttentionDynamicCache */
         /* an encoder-decoder (t5): the cross-attention's keys and values of the encoder's output kept
          * beside the decoder's (part of kv_cache; every decoder layer, the whole batch) and the
          * encoder's tokens they hold; 0 and 0 otherwise */

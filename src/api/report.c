@@ -605,7 +605,11 @@ void report_table(FILE *f, const vc_report *rep)
         if (r->generate.cross_cache) {
             row(f, t, "    cross K/V", r->generate.cross_cache, "(of it: K/V of the encoder output)");
         }
-        if (r->generate.ssm_layers) {
+        if (r->generate.ssm_layers && r->generate.ssm_mamba) { /* granitemoehybrid's HybridMambaAttentionDynamicCache */
+            snprintf(note, sizeof note, "(conv_states + ssm_states of %" PRId64 " Mamba2 layers, fixed size)",
+                     r->generate.ssm_mamba);
+            row(f, t, "  Mamba state", r->generate.ssm_state, note);
+        } else if (r->generate.ssm_layers) {
             snprintf(note, sizeof note, "(conv + recurrent state of %" PRId64 " Gated DeltaNet layers, fixed size)",
                      r->generate.ssm_layers);
             row(f, t, "  DeltaNet state", r->generate.ssm_state, note);
@@ -1005,7 +1009,10 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 r->generate.kv_tokens);
         if (r->generate.kv_mla) /* MLA layers: transformers caches their full per-head K/V (layers/mla.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_full_kv\", \"mla_layers\": %" PRId64, r->generate.kv_mla);
-        if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */
+        if (r->generate.ssm_mamba) /* Mamba2 layers (granitemoehybrid) */
+            fprintf(f, ", \"cache_class\": \"HybridMambaAttentionDynamicCache\", \"mamba_state\": %" PRId64
+                       ", \"mamba_layers\": %" PRId64, r->generate.ssm_state, r->generate.ssm_mamba);
+        else if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */
             fprintf(f, ", \"cache_class\": \"Qwen3NextDynamicCache\", \"deltanet_state\": %" PRId64 ", \"deltanet_layers\": %" PRId64,
                     r->generate.ssm_state, r->generate.ssm_layers);
         if (r->generate.cross_cache) /* an encoder-decoder: EncoderDecoderCache's cross-attention part of kv_cache */

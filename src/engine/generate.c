@@ -95,10 +95,21 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
         for (size_t j = 0; j < sizeof cached / sizeof *cached; j++)
             if (!tower && !strcmp(m->inst[i].kind->name, cached[j])) g->nkv++;
         g->hybrid |= !strcmp(m->inst[i].kind->name, "GatedDeltaNet");
+        /* HybridMambaAttentionDynamicCache.update (modeling_granitemoehybrid.py @ 00511f5d): the first update
+         * keeps key_states and value_states themselves, as Qwen3NextDynamicCache's (dynamic_update) */
+        g->hybrid |= !strcmp(m->inst[i].kind->name, "Mamba2Mixer");
     }
     /* Qwen3NextModel.forward makes its own Qwen3NextDynamicCache whenever use_cache and no cache is
      * passed (modeling_qwen3_next.py @7515843b); generate()'s other cache classes have no state for
      * the Gated DeltaNet layers */
+    /* GraniteMoeHybridForCausalLM.prepare_inputs_for_generation makes its HybridMambaAttentionDynamicCache
+     * whenever no cache is passed (modeling_granitemoehybrid.py @ 00511f5d); another cache class has no
+     * conv_states / ssm_states for its Mamba2 layers */
+    bool mamba = false;
+    for (size_t i = 0; i < m->ninst && !mamba; i++) mamba = !strcmp(m->inst[i].kind->name, "Mamba2Mixer");
+    if (mamba && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid) runs its own "
+                            "HybridMambaAttentionDynamicCache: only " OV("cache", "dynamic"));
     if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "
                             "Qwen3NextDynamicCache: only " OV("cache", "dynamic"));
@@ -284,7 +295,7 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode)
     vc_gen *g = &b->gen;
     *decode = false;
     if (!g->on || g->profile || b->st) return NULL;
-    if (g->pass == 0) {
+    if (g->pass == 0 && g->cur_ssm >= g->nssm) { /* (a Mamba2 layer's slot is made before the prefill: vc__gen_emit) */
         GROW(g->ssm, g->nssm, g->cssm, b);
         if (b->st) return NULL;
         g->ssm[g->nssm][0] = g->ssm[g->nssm][1] = -1;
@@ -521,6 +532,20 @@ void vc__gen_emit(vc_build *b)
     ls.pos = vc__op_new(b, "arange", vc_n_fixed(P), VC_DT_I64);
     ls.unfinished = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
     ls.pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
+    /* GraniteMoeHybridForCausalLM.prepare_inputs_for_generation: HybridMambaAttentionDynamicCache(config,
+     * batch, self.dtype) before the prefill, its conv_states and ssm_states zeros for every Mamba2 layer
+     * (layers/mamba2.c vc__mamba2_state), filled in place by the layers */
+    for (size_t i = 0; i < m->ninst && !b->st; i++) {
+        if (strcmp(m->inst[i].kind->name, "Mamba2Mixer")) continue;
+        int64_t conv, ssm;
+        vc__mamba2_state(m->inst[i].cfg, &conv, &ssm);
+        GROW(g->ssm, g->nssm, g->cssm, b);
+        if (b->st) break;
+        g->ssm[g->nssm][0] = vc__op_new(b, "zeros", vc_n_sample(conv), vc_param_dt(b));
+        g->ssm[g->nssm][1] = vc__op_new(b, "zeros", vc_n_sample(ssm), vc_param_dt(b));
+        g->nssm++;
+        g->nmamba++;
+    }
     g->pass = 0;
     g->past = 0;
     g->seq = P;

@@ -1044,6 +1044,7 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
                 return -1;
         }
     sim->ssm_layers = g->nssm;
+    sim->ssm_mamba = g->nmamba;
     return 0;
 }
 

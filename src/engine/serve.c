@@ -800,6 +800,20 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
+    /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is
+     * IsHybrid (MambaMixer2 layers with their MambaSpec state pages, the attention block size raised to the Mamba
+     * page by HybridAttentionMambaModelConfig, computed from the config even without Mamba layers; qkv_proj,
+     * GraniteMoeMoE's FusedMoE, GraniteMoeSharedMLP): not modelled, refused for every granitemoehybrid config */
+    {
+        cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
+        const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
+        const bool granite4 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "granitemoehybrid");
+        cJSON_Delete(root);
+        if (granite4)
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "granitemoehybrid under vLLM is not modelled: vLLM runs it as a "
+                                "hybrid model (MambaMixer2 layers, their state pages and the attention block size raised "
+                                "to the Mamba page, GraniteMoeMoE's fused experts)");
+    }
     /* vLLM's FBGEMMFp8Config.get_quant_method (vllm-project/vllm @ 04843c7c, vllm/model_executor/layers/
      * quantization/fbgemm_fp8.py) quantizes LinearBase layers only, not FusedMoE: what it makes of Llama 4's
      * FP8 experts (transformers' FbgemmFp8Llama4TextExperts, src/policy/quant.c) is not modelled */

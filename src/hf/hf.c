@@ -834,6 +834,20 @@ const hf_family vc__hf_families[] = {
               [K_EXPERTS] = DEF("num_local_experts", 8), [K_TOPK] = DEF("num_experts_per_tok", 2),
               [K_MOE_INTER] = DEF("intermediate_size", 11008), [K_SHARED_INTER] = DEF("shared_intermediate_size", 0)},
      LLAMA_BLOCK, .mup = true, .moe = MOE_GRANITE, .experts_fixed = true, .lora_targets = NULL},
+    /* GraniteMoeHybridConfig (configuration_granitemoehybrid.py @ 008f5c8c; every key has a default) and
+     * modeling_granitemoehybrid.py @ 00511f5d (src/hf/hf_granite4.c: layer_types, the mamba_* keys, the
+     * experts; layers/mamba2.c): IBM Granite 4.0-H's Mamba2 and attention layers (NoPE unless
+     * position_embedding_type "rope"), shared_mlp on every layer, block_sparse_moe beside it when
+     * num_local_experts > 0, granite's multipliers. PEFT's mapping has no granitemoehybrid: --lora-targets. */
+    {.model_type = "granitemoehybrid", .config_class = "GraniteMoeHybridConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_INTER] = DEF("intermediate_size", 11008), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_EMB_MULT] = DEF("embedding_multiplier", 1.0), [K_RESID_MULT] = DEF("residual_multiplier", 1.0),
+              [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0), [K_SHARED_INTER] = DEF("shared_intermediate_size", 1024)},
+     LLAMA_BLOCK, .block = BLK_GRANITE4, .mup = true, .lora_targets = NULL,
+     .experts_fixed = true /* GraniteMoeHybridParallelExperts: the same loop in every release */},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1077,6 +1091,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
             return vc_set_error(err, VC_ERR_USAGE, O("image"), "gemma4_text has no vision tower (Gemma4ForCausalLM)");
         if (vc__hf_gemma4_unmodelled(&a, r.fam, split, err)) return err->code;
     }
+    if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */

@@ -93,6 +93,7 @@ enum {
                      * relative_attention_bias (hf_mpnet.c) */
     BLK_BART,       /* BartEncoderLayer / BartDecoderLayer: model.encoder.layers.N.self_attn.q_proj, post-LN,
                      * model.decoder.layers.N.encoder_attn (hf_bart.c) */
+    BLK_GRANITE4,   /* GraniteMoeHybridDecoderLayer: Mamba2 or attention, shared_mlp (hf_granite4.c) */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -334,13 +335,22 @@ typedef struct {
     bool lm_bias;
     double jitter;
     bool vllm; /* the model vLLM loads (vc_hf_split.vllm, --serve): minimax_m2's float32 router (hf_layers.c) */
+    /* granitemoehybrid (hf_granite4.c): layer_types ("mamba" / "attention"; NULL: every layer mamba), the
+     * Mamba2 layers' heads, head_dim, groups, state, conv kernel, chunk, conv / projection biases,
+     * position_embedding_type "rope", attention_multiplier, num_local_experts (0: dense) with their top-k */
+    struct {
+        const cJSON *types;
+        int64_t mh, mp, mg, mn, mk, chunk, E, K;
+        bool conv_bias, proj_bias, rope;
+        double attn_mult;
+    } gh;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -468,6 +478,19 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
 /* hf_pixtral.c: PixtralVisionModel's and Mistral3MultiModalProjector's layers appended to arr: with images the
  * run (returns the image embeddings' layer), else their weights as frozen VisionWeights layers (NULL). */
 const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
+/* hf_granite4.c: GraniteMoeHybridConfig's keys the row does not read (layer_types, the mamba_* keys,
+ * position_embedding_type, attention_multiplier, num_local_experts and num_experts_per_tok,
+ * shared_intermediate_size), read into a->gh after the row's keys; -1 with r->err naming the key. */
+int vc__hf_granite4_read(rd *r, arch *a);
+/* hf_granite4.c: whether decoder layer i is a Mamba2 layer (config.layers_block_type[i] == "mamba"). */
+bool vc__hf_granite4_mamba(const arch *a, int64_t i);
+/* hf_granite4.c: GraniteMoeHybridForCausalLM's parameters (named_parameters(), the lm_head counted unless
+ * tied) and, in *active, those one token runs through (top-k of the routed experts). */
+int64_t vc__hf_granite4_parameters(const arch *a, int64_t *active);
+/* hf_granite4.c: 0, or -1 with err naming the option the layers do not model for granitemoehybrid. */
+int vc__hf_granite4_unmodelled(const arch *a, vc_hf_split split, vc_error *err);
+/* hf_granite4.c: GraniteMoeHybridForCausalLM's layers appended to arr. */
+void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against

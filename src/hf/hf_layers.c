@@ -985,6 +985,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_GEMMA4: /* Gemma4ForCausalLM (hf_gemma4.c) */
         vc__hf_gemma4_write(w->r, w->arr, a);
         return;
+    case BLK_GRANITE4: /* GraniteMoeHybridForCausalLM (hf_granite4.c) */
+        vc__hf_granite4_write(w->r, w->arr, a);
+        return;
     default:
         break;
     }

@@ -1470,6 +1470,34 @@ def cases():
         else:
             out.append(dict(config="configs/granitemoeshared_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # issue 31: IBM Granite 4.0-H (granitemoehybrid, granite4_replica.py): Mamba2 layers through the mamba_ssm
+    # kernels' allocations (mamba_split_conv1d_scan_combined in training, mamba_chunk_scan_combined and the
+    # decoding kernels otherwise), NoPE attention, GraniteMoeHybridMoE's per-expert loop beside shared_mlp
+    # (granitemoehybrid_small: 4 experts top-2, 2 groups, chunk 16) and the dense, rope variant
+    # (granitemoehybrid_dense_small). Training (LoRA on in_proj / q_proj / v_proj, checkpointing), inference,
+    # generate with HybridMambaAttentionDynamicCache; sequences off the chunk size too. Every third held out.
+    g4t = [
+        ("granitemoehybrid_small", 2, 64, "adamw", "fp32", False, 0),
+        ("granitemoehybrid_small", 2, 40, "adamw", "bf16", False, 0),
+        ("granitemoehybrid_small", 1, 96, "sgd", "fp32", True, 0),
+        ("granitemoehybrid_small", 2, 64, "adamw", "bf16", False, 8),
+        ("granitemoehybrid_dense_small", 2, 64, "adamw", "fp32", False, 0),
+        ("granitemoehybrid_dense_small", 4, 48, "adam", "bf16", True, 0),
+        ("granitemoehybrid_dense_small", 1, 128, "adamw", "fp32", False, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(g4t):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                        **({"lora_targets": "in_proj,q_proj,v_proj"} if l else {})))
+    g4i = [("granitemoehybrid_small", 2, 64, "fp32"), ("granitemoehybrid_dense_small", 2, 100, "bf16"),
+           ("granitemoehybrid_small", 4, 32, "bf16")]
+    for i, (cfg, b, s, p) in enumerate(g4i):
+        out.append(dict(config="configs/%s.json" % cfg, mode="infer", batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+    g4g = [("granitemoehybrid_small", 1, 40, 8, "fp32"), ("granitemoehybrid_dense_small", 2, 64, 12, "bf16"),
+           ("granitemoehybrid_small", 2, 24, 16, "bf16")]
+    for i, (cfg, b, pr, m, p) in enumerate(g4g):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=p, held_out=(i % 3 == 2)))
     return out
 
 

@@ -1,0 +1,359 @@
+/*
+ * hf_granite4.c — IBM Granite 4.0 (model_type granitemoehybrid; issue 31): Granite-4.0-H-Small,
+ * H-Tiny, H-Micro (Mamba2 and attention layers) and Granite-4.0-Micro (attention only): the keys of
+ * GraniteMoeHybridConfig the row's generic reading (hf_read.c) cannot check, the parameters, the layers.
+ *
+ * Sources, huggingface/transformers:
+ *  - configuration_granitemoehybrid.py @ 008f5c8c, GraniteMoeHybridConfig.__init__: vocab_size 32000,
+ *    hidden_size 4096, intermediate_size 11008, num_hidden_layers 32, num_attention_heads 32,
+ *    num_key_value_heads None -> num_attention_heads, hidden_act silu, max_position_embeddings 2048,
+ *    rms_norm_eps 1e-6, tie_word_embeddings False, attention_bias False, attention_dropout 0,
+ *    embedding_multiplier 1, logits_scaling 1, residual_multiplier 1, attention_multiplier 1,
+ *    num_local_experts 8, num_experts_per_tok 2, output_router_logits False, shared_intermediate_size
+ *    1024, position_embedding_type None (allowed: None, "rope"), layer_types None (each "mamba" or
+ *    "attention", else ValueError; attribute_map layers_block_type -> layer_types; the property
+ *    layers_block_type: layer_types or ["mamba"] x num_hidden_layers), mamba_n_heads 128,
+ *    mamba_n_groups 1, mamba_d_state 256, mamba_d_head "auto" (mamba_expand x hidden_size //
+ *    mamba_n_heads; ValueError unless mamba_n_heads divides mamba_expand x hidden_size and
+ *    mamba_d_head x mamba_n_heads equals it), mamba_d_conv 4, mamba_expand 2, mamba_chunk_size 256,
+ *    mamba_conv_bias True, mamba_proj_bias False;
+ *  - modeling_granitemoehybrid.py @ 00511f5d: GraniteMoeHybridAttention (q/k/v/o_proj with
+ *    attention_bias, head_dim = getattr(config, "head_dim", hidden // heads), scaling
+ *    attention_multiplier); GraniteMoeHybridMambaLayer (layers/mamba2.c); GraniteMoeHybridMLP
+ *    (shared_mlp: input_linear nn.Linear(H, 2 shared_intermediate_size, bias=False), chunk(2),
+ *    act(first) * second, output_linear nn.Linear(shared_intermediate_size, H, bias=False));
+ *    GraniteMoeHybridMoE (block_sparse_moe, when num_local_experts > 0: input_linear
+ *    GraniteMoeHybridParallelExperts [E, 2 intermediate_size, H], output_linear [E, H,
+ *    intermediate_size], router GraniteMoeHybridTopKGating.layer nn.Linear(H, E, bias=False));
+ *    GraniteMoeHybridDecoderLayer (input_layernorm, mamba or self_attn, residual + h x
+ *    residual_multiplier, post_attention_layernorm, block_sparse_moe(h) + shared_mlp(h) or shared_mlp(h)
+ *    alone, residual + h x residual_multiplier); GraniteMoeHybridModel (embed_tokens, x
+ *    embedding_multiplier, rotary_emb only when position_embedding_type == "rope", layers, norm);
+ *    GraniteMoeHybridForCausalLM (lm_head, tied by _tied_weights_keys under tie_word_embeddings;
+ *    logits / logits_scaling).
+ *
+ * Written here: every model for training, LoRA, inference and generate (the Mamba2 layers' kernel path,
+ * layers/mamba2.c; the routed experts' per-expert loop, layers/granitemoe.c). Refused in one line: --tp,
+ * --ep, --moe-imbalance, --serve (vLLM's MambaMixer2 and its state pages: layers/mamba2.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble); }
+
+/* An integer key in [min, 2^40]: def when absent or null. */
+static int gh_int(rd *r, const char *key, int64_t def, int64_t min, int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!is_int(v) || v->valuedouble < (double)min || v->valuedouble > (double)MAX_SIZE)
+        return vc__hf_bad(r, key, "expected an integer from %lld to 2^40", (long long)min);
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static int gh_bool(rd *r, const char *key, bool def, bool *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *out = def;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsBool(v)) return vc__hf_bad(r, key, "expected true or false");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+bool vc__hf_granite4_mamba(const arch *a, int64_t i)
+{
+    if (!a->gh.types) return true; /* layers_block_type: ["mamba"] x num_hidden_layers */
+    return !strcmp(cJSON_GetArrayItem(a->gh.types, (int)i)->valuestring, "mamba");
+}
+
+int vc__hf_granite4_read(rd *r, arch *a)
+{
+    /* layer_types, or layers_block_type (attribute_map) */
+    const char *tk = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types") ? "layer_types" : "layers_block_type";
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r->cfg, tk);
+    a->gh.types = NULL;
+    if (t && !cJSON_IsNull(t)) {
+        if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) < a->N)
+            return vc__hf_bad(r, tk, "expected a list of at least %lld layer types (\"mamba\" or \"attention\")", (long long)a->N);
+        for (const cJSON *e = t->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "mamba") && strcmp(e->valuestring, "attention")))
+                return vc__hf_bad(r, tk, "expected \"mamba\" or \"attention\" for each layer (GraniteMoeHybridConfig raises "
+                                  "ValueError on others)");
+        a->gh.types = t;
+    }
+    if (gh_int(r, "mamba_n_heads", 128, 1, &a->gh.mh) || gh_int(r, "mamba_n_groups", 1, 1, &a->gh.mg) ||
+        gh_int(r, "mamba_d_state", 256, 1, &a->gh.mn) || gh_int(r, "mamba_d_conv", 4, 1, &a->gh.mk) ||
+        gh_int(r, "mamba_chunk_size", 256, 1, &a->gh.chunk) || gh_bool(r, "mamba_conv_bias", true, &a->gh.conv_bias) ||
+        gh_bool(r, "mamba_proj_bias", false, &a->gh.proj_bias))
+        return -1;
+    /* mamba_intermediate = mamba_expand x hidden_size (a float expand allowed: the layer takes
+     * int(mamba_expand x hidden_size)); the config's `mamba_intermediate % mamba_n_heads != 0` raises */
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_expand");
+    double expand = 2;
+    if (ex && !cJSON_IsNull(ex)) {
+        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
+            return vc__hf_bad(r, "mamba_expand", "expected a number above 0");
+        expand = ex->valuedouble;
+    }
+    const double inter_f = expand * (double)a->H;
+    if (inter_f > (double)MAX_SIZE)
+        return vc__hf_bad(r, "mamba_expand", "%g x hidden_size (%lld) is more than 2^40", expand, (long long)a->H);
+    if (inter_f != floor(inter_f) || fmod(inter_f, (double)a->gh.mh) != 0)
+        return vc__hf_bad(r, "mamba_n_heads", "%lld must divide mamba_expand x hidden_size (%g): GraniteMoeHybridConfig "
+                          "raises ValueError", (long long)a->gh.mh, inter_f);
+    const int64_t inter = (int64_t)inter_f;
+    const cJSON *dh = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_head");
+    if (!dh || cJSON_IsNull(dh) || (cJSON_IsString(dh) && !strcmp(dh->valuestring, "auto"))) {
+        a->gh.mp = inter / a->gh.mh;
+    } else if (cJSON_IsString(dh)) {
+        return vc__hf_bad(r, "mamba_d_head", "expected an integer or \"auto\"");
+    } else if (gh_int(r, "mamba_d_head", 0, 1, &a->gh.mp)) {
+        return -1;
+    }
+    if (a->gh.mp * a->gh.mh != inter)
+        return vc__hf_bad(r, "mamba_d_head", "%lld x mamba_n_heads (%lld) must equal mamba_expand x hidden_size (%lld): "
+                          "GraniteMoeHybridConfig raises ValueError", (long long)a->gh.mp, (long long)a->gh.mh, (long long)inter);
+    if (a->gh.mh % a->gh.mg) /* mamba_split_conv1d_scan_combined: assert nheads % ngroups == 0 */
+        return vc__hf_bad(r, "mamba_n_groups", "%lld must divide mamba_n_heads (%lld)", (long long)a->gh.mg, (long long)a->gh.mh);
+    /* conv_dim's groups x state and the chunk scan's state [heads, head_dim, state] within 2^48 */
+    if (a->gh.mg > MAX_SIZE / a->gh.mn || inter > (INT64_C(1) << 48) / a->gh.mn)
+        return vc__hf_bad(r, "mamba_d_state", "%lld: the Mamba state (intermediate x state) would pass 2^48 elements",
+                          (long long)a->gh.mn);
+    /* position_embedding_type: None or "rope" (GraniteMoeHybridModel builds rotary_emb only for "rope";
+     * the checkpoints write "nope") */
+    const cJSON *pe = cJSON_GetObjectItemCaseSensitive(r->cfg, "position_embedding_type");
+    a->gh.rope = false;
+    if (pe && !cJSON_IsNull(pe)) {
+        if (!cJSON_IsString(pe) || (strcmp(pe->valuestring, "rope") && strcmp(pe->valuestring, "nope")))
+            return vc__hf_bad(r, "position_embedding_type", "expected \"rope\", \"nope\" or null");
+        a->gh.rope = !strcmp(pe->valuestring, "rope");
+    }
+    a->R = a->gh.rope ? a->D : 0;
+    if (a->gh.rope && a->D % 2)
+        return vc__hf_bad(r, "num_attention_heads", "head_dim %lld: the rotary embedding needs an even head_dim", (long long)a->D);
+    const cJSON *am = cJSON_GetObjectItemCaseSensitive(r->cfg, "attention_multiplier");
+    a->gh.attn_mult = 1.0;
+    if (am && !cJSON_IsNull(am)) {
+        if (!cJSON_IsNumber(am) || !isfinite(am->valuedouble) || am->valuedouble <= 0 || am->valuedouble > 1e9)
+            return vc__hf_bad(r, "attention_multiplier", "expected a number above 0, at most 1e9 (the softmax scale)");
+        a->gh.attn_mult = am->valuedouble;
+    }
+    /* the experts: num_local_experts 0 is the dense model (no block_sparse_moe) */
+    if (gh_int(r, "num_local_experts", 8, 0, &a->gh.E) || gh_int(r, "num_experts_per_tok", 2, 0, &a->gh.K)) return -1;
+    if (a->gh.E > 0 && (a->gh.K < 1 || a->gh.K > a->gh.E))
+        return vc__hf_bad(r, "num_experts_per_tok", "%lld: top-k routing needs from 1 to num_local_experts (%lld) experts",
+                          (long long)a->gh.K, (long long)a->gh.E);
+    if (a->shared_I < 1)
+        return vc__hf_bad(r, "shared_intermediate_size", "expected at least 1 (shared_mlp runs on every layer)");
+    if (a->act != A_SILU && a->act != A_GELU)
+        return vc__hf_bad(r, "hidden_act", "only silu and gelu are modelled for granitemoehybrid's MLPs");
+    bool router_logits = false;
+    if (gh_bool(r, "output_router_logits", false, &router_logits)) return -1;
+    if (router_logits && a->gh.E > 0)
+        return vc__hf_bad(r, "output_router_logits", "true (the auxiliary load-balancing loss in training) is not modelled");
+    /* the whole model within 2^56 parameters (hf_read.c check_total's bound does not see the Mamba layers) */
+    int64_t tot = 0;
+    const int64_t lim = INT64_C(1) << 56;
+    int64_t per = 0, m;
+    bool ovf = __builtin_mul_overflow(a->gh.E, 3 * a->I, &m) || __builtin_mul_overflow(m, a->H, &per) ||
+               __builtin_mul_overflow(3 * a->shared_I, a->H, &m) || __builtin_add_overflow(per, m, &per) ||
+               __builtin_mul_overflow(4 * inter + 2 * a->gh.mg * a->gh.mn, a->H, &m) || __builtin_add_overflow(per, m, &per) ||
+               __builtin_mul_overflow(per, a->N, &tot) || __builtin_mul_overflow(a->V, 2 * a->H, &m) ||
+               __builtin_add_overflow(tot, m, &tot);
+    if (ovf || tot > lim)
+        return vc__hf_bad(r, "num_hidden_layers", "%lld layers: more than 2^56 parameters, byte counts would overflow 64-bit "
+                          "arithmetic", (long long)a->N);
+    return 0;
+}
+
+/* One GraniteMoeHybridDecoderLayer's parameters; *routed: its experts'. */
+static int64_t layer_params(const arch *a, int64_t i, int64_t *routed)
+{
+    const int64_t H = a->H, Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
+    int64_t p = 2 * H; /* input_layernorm, post_attention_layernorm */
+    if (vc__hf_granite4_mamba(a, i)) {
+        p += H * (Di + CD + a->gh.mh) + (a->gh.proj_bias ? Di + CD + a->gh.mh : 0); /* in_proj */
+        p += CD * a->gh.mk + (a->gh.conv_bias ? CD : 0);                          /* conv1d */
+        p += 3 * a->gh.mh;                                                        /* dt_bias, A_log, D */
+        p += Di;                                                                  /* norm */
+        p += Di * H + (a->gh.proj_bias ? H : 0);                                  /* out_proj */
+    } else {
+        const int64_t q = a->NH * a->D, kv = a->KV * a->D;
+        p += H * (q + 2 * kv) + q * H + (a->qkv_bias ? q + 2 * kv + H : 0); /* q, k, v, o_proj (attention_bias) */
+    }
+    p += 3 * a->shared_I * H; /* shared_mlp.input_linear [2S, H], output_linear [H, S] */
+    *routed = a->gh.E > 0 ? a->gh.E * 3 * a->I * H : 0;
+    if (a->gh.E > 0) p += *routed + a->gh.E * H; /* block_sparse_moe: input_linear, output_linear, router.layer */
+    return p;
+}
+
+int64_t vc__hf_granite4_parameters(const arch *a, int64_t *active)
+{
+    int64_t tot = a->V * a->H + a->H, act = tot; /* embed_tokens, norm */
+    for (int64_t i = 0; i < a->N; i++) {
+        int64_t routed, p = layer_params(a, i, &routed);
+        tot += p;
+        act += p - (a->gh.E > 0 ? routed / a->gh.E * (a->gh.E - a->gh.K) : 0);
+    }
+    if (!a->tie) { /* lm_head */
+        tot += a->V * a->H;
+        act += a->V * a->H;
+    }
+    if (active) *active = act;
+    return tot;
+}
+
+int vc__hf_granite4_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
+{
+    if (a->gh.E > 0 && a->imbalance > 1.0)
+        return vc_set_error(err, VC_ERR_USAGE, O("moe_imbalance"), "granitemoehybrid's experts (GraniteMoE) are modelled with "
+                            "the tokens spread evenly");
+    if (a->gh.E > 4096)
+        return vc_set_error(err, VC_ERR_USAGE, "num_local_experts", "%lld experts: more than the 4096 modelled",
+                            (long long)a->gh.E);
+    if (split.tp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "granitemoehybrid: tensor parallelism of the Mamba2 layers is not "
+                            "modelled");
+    return 0;
+}
+
+static void g_linear(rd *r, cJSON *arr, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Linear", name);
+    if (in) vc__hf_ins(r, o, in, NULL, NULL, NULL);
+    vc__hf_num(r, o, "in_features", (double)nin);
+    vc__hf_num(r, o, "out_features", (double)nout);
+    vc__hf_flag(r, o, "bias", bias);
+}
+
+static void g_norm(rd *r, cJSON *arr, const arch *a, const char *name, const char *held_until)
+{
+    cJSON *o = vc__hf_layer(r, arr, "HFRMSNorm", name);
+    vc__hf_num(r, o, "hidden_size", (double)a->H);
+    vc__hf_num(r, o, "eps", a->eps);
+    if (held_until) vc__hf_str(r, o, "held_until", held_until);
+}
+
+/* residual + hidden_states * residual_multiplier: the product a new tensor, then the sum */
+static void g_residual(rd *r, cJSON *arr, const arch *a, const char *scale, const char *add, const char *from,
+                       const char *residual)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Scale", scale);
+    vc__hf_num(r, o, "factor", a->resid_mult);
+    vc__hf_ins(r, o, from, NULL, NULL, NULL);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", add), residual, scale, NULL, NULL);
+}
+
+static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
+{
+    const bool mamba = vc__hf_granite4_mamba(a, i);
+    const char *mixer_end = mamba ? "mamba" : "self_attn.o_proj";
+    g_norm(r, arr, a, "input_layernorm", mixer_end);
+    if (mamba) { /* GraniteMoeHybridMambaLayer: in_proj, then the rest in layers/mamba2.c */
+        const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
+        g_linear(r, arr, "mamba.in_proj", NULL, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
+        cJSON *o = vc__hf_layer(r, arr, "Mamba2Mixer", "mamba");
+        vc__hf_num(r, o, "num_heads", (double)a->gh.mh);
+        vc__hf_num(r, o, "head_dim", (double)a->gh.mp);
+        vc__hf_num(r, o, "n_groups", (double)a->gh.mg);
+        vc__hf_num(r, o, "state_size", (double)a->gh.mn);
+        vc__hf_num(r, o, "conv_kernel", (double)a->gh.mk);
+        vc__hf_num(r, o, "chunk_size", (double)a->gh.chunk);
+        vc__hf_num(r, o, "hidden_size", (double)a->H);
+        vc__hf_flag(r, o, "conv_bias", a->gh.conv_bias);
+        vc__hf_flag(r, o, "bias", a->gh.proj_bias);
+        vc__hf_num(r, o, "eps", a->eps);
+    } else { /* GraniteMoeHybridAttention: q/k/v_proj, the attention (no rotary with position_embedding_type nope), o_proj */
+        const int64_t q = a->NH * a->D, kv = a->KV * a->D;
+        g_linear(r, arr, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+        g_linear(r, arr, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+        g_linear(r, arr, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+        cJSON *o = vc__hf_layer(r, arr, "RotaryAttention", "self_attn.attention");
+        vc__hf_ins(r, o, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", a->gh.rope ? "model.rotary_emb" : NULL);
+        vc__hf_num(r, o, "num_heads", (double)a->NH);
+        vc__hf_num(r, o, "num_kv_heads", (double)a->KV);
+        vc__hf_num(r, o, "head_dim", (double)a->D);
+        vc__hf_num(r, o, "rotary_dim", a->gh.rope ? (double)a->D : 0);
+        vc__hf_flag(r, o, "causal", true);
+        if (a->p_attn > 0) vc__hf_num(r, o, "dropout", a->p_attn);
+        g_linear(r, arr, "self_attn.o_proj", NULL, q, a->H, a->qkv_bias);
+    }
+    g_residual(r, arr, a, "attn_residual_multiplier", "attn_residual", mixer_end, "input");
+    g_norm(r, arr, a, "post_attention_layernorm", "shared_mlp.output_linear");
+    static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu"};
+    if (a->gh.E > 0) { /* block_sparse_moe(hidden_states) first (layers/granitemoe.c) */
+        cJSON *m = vc__hf_layer(r, arr, "GraniteMoE", "block_sparse_moe");
+        vc__hf_num(r, m, "hidden_size", (double)a->H);
+        vc__hf_num(r, m, "intermediate_size", (double)a->I);
+        vc__hf_num(r, m, "num_experts", (double)a->gh.E);
+        vc__hf_num(r, m, "top_k", (double)a->gh.K);
+        vc__hf_str(r, m, "activation", act_json[a->act]);
+    }
+    /* GraniteMoeHybridMLP: input_linear, chunk(2), act(first) * second, output_linear */
+    g_linear(r, arr, "shared_mlp.input_linear", a->gh.E > 0 ? "post_attention_layernorm" : NULL, a->H, 2 * a->shared_I, false);
+    cJSON *o = vc__hf_layer(r, arr, "GatedActivation", "shared_mlp.activation");
+    vc__hf_flag(r, o, "fused", true);
+    vc__hf_str(r, o, "activation", act_json[a->act]);
+    g_linear(r, arr, "shared_mlp.output_linear", NULL, a->shared_I, a->H, false);
+    if (a->gh.E > 0) /* moe_hidden_states + self.shared_mlp(hidden_states) */
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "moe_shared_sum"), "block_sparse_moe", "shared_mlp.output_linear", NULL, NULL);
+    g_residual(r, arr, a, "mlp_residual_multiplier", "mlp_residual", a->gh.E > 0 ? "moe_shared_sum" : "shared_mlp.output_linear",
+               "attn_residual");
+}
+
+void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens");
+    vc__hf_num(r, o, "num_embeddings", (double)a->V);
+    vc__hf_num(r, o, "embedding_dim", (double)a->H);
+    o = vc__hf_layer(r, arr, "Scale", "model.embedding_multiplier"); /* inputs_embeds * embedding_multiplier */
+    vc__hf_num(r, o, "factor", a->emb_mult);
+    if (a->gh.rope) { /* GraniteMoeHybridRotaryEmbedding: position_embedding_type "rope" */
+        o = vc__hf_layer(r, arr, "RotaryEmbedding", "model.rotary_emb");
+        vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+        vc__hf_num(r, o, "head_dim", (double)a->D);
+        vc__hf_num(r, o, "rotary_dim", (double)a->D);
+    }
+    /* the layers in runs of one type and one checkpointing, one Sequential with `repeat` each (hf_layers.c's
+     * layer_stack): a run after the first is a loop, the first run's input alive to the loop's end */
+    for (int64_t i = 0; i < a->N && !r->oom;) {
+        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
+        int64_t j = i + 1;
+        while (j < a->N && vc__hf_granite4_mamba(a, j) == vc__hf_granite4_mamba(a, i) &&
+               (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck)
+            j++;
+        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? "model.layers" : NULL);
+        if (!seq) return;
+        if (i == 0) vc__hf_ins(r, seq, "model.embedding_multiplier", NULL, NULL, NULL);
+        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
+        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
+        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", "model.embedding_multiplier");
+        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
+        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
+        if (!layers) {
+            r->oom = true;
+            return;
+        }
+        g_layer(r, layers, a, i);
+        i = j;
+    }
+    g_norm(r, arr, a, "model.norm", NULL);
+    o = vc__hf_layer(r, arr, "Linear", "lm_head");
+    vc__hf_num(r, o, "in_features", (double)a->H);
+    vc__hf_num(r, o, "out_features", (double)a->V);
+    vc__hf_flag(r, o, "bias", false);
+    if (a->tie) vc__hf_str(r, o, "tie", "model.embed_tokens");
+    o = vc__hf_layer(r, arr, "Scale", "logits_scaling"); /* logits / config.logits_scaling */
+    vc__hf_num(r, o, "factor", 1.0 / a->logits_scale);
+}
