@@ -2178,6 +2178,23 @@ static vc_t add_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
     return r;
 }
 
+/* The end of DeepseekV3MoE.forward and DeepseekV2Moe.forward: the routing's weights and indices
+ * (held, as the block's locals) through the stacked experts, then hidden + shared_experts(residuals)
+ * (parameters 3-5), the block's router logits, indices and weights released when it returns. */
+static void deepseek_experts(vc_build *b, const moe_cfg *c, vc_t x, vc_numel T, vc_t idx, vc_t rw, vc_t logits)
+{
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
+    vc_hold(b, out);
+    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_release(b, out);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    vc_set_output(b, vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false));
+}
+
 /* DeepseekV3MoE / Glm4MoeMoE (transformers 5; Glm4Moe's modular code is
  * DeepSeek-V3's: models/glm4_moe/modeling_glm4_moe.py at
  * 000c33fdfde12e1ffafbfcdb3c926df5727a00b6): the router
@@ -2225,17 +2242,8 @@ static void moe_deepseek_emit(vc_build *b, const moe_cfg *c)
     if (c->norm_topk) rw = topk_renorm(b, rw, T, true);
     rw = scalar_op(b, "mul", rw); /* * routed_scaling_factor */
     for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
-    vc_hold(b, rw);
-    vc_hold(b, idx);
     (void)rdt;
-    vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
-    vc_hold(b, out);
-    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
-    vc_release(b, out);
-    vc_release(b, rw);
-    vc_release(b, idx);
-    vc_release(b, logits);
-    vc_set_output(b, vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false));
+    deepseek_experts(b, c, x, T, idx, rw, logits);
 }
 
 /* DeepseekV2Moe.forward (transformers 5, models/deepseek_v2/modeling_deepseek_v2.py at
@@ -2292,16 +2300,7 @@ static void moe_deepseek_v2_emit(vc_build *b, const moe_cfg *c)
     for (size_t i = 0; i < nloc; i++) vc_hold(b, loc[i]);
     rw = scalar_op(b, "mul", rw); /* * routed_scaling_factor */
     for (size_t i = 0; i < nloc; i++) vc_release(b, loc[i]);
-    vc_hold(b, rw);
-    vc_hold(b, idx);
-    vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
-    vc_hold(b, out);
-    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
-    vc_release(b, out);
-    vc_release(b, rw);
-    vc_release(b, idx);
-    vc_release(b, logits);
-    vc_set_output(b, vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false));
+    deepseek_experts(b, c, x, T, idx, rw, logits);
 }
 
 /* GptOssMLP.forward (modular_gpt_oss.py, transformers 5) with GptOssExperts under
