@@ -1048,6 +1048,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (a.f->dsa) return vc__hf_deepseek_v32_refuse(&a, err), err->code; /* the count; the memory refused (hf_deepseek_v32.c) */
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
+    if (rel && rel->generate && a.f->head != HEAD_LM) /* a sequence classifier (request.c: --mode generate) */
+        return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: %s is an encoder (%s), not a causal language model or "
+                            "an encoder-decoder; it has no tokens to generate", r.fam, a.f->head_class);
     if (a.f->block == BLK_T5) { /* T5ForConditionalGeneration (hf_t5.c): what is not modelled is refused */
         if (a.ckpt && a.ckpt_every > 1) /* T5Stack checkpoints every T5Block (hf_t5.c) */
             return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "t5: T5Stack checkpoints every T5Block of both "
