@@ -252,6 +252,7 @@ static void pb_emit(vc_build *b, const void *p)
         vc_t ctx = gen ? -1 : vc__op_new(b, "arange", vc_n_fixed(q), VC_DT_I64);
         vc_t mem = vc__op_new(b, "arange", vc_n_fixed(k), VC_DT_I64);
         vc_t rp = ng(b, "sub", mem, ctx, qk, VC_DT_I64);
+        const vc_t rp0 = rp; /* compute_bias's relative_position: alive until compute_bias returns, as ctx and mem */
         vc_t rb = -1;
         if (c->bidirectional) {
             vc_t gt = ng(b, "gt", rp, -1, qk, VC_DT_BOOL);
@@ -269,7 +270,7 @@ static void pb_emit(vc_build *b, const void *p)
         f = ng(b, "div", f, -1, qk, VC_DT_F32);
         f = ng(b, "log", f, -1, qk, VC_DT_F32);
         f = ng(b, "div", f, -1, qk, VC_DT_F32);
-        f = ng(b, "mul", f, -1, qk, VC_DT_F32);
+        f = ng(b, "mul", f, -1, qk, VC_DT_F32); /* log_ratio: a local of _relative_position_bucket */
         vc_t large = ng(b, "_to_copy", f, -1, qk, VC_DT_I64);
         large = ng(b, "add", large, -1, qk, VC_DT_I64); /* max_exact + (...) */
         vc_t fl = ng(b, "full_like", large, -1, qk, VC_DT_I64);
@@ -285,6 +286,10 @@ static void pb_emit(vc_build *b, const void *p)
         } else {
             bucket = ng(b, "add", wh, -1, qk, VC_DT_I64); /* 0 + where(...): a new tensor */
         }
+        /* _relative_position_bucket returns: its locals relative_position (abs or -min) and log_ratio die
+         * now, not at their last use */
+        vc_keep_to_here(b, rp);
+        vc_keep_to_here(b, f);
         /* values = self.relative_attention_bias(relative_position_bucket): embedding keeps the indices */
         vc_op *o = vc_op_begin(b, "embedding");
         vc_op_in(o, vc_weight(b, 0));
@@ -292,6 +297,10 @@ static void pb_emit(vc_build *b, const void *p)
         vc_t val = vc_op_out(o, vc_n_fixed(q * k * H), vc_param_dt(b));
         vc_op_save(o, bucket);
         vc_op_end(o);
+        /* compute_bias returns: context_position, memory_position and relative_position die now */
+        vc_keep_to_here(b, ctx);
+        vc_keep_to_here(b, mem);
+        vc_keep_to_here(b, rp0);
         bias = vc__op_view(b, val, vc_n_fixed(q * k * H), false); /* permute, unsqueeze, [:, :, -q:, :] */
     } else {
         /* "requires_grad": T5Attention.forward's position_bias.requires_grad = True when

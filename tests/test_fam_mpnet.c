@@ -162,6 +162,11 @@ static void test_refusals(void **state)
     assert_usage(HF "all-mpnet-base-v2.json --seq 513", "--seq: 513 tokens: mpnet has 512 learned positions");
     assert_usage(HF "all-mpnet-base-v2.json --serve --gpu h100-80gb", "generate needs a causal language model");
     assert_usage(HF "all-mpnet-base-v2.json --lora 8", "--lora needs --lora-targets");
+    /* -m generate on an encoder: named as one (vc_hf_build), not a position limit of the default --prompt 1024 */
+    assert_usage(HF "all-mpnet-base-v2.json -m generate", "--mode: generate: mpnet is an encoder "
+                 "(MPNetForSequenceClassification), not a causal language model or an encoder-decoder");
+    assert_usage(HF "bert-base-uncased.json -m generate --prompt 64", "--mode: generate: bert is an encoder "
+                 "(BertForSequenceClassification), not a causal language model");
 }
 
 int main(void)

@@ -724,6 +724,24 @@ const hf_family vc__hf_families[] = {
               [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
      .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .head_class = "MT5ForConditionalGeneration", .lora_targets = "q,v"},
+    /* UMT5Config (configuration_umt5.py @ 0d7e95d9: vocab_size 250112, d_model 512, d_kv 64, d_ff 1024, 8 layers of
+     * 6 heads, feed_forward_proj "gated-gelu", 32 buckets, max distance 128, dropout_rate 0.1) and
+     * UMT5ForConditionalGeneration (modeling_umt5.py @ de0f5d1e, src/hf/hf_t5.c t5_every): the mt5 row's modules with a
+     * relative_attention_bias in every block's SelfAttention, each UMT5Attention computing its own position bias.
+     * tie_word_embeddings: read as the file says (google/umt5-* say false and store their own lm_head); absent,
+     * true, what transformers 5.x's UMT5Config.__post_init__ forces whatever the file says ("force it for T5
+     * family"). That forced flag makes 5.x's forward rescale the decoder output by d_model ** -0.5 for the untied
+     * checkpoints too: not modelled (the rescale follows the file's flag, as 4.x does). PEFT's mapping (peft
+     * utils/constants.py: "t5" and "mt5" only) has no umt5: --lora-targets. */
+    {.model_type = "umt5", .config_class = "UMT5Config",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 250112), [K_HIDDEN] = DEF("d_model", 512), [K_LAYERS] = DEF("num_layers", 8),
+              [K_HEADS] = DEF("num_heads", 6), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-6),
+              [K_INTER] = DEF("d_ff", 1024), [K_HEAD_DIM] = DEF("d_kv", 64), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_RESID] = DEF("dropout_rate", 0.1), [K_DEC_LAYERS] = DEF("num_decoder_layers", 0),
+              [K_REL_BUCKETS] = DEF("relative_attention_num_buckets", 32),
+              [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
+     .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .head_class = "UMT5ForConditionalGeneration", .lora_targets = NULL},
     /* BartConfig (configuration_bart.py: every size has a default, facebook/bart-large's: vocab 50265, d_model 1024,
      * 12 + 12 layers of 16 heads, ffn 4096, 1024 positions, gelu, dropout 0.1, attention and activation dropout
      * 0, scale_embedding false; tie_word_embeddings PretrainedConfig's True) and BartForConditionalGeneration
@@ -1048,6 +1066,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (a.f->dsa) return vc__hf_deepseek_v32_refuse(&a, err), err->code; /* the count; the memory refused (hf_deepseek_v32.c) */
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
+    if (rel && rel->generate && a.f->head != HEAD_LM) /* a sequence classifier (request.c: --mode generate) */
+        return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: %s is an encoder (%s), not a causal language model or "
+                            "an encoder-decoder; it has no tokens to generate", r.fam, a.f->head_class);
     if (a.f->block == BLK_T5) { /* T5ForConditionalGeneration (hf_t5.c): what is not modelled is refused */
         if (a.ckpt && a.ckpt_every > 1) /* T5Stack checkpoints every T5Block (hf_t5.c) */
             return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "t5: T5Stack checkpoints every T5Block of both "

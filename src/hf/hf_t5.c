@@ -142,6 +142,15 @@ int vc__hf_t5_read(rd *r, arch *a)
     return 0;
 }
 
+/* umt5 (modeling_umt5.py, huggingface/transformers @ de0f5d1eab94a1725c9e4f202498521adf32c5e1): T5 v1.1's
+ * modules with a relative_attention_bias in the SelfAttention of EVERY block (UMT5LayerSelfAttention:
+ * UMT5Attention(config, has_relative_attention_bias=True)); UMT5Attention.forward computes its own
+ * position_bias in every call (compute_bias, or the cross-attention's torch.zeros((1, n_heads, q, k)) with no
+ * requires_grad), then + the stack's mask, after the scores' matmul, a local that dies when the attention
+ * returns: UMT5Block passes no position_bias from block to block. UMT5Stack.forward's masks are T5Stack's
+ * (the encoder's (1 - m) * finfo.min, the decoder's _update_causal_mask and invert_attention_mask). */
+static bool t5_every(const arch *a) { return !strcmp(a->f->model_type, "umt5"); }
+
 /* Every product is bounded by hf_read.c's check_sizes (vocab x d_model, d_ff x d_model x 3 and
  * 3 x heads x d_kv x d_model at most 2^48 each, at most 1024 layers per stack) and the bucket
  * table's check above: the sum stays below 2^62. */
@@ -154,8 +163,10 @@ int64_t vc__hf_t5_parameters(const arch *a)
     const int64_t dec_block = enc_block + attn + H;      /* + T5LayerCrossAttention (EncDecAttention, layer_norm) */
     const int64_t bias = a->rel_buckets * a->NH;         /* block[0]'s relative_attention_bias, in each stack */
     const int64_t shared = a->V * H;
-    const int64_t encoder = a->N * enc_block + bias + H; /* + final_layer_norm */
-    const int64_t decoder = a->dec_N * dec_block + bias + H;
+    /* umt5: every block's SelfAttention has one (UMT5LayerSelfAttention: has_relative_attention_bias=True) */
+    const int64_t nb_enc = t5_every(a) ? a->N : 1, nb_dec = t5_every(a) ? a->dec_N : 1;
+    const int64_t encoder = a->N * enc_block + nb_enc * bias + H; /* + final_layer_norm */
+    const int64_t decoder = a->dec_N * dec_block + nb_dec * bias + H;
     return shared + encoder + decoder + (a->tie ? 0 : shared); /* lm_head: its own weight when untied */
 }
 
@@ -272,6 +283,7 @@ static void t5_residual(t5w *w, const arch *a, const char *name, const char *res
 typedef struct {
     const char *name, *mask;
     bool buckets, bidirectional;
+    bool local; /* umt5: every attention's own, dying when it returns (t5_every); else block 0's, exported */
 } t5pb;
 
 static void t5_bias(t5w *w, const arch *a, const char *name, const char *q, const char *k, const char *mask, bool buckets,
@@ -312,10 +324,11 @@ static void t5_attention(t5w *w, const arch *a, int sub, const char *residual, c
     if (a->p_resid > 0) t5_num(w, c, "dropout", a->p_resid);
     if (cache) t5_flag(w, c, "cache", true);
     t5_linear(w, o, NULL, inner, a->H);
-    /* T5Attention.forward returns after self.o: its states and the caller's normed input die then */
+    /* T5Attention.forward returns after self.o: its states and the caller's normed input die then (and
+     * UMT5Attention's position_bias, its own local) */
     snprintf(rt, sizeof rt, "layer.%d.%s.return", sub, m);
-    const char *held[] = {ln, q, k, v};
-    t5_end(w, rt, o, held, 4);
+    const char *held[] = {ln, q, k, v, pb && pb->local ? pb->name : NULL};
+    t5_end(w, rt, o, held, pb && pb->local ? 5 : 4);
     t5_residual(w, a, res, residual ? residual : "input", dr);
 }
 
@@ -358,7 +371,7 @@ static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, i
     t5_ins(w, seq, in, NULL, NULL, NULL);
     if (n > 1) t5_num(w, seq, "repeat", (double)n);
     if (a->ckpt) t5_flag(w, seq, "checkpoint", true); /* every T5Block (T5Stack.forward's _gradient_checkpointing_func) */
-    if (pb) { /* T5Stack.forward: position_bias = layer_outputs[2] (and encoder_decoder_position_bias) */
+    if (pb && !pb->local) { /* T5Stack.forward: position_bias = layer_outputs[2] (and encoder_decoder_position_bias) */
         const char *ex[2] = {pb->name, xpb ? xpb->name : NULL};
         cJSON *e = cJSON_CreateStringArray(ex, xpb ? 2 : 1);
         if (!e || !seq || !cJSON_AddItemToObject(seq, "export", e)) {
@@ -382,8 +395,8 @@ static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, i
      * attention_outputs, returned */
     const char *held[] = {"input", "layer.0.residual", decoder ? "layer.1.residual" : NULL, NULL, NULL};
     int nh = decoder ? 3 : 2;
-    if (pb) held[nh++] = pb->name;
-    if (xpb) held[nh++] = xpb->name;
+    if (pb && !pb->local) held[nh++] = pb->name;
+    if (xpb && !xpb->local) held[nh++] = xpb->name;
     t5_end(&b, "return", decoder ? "layer.2.residual" : "layer.1.residual", held, nh);
     snprintf(w->last, sizeof w->last, "%s", name);
 }
@@ -405,7 +418,8 @@ static void t5_bias(t5w *w, const arch *a, const char *name, const char *q, cons
         t5_num(w, o, "num_buckets", (double)a->rel_buckets);
         t5_num(w, o, "max_distance", (double)a->rel_maxdist);
         t5_flag(w, o, "bidirectional", bidirectional);
-    } else if (a->ckpt) { /* T5Attention.forward: position_bias.requires_grad = True under checkpointing */
+    } else if (a->ckpt && !t5_every(a)) { /* T5Attention.forward: position_bias.requires_grad = True under checkpointing
+                                           * (UMT5Attention's zeros have none) */
         t5_flag(w, o, "requires_grad", true);
     }
 }
@@ -420,8 +434,12 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_mask(&w, "encoder.mask", "shared", "padding");
     const char *emb = t5_dropout_of(&w, a, "encoder.dropout", "shared"); /* self.dropout(inputs_embeds) */
     static const char ebias[] = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias";
-    if (a->ckpt) { /* block 0 computes the bias inside its checkpoint, an output of it the others take */
-        const t5pb pb = {ebias, "encoder.mask", true, true};
+    const bool every = t5_every(a);
+    if (every) { /* umt5: each block's SelfAttention its own bias (the block checkpointed whole under checkpointing) */
+        const t5pb pb = {"layer.0.SelfAttention.relative_attention_bias", "encoder.mask", true, true, true};
+        t5_blocks(&w, a, "encoder.block", emb, a->N, false, NULL, NULL, NULL, &pb, NULL);
+    } else if (a->ckpt) { /* block 0 computes the bias inside its checkpoint, an output of it the others take */
+        const t5pb pb = {ebias, "encoder.mask", true, true, false};
         t5_blocks(&w, a, "encoder.block.0", emb, 1, false, NULL, NULL, NULL, &pb, NULL);
         if (a->N > 1) t5_blocks(&w, a, "encoder.block", "encoder.block.0", a->N - 1, false, NULL, ebias, NULL, NULL, NULL);
     } else {
@@ -431,7 +449,7 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_norm(&w, a, "encoder.final_layer_norm");
     t5_dropout(&w, a, "encoder.final_dropout");
     static const char *const elocals[] = {"shared", "encoder.mask", ebias};
-    t5_end(&w, "encoder", *w.last ? w.last : NULL, elocals, 3);
+    t5_end(&w, "encoder", *w.last ? w.last : NULL, elocals, every ? 2 : 3);
     t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* encoder_outputs */
     const char *enc = "encoder"; /* encoder_outputs[0] */
     /* decoder_input_ids and the decoder */
@@ -449,8 +467,13 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     const char *demb = t5_dropout_of(&w, a, "decoder.dropout", "decoder.embed_tokens");
     static const char dbias[] = "decoder.block.0.layer.0.SelfAttention.relative_attention_bias";
     static const char xbias[] = "decoder.encoder_decoder_position_bias";
-    if (a->ckpt) { /* block 0's self- and cross-attention biases, inside its checkpoint */
-        const t5pb pb = {dbias, "decoder.causal_mask", true, false}, xpb = {xbias, "decoder.encoder_mask", false, false};
+    if (every) { /* umt5: each block's self- and cross-attention their own */
+        const t5pb pb = {"layer.0.SelfAttention.relative_attention_bias", "decoder.causal_mask", true, false, true},
+                   xpb = {"layer.1.EncDecAttention.position_bias", "decoder.encoder_mask", false, false, true};
+        t5_blocks(&w, a, "decoder.block", demb, a->dec_N, true, enc, NULL, NULL, &pb, &xpb);
+    } else if (a->ckpt) { /* block 0's self- and cross-attention biases, inside its checkpoint */
+        const t5pb pb = {dbias, "decoder.causal_mask", true, false, false},
+                   xpb = {xbias, "decoder.encoder_mask", false, false, false};
         t5_blocks(&w, a, "decoder.block.0", demb, 1, true, enc, NULL, NULL, &pb, &xpb);
         if (a->dec_N > 1)
             t5_blocks(&w, a, "decoder.block", "decoder.block.0", a->dec_N - 1, true, enc, dbias, xbias, NULL, NULL);
@@ -462,7 +485,7 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_norm(&w, a, "decoder.final_layer_norm");
     t5_dropout(&w, a, "decoder.final_dropout");
     static const char *const dlocals[] = {"decoder.embed_tokens", "decoder.causal_mask", "decoder.encoder_mask", dbias, xbias};
-    t5_end(&w, "decoder", *w.last ? w.last : NULL, dlocals, 5);
+    t5_end(&w, "decoder", *w.last ? w.last : NULL, dlocals, every ? 3 : 5);
     t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* decoder_outputs */
     if (a->tie) { /* sequence_output * (self.model_dim ** -0.5) */
         o = t5_lay(&w, "Scale", "lm_head_rescale");

@@ -214,7 +214,7 @@ def main(argv):
         raw = json.load(f)
     if raw.get("model_type") == "distilbert":  # DistilBertConfig names its heads n_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("n_heads", 12))
-    if raw.get("model_type") in ("t5", "mt5"):  # T5Config (MT5Config) names its heads num_heads (attribute_map)
+    if raw.get("model_type") in ("t5", "mt5", "umt5"):  # T5Config (MT5Config, UMT5Config) names its heads num_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("num_heads", 8))
         raw.setdefault("vocab_size", 32128)
     if raw.get("model_type") == "bart":  # BartConfig: num_attention_heads is encoder_attention_heads (a property)
@@ -269,7 +269,8 @@ def main(argv):
                              "--loss hf) and --mode infer only" % cfg.model_type)
         model = encoder_replica.build(cfg.d)
         model.attn_impl = "sdpa"
-    elif cfg.model_type in ("t5", "mt5"):  # T5ForConditionalGeneration (t5_replica.py; mt5: modeling_mt5.py copies it)
+    elif cfg.model_type in ("t5", "mt5", "umt5"):  # T5ForConditionalGeneration (t5_replica.py; mt5: modeling_mt5.py
+        # copies it; umt5: t5_replica.py's umt5 flag)
         if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt_every != 1 or args.ckpt_ops
                 or args.act_offload != "none" or (args.mode == "generate" and (args.cache != "dynamic" or args.lora))):
             raise SystemExit("measure_llm.py: t5: the replica measures training (full, LoRA, --ckpt of every T5Block; "
@@ -447,7 +448,7 @@ def main(argv):
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     whisper = cfg.model_type == "whisper"
-    t5 = cfg.model_type in ("t5", "mt5", "bart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
+    t5 = cfg.model_type in ("t5", "mt5", "umt5", "bart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T

@@ -1498,6 +1498,25 @@ def cases():
     for i, (cfg, b, pr, m, p) in enumerate(g4g):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=p, held_out=(i % 3 == 2)))
+    # issue 31: UMT5ForConditionalGeneration (t5_replica.py's umt5 flag, modeling_umt5.py @ de0f5d1e): umt5_small
+    # (mt5_small's sizes), a relative_attention_bias in every block's self-attention, each attention's own bias;
+    # training (full, LoRA q,v: PEFT has no umt5 default, every UMT5Block checkpointed), infer, generate. Every
+    # third held out.
+    u5 = [
+        ("train", 2, 128, 64, "adamw", "fp32", False, 0),
+        ("train", 4, 96, 48, "sgd", "bf16", False, 0),
+        ("train", 2, 128, 96, "adamw", "bf16", False, 8),
+        ("train", 2, 160, 64, "adamw", "fp32", True, 0),
+        ("train", 2, 100, 40, "adamw", "bf16", True, 0),
+        ("infer", 4, 200, 50, None, "fp32", False, 0),
+        ("infer", 2, 128, 128, None, "bf16", False, 0),
+    ]
+    for i, (mode, b, s, t, o, p, c, l) in enumerate(u5):
+        out.append(dict(config="configs/umt5_small.json", mode=mode, batch=b, seq=s, target_seq=t, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2), **({"lora_targets": "q,v"} if l else {})))
+    for i, (b, pr, m, p) in enumerate(((2, 96, 16, "fp32"), (1, 64, 32, "bf16"), (3, 128, 8, "fp32"))):
+        out.append(dict(config="configs/umt5_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m, precision=p,
+                        held_out=(i == 2)))
     return out
 
 

@@ -67,6 +67,15 @@ Source read: huggingface/transformers @ 6b8b757dfcb582379a64f013cdce46c43629f2b0
       target_length past + 1, invert_attention_mask of generate's mask; T5Block's query_length =
       cache_position[-1] + 1; T5Attention.forward's is_updated reuse of the cross-attention's states,
       DynamicCache.update, compute_bias at cache_position).
+umt5 (model_type "umt5": UMT5ForConditionalGeneration, modeling_umt5.py @ de0f5d1eab94a1725c9e4f202498521adf32c5e1,
+its modules T5's "Copied from" but for these): UMT5Config's defaults (configuration_umt5.py @ 0d7e95d9:
+feed_forward_proj "gated-gelu"); UMT5LayerSelfAttention builds UMT5Attention(config,
+has_relative_attention_bias=True) in every block; UMT5Attention.forward takes no position_bias and returns
+(attn_output, attn_weights, past_key_value): every call computes its own bias (compute_bias with the stack's
+cache_position, or torch.zeros((1, n_heads, q, k)) without requires_grad), + the mask, a local dying on return;
+UMT5Block.forward returns (hidden_states, past_key_value), so no bias passes from block to block, under
+checkpointing either. The context positions here are an arange of the query length rather than a view of the
+stack's cache_position (the same values; an int64 [q] temporary more, at most 512 B rounded per call).
 Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every dropout
 vctorch.dropout2x and the norm's mean vctorch.mean2x, as the harness's other replicas.
 """
@@ -105,7 +114,9 @@ class Config:
         self.num_heads = cfg.get("num_heads", 8)
         self.relative_attention_num_buckets = cfg.get("relative_attention_num_buckets", 32)
         self.layer_norm_epsilon = cfg.get("layer_norm_epsilon", 1e-6)
-        act_info = cfg.get("feed_forward_proj", "relu").split("-")
+        self.umt5 = cfg.get("model_type") == "umt5"  # UMT5Config: feed_forward_proj "gated-gelu" by default
+        ffp = cfg.get("feed_forward_proj", "gated-gelu" if self.umt5 else "relu")
+        act_info = ffp.split("-")
         self.is_gated_act = cfg.get("is_gated_act", act_info[0] == "gated")
         self.tie_word_embeddings = cfg.get("tie_word_embeddings", True)
         self.is_decoder = False
@@ -113,7 +124,7 @@ class Config:
         self.dropout_rate = cfg.get("dropout_rate", 0.1)
         self.use_cache = cfg.get("use_cache", True)
         act = act_info[-1]
-        self.dense_act_fn = cfg.get("dense_act_fn", "gelu_new" if cfg.get("feed_forward_proj") == "gated-gelu" else act)
+        self.dense_act_fn = cfg.get("dense_act_fn", "gelu_new" if ffp == "gated-gelu" else act)
 
 
 def _drop(x, p, training):
@@ -212,6 +223,7 @@ class T5Attention(nn.Module):
         self.inner_dim = c.num_heads * c.d_kv
         self.dropout = c.dropout_rate
         self.layer_idx = layer_idx
+        self.umt5 = c.umt5  # UMT5Attention: its own bias every call, not returned
         inner = c.num_heads * c.d_kv
         self.q = Linear(c.d_model, inner, bias=False)
         self.k = Linear(c.d_model, inner, bias=False)
@@ -289,7 +301,7 @@ class T5Attention(nn.Module):
             key_length = key_states.shape[-2]
             if not self.has_relative_attention_bias:
                 position_bias = torch.zeros((1, self.n_heads, seq_length, key_length), dtype=scores.dtype)
-                if self.gradient_checkpointing and self.training:
+                if self.gradient_checkpointing and self.training and not self.umt5:
                     position_bias.requires_grad = True
             else:
                 position_bias = self.compute_bias(seq_length, key_length)
@@ -304,7 +316,7 @@ class T5Attention(nn.Module):
         attn_output = attn_output.transpose(1, 2).contiguous()
         attn_output = attn_output.view(batch_size, -1, self.inner_dim)
         attn_output = self.o(attn_output)
-        return attn_output, position_bias
+        return attn_output, (None if self.umt5 else position_bias)
 
     def _forward_cached(self, hidden_states, mask, key_value_states, position_bias, past_key_value, query_length,
                         cache_position):
@@ -349,7 +361,7 @@ class T5Attention(nn.Module):
         attn_output = attn_output.transpose(1, 2).contiguous()
         attn_output = attn_output.view(batch_size, -1, self.inner_dim)
         attn_output = self.o(attn_output)
-        return attn_output, position_bias
+        return attn_output, (None if self.umt5 else position_bias)
 
 
 class T5LayerSelfAttention(nn.Module):
@@ -437,7 +449,9 @@ class T5Stack(nn.Module):
         self.embed_tokens = embed_tokens
         self.is_decoder = c.is_decoder
         self.use_cache = c.use_cache and c.is_decoder  # the encoder's config: use_cache = False
-        self.block = nn.ModuleList([T5Block(c, has_relative_attention_bias=bool(i == 0), layer_idx=i) for i in range(n)])
+        # umt5: UMT5Block(config, layer_idx=i), every SelfAttention with its relative_attention_bias
+        self.block = nn.ModuleList([T5Block(c, has_relative_attention_bias=bool(i == 0) or c.umt5, layer_idx=i)
+                                    for i in range(n)])
         self.final_layer_norm = T5LayerNorm(c.d_model, eps=c.layer_norm_epsilon)
         self.p = c.dropout_rate
         self.gradient_checkpointing = False
