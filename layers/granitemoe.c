@@ -102,6 +102,46 @@ static vc_t parallel_experts(vc_build *b, const gm_cfg *c, vc_t x, vc_t W, int64
     return r;
 }
 
+/* --serve's profiling run: vLLM's block_sparse_moe instead of transformers' loop (no autograd):
+ *  - GraniteMoeHybridMambaDecoderLayer / GraniteMoeHybridAttentionDecoderLayer.forward (vllm-project/vllm @
+ *    0195c9ec6ea9cda412d1c69034fc5926a2c29528, vllm/model_executor/models/granitemoehybrid.py), with a
+ *    shared_mlp: moe_hidden_states = hidden_states.clone() ("block_sparse_moe modifies in-place"), rebound to
+ *    block_sparse_moe's output (the clone freed at its return);
+ *  - GraniteMoeMoE.forward (vllm/model_executor/models/granitemoe.py @ 5d4420da433893084e40e5ec8ead7ea37a9dfcc9):
+ *    router_logits = self.gate(x) (ReplicatedLinear [T, E]), self.experts(x, router_logits) (FusedMoE,
+ *    renormalize=True): fused_topk's topk_weights float32 [T, k], topk_ids int32 [T, k] and
+ *    token_expert_indices int32 [T, k] (freed at its return), then fused_experts_impl as for Llama 4's
+ *    experts (layers/llm.c moe_llama4_vllm_emit: out_hidden_states = torch.empty_like(hidden_states), its
+ *    inplace path off under torch >= 2.9, fused_moe/utils.py disable_inplace; cache13 [M x k x max(2I, H)]
+ *    and cache2 [M x k x I] while the kernels run). moe_align_block_size's int32 indices are not modelled. */
+static vc_t hold(vc_build *b, vc_t t)
+{
+    vc_hold(b, t);
+    return t;
+}
+
+static void gm_vllm_emit(vc_build *b, const gm_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E, k = c->k;
+    const vc_t x = vc_input(b, 0);
+    const vc_dtype dt = vc_dt_of(b, x);
+    const vc_numel lk = vc_n_sample(L * k);
+    vc_t xc = hold(b, vc__op_clone(b, x)); /* moe_hidden_states */
+    vc_t logits = hold(b, vc__lin_rows(b, xc, vc_weight(b, 2), vc_n_sample(L), E));
+    vc_t tw = hold(b, vc__op_nograd(b, "topk_softmax", logits, -1, lk, VC_DT_F32));
+    vc_t ti = hold(b, vc__op_nograd(b, "topk_softmax", logits, -1, lk, VC_DT_I32));
+    vc__op_nograd(b, "topk_softmax", logits, -1, lk, VC_DT_I32); /* token_expert_indices */
+    vc_t out = hold(b, vc__op_nograd(b, "empty_like", xc, -1, vc_n_sample(L * H), dt));
+    const int64_t w13 = 2 * I > H ? 2 * I : H;
+    vc_t c13 = hold(b, vc__op_new(b, "empty", vc_n_sample(L * k * w13), dt));
+    vc_t c2 = vc__op_new(b, "empty", vc_n_sample(L * k * I), dt);
+    vc_release(b, c2);
+    const vc_t locals[] = {c13, tw, ti, logits, xc};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_release(b, out);
+    vc_set_output(b, out);
+}
+
 static void gm_emit(vc_build *b, const void *p)
 {
     const gm_cfg *c = p;
@@ -109,8 +149,8 @@ static void gm_emit(vc_build *b, const void *p)
     vc_t x = vc_input(b, 0); /* layer_input.reshape(-1, emb_size) */
     const vc_dtype dt = vc_dt_of(b, x);
     const vc_numel lk = vc_n_sample(L * k);
-    if (vc_serving(b)) { /* vLLM's GraniteMoeMoE is a FusedMoE (vllm/model_executor/models/granitemoe.py) */
-        vc_refuse(b, O("serve"), "GraniteMoE under vLLM (GraniteMoeMoE's fused experts) is not modelled");
+    if (vc_serving(b)) { /* vLLM's GraniteMoeMoE is a FusedMoE (gm_vllm_emit) */
+        gm_vllm_emit(b, c);
         return;
     }
     /* the tokens of the step capped so that T k x width x 8 bytes stays below 2^56 (as SparseMoE caps them) */

@@ -330,6 +330,9 @@ void vc__gdn_state(const void *cfg, int64_t *conv, int64_t *ssm, bool *qwen3_5);
 /* A Mamba2Mixer config's HybridMambaAttentionDynamicCache state per sample, in elements (layers/mamba2.c):
  * conv_states [conv_dim, d_conv], ssm_states [heads, head_dim, state]. */
 void vc__mamba2_state(const void *cfg, int64_t *conv, int64_t *ssm);
+/* The same as vLLM keeps it per request under --serve (MambaSpec: conv (d_conv - 1, conv_dim), temporal
+ * (heads, head_dim, state); layers/mamba2.c). */
+void vc__mamba2_vllm_state(const void *cfg, int64_t *conv, int64_t *ssm);
 /* A RotaryAttention config with v_norm: Gemma4TextAttention's (layers/llm.c), which --serve pages as vLLM's Gemma 4 (src/engine/serve.c). */
 bool vc__ra_v_norm(const void *cfg);
 /* a RotaryAttention's kv heads, head_dim, sliding_window (0 none) and Gemma 4's kv_shared (--serve's pages) */

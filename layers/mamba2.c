@@ -317,14 +317,50 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
     }
 }
 
+/* --serve's profiling run: vLLM's MambaMixer2 (vllm-project/vllm @ 2e0714afc079f2c76e0666f5089c42f231cfea62,
+ * vllm/model_executor/layers/mamba/mamba2/mamba_mixer2.py), the layer of GraniteMoeHybridMambaDecoderLayer
+ * (vllm/model_executor/models/granitemoehybrid.py @ 0195c9ec), from in_proj's output on:
+ *  - MambaMixer2.forward: ssm_output = torch.empty([tokens, heads x head_dim]) in the hidden dtype, a local
+ *    to the return; torch.ops.vllm.mamba_mixer2 -> conv_ssm_forward, whose profile-run branch ("if
+ *    attn_metadata is None: # V1 profile run") makes hidden_states_B_C.transpose(0, 1).clone() (a new
+ *    [conv_dim, tokens]: the split view is neither contiguous nor dense) and .transpose(0, 1).contiguous()
+ *    of it (a second [tokens, conv_dim]), splits it and returns (the op's caller drops the result: both freed);
+ *    the conv and the scan do not run, ssm_output stays as torch.empty left it;
+ *  - gate = projected_states[..., :intermediate] (a view); self.norm(ssm_output, gate): Mixer2RMSNormGated
+ *    .forward_cuda with n_groups 1 and one rank: rms_norm_gated (vllm/model_executor/layers/mamba/ops/
+ *    layernorm_gated.py: x and z reshaped (views, stride(-1) 1), _layer_norm_fwd's out = torch.empty_like(x)
+ *    and rstd float32 [tokens], freed at its return); then out_proj.
+ * _warmup_ssd_kernels' one chunk of dummy inputs (chunk_size tokens, freed and torch.accelerator.empty_cache()
+ * before the layer goes on) is not modelled. Mixer2RMSNormGated.forward_native (n_groups > 1) is refused. */
+static void emit_vllm_profile(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_w *iw)
+{
+    const vc_t zx = vc_input(b, 0);
+    const vc_dtype dt = vc_dt_of(b, zx);
+    const int64_t L = d->L, Di = d->Di, CD = d->CD;
+    vc_t so = hold(b, vc__op_new(b, "empty", vc_n_sample(L * Di), dt)); /* ssm_output */
+    vc_t xbc = vc__op_view(b, zx, vc_n_sample(L * CD), false);          /* hidden_states_B_C */
+    vc_t t = vc__op_clone(b, xbc);                                      /* .transpose(0, 1).clone() */
+    vc__op_clone(b, vc__op_view(b, t, vc_n_sample(L * CD), false));     /* .transpose(0, 1).contiguous() */
+    vc_t gate = vc__op_view(b, zx, vc_n_sample(L * Di), false);
+    vc_t rstd = vc__op_nograd(b, "_layer_norm_fwd", so, gate, vc_n_sample(L), VC_DT_F32);
+    vc_t y = vc__op_nograd(b, "_layer_norm_fwd", so, gate, vc_n_sample(L * Di), dt);
+    vc_release(b, rstd);
+    vc_t out = vc__op_linear(b, y, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
+    vc_release(b, so);
+    vc_set_output(b, out);
+}
+
 static void m2_emit(vc_build *b, const void *p)
 {
     const m2_cfg *c = p;
     const m2_w iw = weights_of(c);
     const m2_dims d = dims_of(c, vc_input_shape(b, 0)->d[0]);
     if (vc_serve_profile(b)) {
-        vc_refuse(b, O("serve"), "Mamba2 layers (granitemoehybrid) under vLLM are not modelled: MambaMixer2's profiling "
-                  "run and the Mamba state in vLLM's hybrid KV pages are not written");
+        if (c->groups > 1) /* Mixer2RMSNormGated.forward_cuda takes forward_native then */
+            vc_refuse(b, O("serve"), "Mamba2 layers with mamba_n_groups > 1 under vLLM (Mixer2RMSNormGated.forward_native's "
+                      "float32 temporaries) are not modelled");
+        else
+            emit_vllm_profile(b, c, &d, &iw);
         return;
     }
     bool decode = false;
@@ -358,5 +394,16 @@ void vc__mamba2_state(const void *cfg, int64_t *conv, int64_t *ssm)
 {
     const m2_cfg *c = cfg;
     *conv = (c->heads * c->head_dim + 2 * c->groups * c->state) * c->kernel;
+    *ssm = c->heads * c->head_dim * c->state;
+}
+
+/* vLLM's per-request state of one MambaMixer2 layer (src/engine/serve.c), in elements: vllm-project/vllm @
+ * 2afe1e8573cf51b73569ae1d35f59078a2032a91, vllm/model_executor/layers/mamba/mamba_utils.py
+ * MambaStateShapeCalculator.mamba2_state_shape (one rank, no speculative tokens): conv state (conv_kernel - 1,
+ * intermediate + 2 n_groups x state) and temporal state (num_heads, head_dim, state_size) */
+void vc__mamba2_vllm_state(const void *cfg, int64_t *conv, int64_t *ssm)
+{
+    const m2_cfg *c = cfg;
+    *conv = (c->kernel - 1) * (c->heads * c->head_dim + 2 * c->groups * c->state);
     *ssm = c->heads * c->head_dim * c->state;
 }

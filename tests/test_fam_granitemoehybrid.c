@@ -317,8 +317,8 @@ static void test_bad_keys(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    assert_usage(H_MICRO " --serve --gpu h100-80gb", "granitemoehybrid under vLLM is not modelled");
-    assert_usage(MICRO " --serve --gpu h100-80gb", "granitemoehybrid under vLLM is not modelled");
+    /* --serve of the H models: tests/test_serve_granite4.c; Micro's block size comes from mamba_* keys no layer uses */
+    assert_usage(MICRO " --serve --gpu h100-80gb", "granitemoehybrid without Mamba layers under vLLM is not modelled");
     assert_usage(H_SMALL " --serve --gpu h100-80gb --tp 2 --gpus 2", "granitemoehybrid: tensor parallelism");
     assert_usage(H_MICRO " --tp 2", "tensor parallelism of the Mamba2 layers is not modelled");
     assert_usage(H_MICRO " -m generate --cache static", "HybridMambaAttentionDynamicCache");

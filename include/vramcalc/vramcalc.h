@@ -1175,6 +1175,10 @@ typedef struct {
      * cuBLAS workspace, graphs_estimate their sum + graphs_floor; all 0 with enforce_eager. Taken off the
      * pool (graphs_subtracted) where graphs_profiled, unless --cuda-graph-memory gives vLLM's logged measure */
     int64_t graphs_activations, graphs_workspace, graphs_estimate;
+    /* the kind of state_layers above: 0 Gated DeltaNet layers (qwen3_next, qwen3_5), 1 MambaMixer2 layers
+     * (granitemoehybrid: conv state (d_conv - 1, conv_dim) + temporal state (heads, head_dim, d_state),
+     * src/engine/serve.c) */
+    int64_t state_mamba;
 } vc_serve_result;
 /* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */
 #define VC_CUDA_GRAPH_MEMORY_ESTIMATE (-2)

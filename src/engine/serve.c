@@ -584,16 +584,17 @@ static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (
  *    attention group and one block per DeltaNet group.
  * With prefix caching on (vLLM's mamba_cache_mode "align" for models that support it), block sizes and
  * state pages per request differ: not modelled (docs/inference.md). */
-static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_gdn, int64_t conv,
-                           int64_t ssm, bool f32, int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
+/* The same page-size unification serves granitemoehybrid's MambaMixer2 layers (mamba_state below): `state`, one
+ * layer's state page in bytes, from either kind. */
+static vc_status hybrid_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_gdn, int64_t state,
+                              int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
 {
     if (nkind > 1 || layer_el <= 0)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "Gated DeltaNet layers beside attention layers of differing "
-                            "kinds or sizes: vLLM's hybrid cache for that mix is not modelled");
-    const int64_t sdt = f32 ? 4 : vc_dtype_size(act);
-    int64_t state, one_tok, page, blk, t;
-    if (__builtin_mul_overflow(conv + ssm, sdt, &state) ||
-        __builtin_mul_overflow(layer_el, (int64_t)kv_size(so->kv_cache_dtype, act), &one_tok) ||
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "%s layers beside attention layers of differing "
+                            "kinds or sizes: vLLM's hybrid cache for that mix is not modelled",
+                            r->state_mamba ? "Mamba2" : "Gated DeltaNet");
+    int64_t one_tok, page, blk, t;
+    if (__builtin_mul_overflow(layer_el, (int64_t)kv_size(so->kv_cache_dtype, act), &one_tok) ||
         __builtin_mul_overflow(16, one_tok, &t))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a DeltaNet state page passes 2^63 bytes");
     blk = 16 * cdiv(state, t); /* attn_block_size */
@@ -611,6 +612,38 @@ static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dt
     r->tokens = r->blocks / (ga + gs) * blk;
     r->concurrency = r->blocks / (ga * cdiv(r->request_tokens, blk) + gs);
     return VC_OK;
+}
+
+static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_gdn, int64_t conv,
+                           int64_t ssm, bool f32, int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
+{
+    const int64_t sdt = f32 ? 4 : vc_dtype_size(act);
+    int64_t state;
+    if (__builtin_mul_overflow(conv + ssm, sdt, &state))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a DeltaNet state page passes 2^63 bytes");
+    return hybrid_state(r, so, act, n_gdn, state, n_attn, nkind, layer_el, err);
+}
+
+/* granitemoehybrid (Granite 4.0-H) under vLLM: GraniteMoeHybridForCausalLM is IsHybrid (vllm-project/vllm @
+ * 0195c9ec6ea9cda412d1c69034fc5926a2c29528, vllm/model_executor/models/granitemoehybrid.py): its
+ * GraniteMoeHybridMambaDecoderLayer's MambaMixer2 keeps, per request, a conv state and a temporal (SSM) state
+ * (get_mamba_state_shape_from_config -> MambaStateShapeCalculator.mamba2_state_shape, vllm/model_executor/
+ * layers/mamba/mamba_utils.py @ 2afe1e85: (d_conv - 1, intermediate + 2 n_groups d_state) and (heads,
+ * head_dim, d_state), layers/mamba2.c vc__mamba2_vllm_state), each in the dtype of
+ * get_mamba_state_dtype_from_config -> mamba2_state_dtype -> _mamba_state_dtype: the conv state's
+ * get_kv_cache_torch_dtype(mamba_cache_dtype "auto", model dtype), the model's dtype; the temporal state's
+ * mamba_ssm_cache_dtype "auto": the conv state's. Both vLLM defaults; --kv-cache-dtype does not change them
+ * (cache_dtype is the attention layers'). Then the attention layers' pages and the state pages are unified as
+ * for Gated DeltaNet (hybrid_state above; HybridAttentionMambaModelConfig.verify_and_update_config, without
+ * prefix caching). */
+static vc_status mamba_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_mamba, int64_t conv,
+                             int64_t ssm, int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
+{
+    int64_t state;
+    if (__builtin_mul_overflow(conv + ssm, (int64_t)vc_dtype_size(act), &state))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a Mamba state page passes 2^63 bytes");
+    r->state_mamba = 1;
+    return hybrid_state(r, so, act, n_mamba, state, n_attn, nkind, layer_el, err);
 }
 
 /* Gemma 4 (gemma4_text, gemma4) under vLLM, vllm-project/vllm @ 001cabc1be16a59a70d720ed61a13b678c060a18:
@@ -800,19 +833,30 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
+    /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below); granitemoehybrid's
+     * MambaMixer2 layers: theirs (mamba_state below) */
+    int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0, m2_n = 0, m2_conv = 0, m2_ssm = 0;
+    bool gdn_f32 = false;
+    for (size_t i = 0; i < m->ninst; i++)
+        if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet")) {
+            vc__gdn_state(m->inst[i].cfg, &gdn_conv, &gdn_ssm, &gdn_f32);
+            gdn_n++;
+        } else if (!strcmp(m->inst[i].kind->name, "Mamba2Mixer")) {
+            vc__mamba2_vllm_state(m->inst[i].cfg, &m2_conv, &m2_ssm);
+            m2_n++;
+        }
     /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is
-     * IsHybrid (MambaMixer2 layers with their MambaSpec state pages, the attention block size raised to the Mamba
-     * page by HybridAttentionMambaModelConfig, computed from the config even without Mamba layers; qkv_proj,
-     * GraniteMoeMoE's FusedMoE, GraniteMoeSharedMLP): not modelled, refused for every granitemoehybrid config */
-    {
+     * IsHybrid, so HybridAttentionMambaModelConfig raises the attention block size to the Mamba page computed from
+     * the config's mamba_* keys even where no layer is a Mamba layer (Granite-4.0-Micro): not modelled */
+    if (m2_n == 0) {
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
         const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
         const bool granite4 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "granitemoehybrid");
         cJSON_Delete(root);
         if (granite4)
-            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "granitemoehybrid under vLLM is not modelled: vLLM runs it as a "
-                                "hybrid model (MambaMixer2 layers, their state pages and the attention block size raised "
-                                "to the Mamba page, GraniteMoeMoE's fused experts)");
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "granitemoehybrid without Mamba layers under vLLM is not "
+                                "modelled: vLLM still runs it as a hybrid model, the attention block size raised to a "
+                                "Mamba page computed from the config's mamba_* keys");
     }
     /* vLLM's FBGEMMFp8Config.get_quant_method (vllm-project/vllm @ 04843c7c, vllm/model_executor/layers/
      * quantization/fbgemm_fp8.py) quantizes LinearBase layers only, not FusedMoE: what it makes of Llama 4's
@@ -831,14 +875,6 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         dev_o.device = gpu->preset;
         o = &dev_o;
     }
-    /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
-    int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
-    bool gdn_f32 = false;
-    for (size_t i = 0; i < m->ninst; i++)
-        if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet")) {
-            vc__gdn_state(m->inst[i].cfg, &gdn_conv, &gdn_ssm, &gdn_f32);
-            gdn_n++;
-        }
     /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
      * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
      * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */
@@ -1038,6 +1074,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->block_size = so->block_size;
     if (gemma4 && (st = gemma4_pages(m, so, act, r, err))) return st;
     if (gdn_n > 0 && (st = gdn_state(r, so, act, gdn_n, gdn_conv, gdn_ssm, gdn_f32, nlayers, nkind, layer_el, err))) return st;
+    if (m2_n > 0 && (st = mamba_state(r, so, act, m2_n, m2_conv, m2_ssm, nlayers, nkind, layer_el, err))) return st;
     if (wh && (st = vc__serve_encdec_pool(m, so, act, kv_size(so->kv_cache_dtype, act), r, err))) return st; /* whisper */
     if (r->concurrency == 0)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
