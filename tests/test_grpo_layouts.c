@@ -250,11 +250,33 @@ static void test_refused(void **state)
     }
 }
 
+/* --grad-ckpt without vLLM, on one GPU and under each layout: _unwrap_model_for_generation (trl/models/utils.py
+ * @ f2cd5771 l.133-136, 151-152) turns gradient checkpointing off around generate() and on again after it, so the
+ * generation keeps its DynamicCache: after the last step 767 tokens fed (256 + 512 - 1), per layer keys and values
+ * [8, 8 KV heads, 767, 128] bf16 = 12,566,528 B each (a 512 multiple), 28 layers: 703,725,568 B. The state resident
+ * beside the generation does not depend on checkpointing (no activations between steps), so each layout's
+ * generate_peak is its own without --grad-ckpt. */
+static void test_grad_ckpt(void **state)
+{
+    (void)state;
+    static const char *const layouts[] = {"", " --parallel zero3 --gpus 8", " --parallel zero2 --gpus 8",
+                                          " --parallel ddp --gpus 2"};
+    char a[512], h[512];
+    assert_int_equal(2 * 28 * 8LL * 8 * 767 * 128 * 2, 703725568LL);
+    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
+        snprintf(a, sizeof a, "%s%s --grad-ckpt", CFG, layouts[i]);
+        snprintf(h, sizeof h, "%s%s", CFG, layouts[i]);
+        assert_int_equal(jget(a, "\"grpo\"", "\"kv_cache\": "), 703725568LL);
+        assert_int_equal(jget(a, "\"grpo\"", "\"generate_peak\": "), jget(h, "\"grpo\"", "\"generate_peak\": "));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),   cmocka_unit_test(test_zero3),        cmocka_unit_test(test_zero2),
         cmocka_unit_test(test_ddp),     cmocka_unit_test(test_vllm_layouts), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_grad_ckpt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -619,8 +619,8 @@ void report_table(FILE *f, const vc_report *rep)
         snprintf(note, sizeof note, "(%" PRId64 " x %" PRId64 " tokens sampled)", r->grpo.generation_batch, o->new_tokens);
         if (!o->grpo_vllm) { /* with --use-vllm the completions are vLLM's (below) */
             row(f, t, "  generation peak", r->grpo.generate_peak, note);
-            row(f, t, "  KV cache", r->grpo.kv_cache, rep->hf && rep->hf->checkpoint ? "(none: checkpointed)"
-                                                                                    : "(its last decoding step)");
+            /* with --grad-ckpt too: TRL turns checkpointing off around generate() (src/engine/grpo.c) */
+            row(f, t, "  KV cache", r->grpo.kv_cache, "(its last decoding step)");
             if (r->grpo.gathered) /* zero3: GatheredParameters around generate() (src/engine/grpo.c) */
                 row(f, t, "    gathered weights", r->grpo.gathered, "(GatheredParameters)");
         }

@@ -113,10 +113,9 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "
                             "Qwen3NextDynamicCache: only " OV("cache", "dynamic"));
-    /* --loss grpo with --grad-ckpt: TRL generates with the model in training mode, where transformers'
-     * GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for each decoder
-     * layer: the cache is never written, every step runs its own tokens alone (src/engine/grpo.c) */
-    g->nocache = !g->profile && m->loss == VC_LOSS_GRPO && m->hf.checkpoint;
+    /* --loss grpo with --grad-ckpt: TRL's unwrap_model_for_generation turns gradient checkpointing off around
+     * generate() (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771), so the decoder layers keep
+     * past_key_values and the cache grows as without it (src/engine/grpo.c) */
     if (!g->profile) {
         g->prompt = b->o.prompt + g->image_tokens; /* the processor's input_ids: the image tokens and the text */
         g->steps = b->o.new_tokens;
@@ -312,7 +311,7 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode)
 static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;
-    if (!g->on || b->st || g->nocache) return false;
+    if (!g->on || b->st) return false;
     /* a vision tower's attention ("Images" below: Gemma 3's SiglipAttention, a non-causal RotaryAttention) is
      * run by the prefill alone and takes no past_key_values */
     if (b->cur_inst >= 0 && (size_t)b->cur_inst >= g->tower_first && (size_t)b->cur_inst < g->tower_end) return false;

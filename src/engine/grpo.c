@@ -33,10 +33,13 @@
  *     coef_2 = clamp, * advantages (fp32: type promotion), minimum, neg, (beta) + beta * kl, * mask, sum,
  *     / num_items_in_batch.clamp(min=1.0). The logging metrics after it ([B, C] bools and fp32 products made and
  *     freed while the saved activations alone are alive) are not counted.
- * With --grad-ckpt (GRPOConfig's default gradient_checkpointing=True) the model generates in training mode,
- * where transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for
- * each decoder layer: generate.c writes no cache for such a plan (vc_gen.nocache); the policy's forward here is
- * checkpointed per decoder layer, the reference's not (disable_gradient_checkpointing: no_regions).
+ * With --grad-ckpt (GRPOConfig's default gradient_checkpointing=True) the model is in training mode, but
+ * unwrap_model_for_generation turns checkpointing off around generate() and back on after it
+ * (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771 l.133-136, 151-152; since PR #3882, v0.22.0):
+ * transformers' GradientCheckpointingLayer.__call__ keeps past_key_values, so 1. is the same generate plan with
+ * its DynamicCache as without checkpointing (before v0.22.0 the cache went unwritten: not modelled, no TRL release
+ * option). The policy's forward here is checkpointed per decoder layer, the reference's not
+ * (disable_gradient_checkpointing, PR #4636: no_regions).
  * --accumulate N (gradient_accumulation_steps; steps_per_generation left None, so GRPOConfig.__post_init__ sets it
  * to N and generation_batch_size = per_device_train_batch_size x N on one process): GRPOTrainer._prepare_inputs
  * generates every steps_per_generation x num_iterations micro-steps, once for the N micro-steps of an optimizer step

@@ -277,7 +277,6 @@ typedef struct {
     int enc_val, ids_inst;
     int32_t enc_t;
     int64_t enc_len;
-    bool nocache;             /* --loss grpo with --grad-ckpt: the layers run without the cache (generate.c) */
     /* a config.json run with --image (generate.c "Images"): the image tokens of the prompt, and the
      * tower's instances [tower_first, tower_end), run in the prefill only; 0 none */
     int64_t image_tokens;

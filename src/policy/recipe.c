@@ -148,7 +148,7 @@ static const vc_recipe_row recipes[] = {
      * max_completion_length 512, beta 0.0 (no reference model), loss_type "dapo", use_vllm False (the
      * transformers generate() path), steps_per_generation = gradient_accumulation_steps 1 (an --accumulate N given
      * with the preset is gradient_accumulation_steps, and steps_per_generation follows it), optim adamw_torch,
-     * gradient_checkpointing True (GRPOConfig's own default: the generation then without the cache);
+     * gradient_checkpointing True (GRPOConfig's own default; off around generate(), its cache kept: grpo.c);
      * bf16 True, GRPOConfig's own default too: see not_applied. */
     {"trl:grpo", "huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/grpo_config.py",
      "any Hugging Face causal LM",

@@ -13,7 +13,8 @@ mask_truncated_completions False); beta is the caller's (GRPOConfig's default 0.
       (get_train_dataloader: batch_size = _train_batch_size * steps_per_generation; RepeatSampler
       repeat_count = num_iterations * steps_per_generation) and micro-step k trains on _buffered_inputs[k % N];
   _generate_single_turn (the regular transformers path): left-padded prompt ids and attention mask,
-      unwrap_model_for_generation + torch.no_grad(): unwrapped_model.generate(..., generation_config) with
+      unwrap_model_for_generation (gradient checkpointing off around it: trl/models/utils.py
+      _unwrap_model_for_generation, since TRL PR #3882, v0.22.0) + torch.no_grad(): unwrapped_model.generate(...) with
       GenerationConfig(max_new_tokens=max_completion_length, do_sample=True, ...) -- no logits processor at these
       defaults, so transformers' _sample takes probs = softmax(next_token_scores) and torch.multinomial(probs, 1);
       then the eos mask (is_eos, eos_idx, sequence_indices, completion_mask);
@@ -71,14 +72,13 @@ class GRPO:
         cache_position = torch.arange(P, dtype=torch.int64)
         unfinished = torch.ones(B, dtype=torch.long)
         pad = torch.tensor(0, dtype=torch.long)
-        # the model is in training mode here (Trainer.training_step calls model.train() before _prepare_inputs):
-        # with gradient checkpointing, transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py) sets
-        # past_key_values=None for every decoder layer, so the cache is never written and each step's tokens
-        # attend to themselves alone (reference.py's layers then run through its checkpoint, under no_grad)
-        nocache = model.gradient_checkpointing and model.training
+        # the model is in training mode here (Trainer.training_step calls model.train() before _prepare_inputs), but
+        # unwrap_model_for_generation has turned gradient checkpointing off (_generate_single_turn below), so
+        # transformers' GradientCheckpointingLayer.__call__ keeps past_key_values and the DynamicCache grows
+        assert not model.gradient_checkpointing, "unwrap_model_for_generation turns checkpointing off"
         for _ in range(C):
             cur = input_ids[:, -cache_position.shape[0]:]
-            _, logits = model(cur, past_key_values=None if nocache else cache, cache_position=cache_position,
+            _, logits = model(cur, past_key_values=cache, cache_position=cache_position,
                               attention_mask=attention_mask, logits_to_keep=1)
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones((B, 1))], dim=-1)
             cache_position = cache_position[-1:] + 1
@@ -97,7 +97,10 @@ class GRPO:
         # pad(..., padding_side="left") of equal-length prompts, then super()._prepare_inputs (to the device)
         padded_ids = torch.tensor(prompt_ids, dtype=torch.int64)
         attention_mask = torch.ones_like(padded_ids)
-        with torch.no_grad():
+        # unwrap_model_for_generation (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771, l.133-136 and
+        # 151-152): is_gradient_checkpointing -> gradient_checkpointing_disable() before the yield,
+        # gradient_checkpointing_enable() after it; then torch.no_grad() around generate()
+        with no_checkpointing(self.model), torch.no_grad():
             prompt_completion_ids = self._sample(padded_ids, attention_mask)
         prompt_length = padded_ids.size(1)
         completion_ids = prompt_completion_ids[:, prompt_length:]

@@ -895,9 +895,9 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
                         ckpt=False, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
                         num_generations=g, held_out=(i % 3 == 2)))
-    # --loss grpo with gradient checkpointing (GRPOConfig's default): the generation in training mode without
-    # the cache (GradientCheckpointingLayer drops past_key_values), the policy's forward checkpointed per
-    # decoder layer, the reference's not. Every third held out.
+    # --loss grpo with gradient checkpointing (GRPOConfig's default): the generation with its cache (trl's
+    # _unwrap_model_for_generation turns checkpointing off around generate()), the policy's forward checkpointed
+    # per decoder layer, the reference's not. Every third held out.
     grpo_ckpt = [
         ("llama_small", 4, 16, 16, "adamw", "fp32", 0, 0.0, 2),
         ("llama_small", 8, 32, 32, "adamw", "bf16", 8, 0.0, 4),
