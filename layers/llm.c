@@ -36,6 +36,7 @@ typedef struct {
     int64_t bidir; /* ModernBERT's local_attention: the model's masks made first (bidir_masks), 0 none */
     int64_t smask; /* the layers' sdpa sliding window: the sliding mask made here under checkpointing, 0 none */
     bool smask_4x; /* ... transformers 4.46-4.52's float one (sliding_mask_4x) */
+    bool f32;      /* Olmo2RotaryEmbedding: `return cos, sin` without .to(x.dtype): float32 whatever the model's dtype */
 } rope_cfg;
 
 static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
@@ -49,8 +50,10 @@ static int rope_parse(vc_args *a, void *p)
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
         vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
         vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) ||
-        vc_arg_int(a, "sliding_mask", 0, 0, &c->smask) || vc_arg_bool(a, "sliding_mask_4x", false, &c->smask_4x))
+        vc_arg_int(a, "sliding_mask", 0, 0, &c->smask) || vc_arg_bool(a, "sliding_mask_4x", false, &c->smask_4x) ||
+        vc_arg_bool(a, "f32", false, &c->f32))
         return -1;
+    if (c->f32 && (c->half || c->complex)) return vc_arg_fail(a, "f32", "is Olmo2's cos/sin pair, not \"half\" or \"complex\"");
     if (c->half && c->complex) return vc_arg_fail(a, "complex", "is Llama 4's freqs_cis, not gpt-oss's half cos/sin");
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
     if (c->rotary_dim > c->head_dim)
@@ -139,7 +142,9 @@ static void rope_emit(vc_build *b, const void *p)
     vc_t sc = vc__op_new(b, "mul", vc_n_fixed(2 * L * R), VC_DT_F32); /* cos * attention_scaling, sin * ... */
     vc_release(b, cs);
     vc_t out = sc;
-    if (dt != VC_DT_F32) {
+    /* Olmo2RotaryEmbedding.forward (models/olmo2/modeling_olmo2.py @ 0233e509): cos = emb.cos() *
+     * self.attention_scaling, sin likewise, `return cos, sin`: no cast, float32 in every dtype */
+    if (dt != VC_DT_F32 && !c->f32) {
         out = vc__op_new(b, "_to_copy", vc_n_fixed(2 * L * R), dt);
         vc_release(b, sc);
     }
@@ -289,6 +294,7 @@ typedef struct {
     bool image_mask;
     bool mask_4x; /* the sliding mask is transformers 4.46-4.52's float one (sliding_mask_4x; release.c
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
+    bool rope_f32; /* Olmo2's apply_rotary_pos_emb on float32 cos / sin: float32 products, q_embed.to(q_type) */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", "glm4", NULL};
@@ -313,8 +319,11 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "v_norm", false, &c->v_norm) || vc_arg_bool(a, "kv_store", false, &c->kv_store) ||
         vc_arg_bool(a, "kv_shared", false, &c->kv_shared) || vc_arg_bool(a, "kv_last", false, &c->kv_last) ||
         vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask) ||
-        vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x))
+        vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32))
         return -1;
+    if (c->rope_f32 && (c->rope_style || c->falcon || c->kv_shared || c->R != c->D))
+        return vc_arg_fail(a, "rope_f32", "is Olmo2Attention's: llama's rotation of the whole head (rotary_dim = head_dim), "
+                           "separate q, k, v, no kv sharing");
     if (c->image_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared))
         return vc_arg_fail(a, "image_mask", "is Gemma 3's causal sdpa attention with images (\"causal\", no \"eager\", "
                            "\"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\" or kv sharing)");
@@ -433,11 +442,11 @@ static vc_t rope_apply_half(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t
  * Partial rotary (modeling_gpt_neox.py / modeling_phi3.py
  * apply_rotary_pos_emb): q_rot = q[..., :R], q_pass = q[..., R:], the above
  * on q_rot, then cat((q_embed, q_pass), dim=-1). */
-static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R)
+static vc_t rope_apply_dt(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R, vc_dtype pdt)
 {
     vc_numel rot = vc_n_sample(heads * L * R), half = vc_n_sample(heads * L * R / 2);
     vc_t xr = R < D ? vc__op_select(b, x, rot, false) : x;
-    vc_t a = vc__op_mul_dt(b, xr, cs, rot, vc_dt_of(b, x));
+    vc_t a = vc__op_mul_dt(b, xr, cs, rot, pdt);
     vc_t x2 = vc__op_select(b, xr, half, false);
     vc_t x1 = vc__op_select(b, xr, half, false);
     vc_t nx2 = vc__op_unary(b, "neg", x2, VC_SAVE_NONE, false);
@@ -446,7 +455,7 @@ static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, i
     vc_op_grad(o, vc_op_in(o, x1), VC_GRAD_PASS);
     vc_t rh = vc_op_out(o, rot, vc_dt_of(b, x));
     vc_op_end(o);
-    vc_t c = vc__op_mul_dt(b, rh, cs, rot, vc_dt_of(b, x));
+    vc_t c = vc__op_mul_dt(b, rh, cs, rot, pdt);
     vc_t e = vc__op_add(b, a, c, rot, false);
     if (R == D) return e;
     vc_t pass = vc__op_select(b, x, vc_n_sample(heads * L * (D - R)), false);
@@ -456,6 +465,12 @@ static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, i
     vc_t y = vc_op_out(o, vc_n_sample(heads * L * D), vc_dt_of(b, x));
     vc_op_end(o);
     return y;
+}
+
+/* The products in x's dtype (cos / sin cast to it by the rotary embedding). */
+static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R)
+{
+    return rope_apply_dt(b, x, cs, heads, L, D, R, vc_dt_of(b, x));
 }
 
 vc_t vc__hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant) { return hf_rmsnorm(b, x, w, rows, variant); }
@@ -1266,6 +1281,21 @@ static void ra_emit(vc_build *b, const void *p)
         vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
         q = rope_apply_half(b, q, cs, H, L, D);
         k = rope_apply_half(b, k, cs, KV, L, D);
+        if (locals) {
+            vc_release(b, q0);
+            vc_release(b, k0);
+        }
+    } else if (c->R > 0 && c->rope_f32) {
+        /* Olmo2's apply_rotary_pos_emb (models/olmo2/modeling_olmo2.py @ 0233e509): q_type, k_type = q.dtype,
+         * k.dtype; q_embed = (q * cos) + (rotate_half(q) * sin) with Olmo2RotaryEmbedding's float32 cos / sin:
+         * float32 products and sum (type promotion), k_embed likewise; `return q_embed.to(q_type),
+         * k_embed.to(k_type)`: both float32 sums alive until it returns, each cast a new tensor (none in float32) */
+        vc_t q0 = q, k0 = k;
+        vc_t qe = rope_apply_dt(b, q, cs, H, L, D, c->R, VC_DT_F32);
+        vc_t ke = rope_apply_dt(b, k, cs, KV, L, D, c->R, VC_DT_F32);
+        q = vc__op_cast(b, qe, vc_dt_of(b, q0));
+        k = vc__op_cast(b, ke, vc_dt_of(b, k0));
+        if (q != qe) vc_release(b, qe);
         if (locals) {
             vc_release(b, q0);
             vc_release(b, k0);

@@ -292,12 +292,15 @@ const hf_family vc__hf_families[] = {
               [K_EMB_MULT] = DEF("embedding_multiplier", 1.0), [K_RESID_MULT] = DEF("residual_multiplier", 1.0),
               [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0)},
      LLAMA_BLOCK, .mup = true},
-    /* Olmo2Config: RMSNorm after attention and after the MLP, none before;
-     * q_norm / k_norm over the whole q / k projection (modular_olmo2.py) */
+    /* Olmo2Config and Olmo2ForCausalLM (models/olmo2/modeling_olmo2.py @ 0233e509): RMSNorm after attention and
+     * after the MLP, none before (Olmo2DecoderLayer); q_norm / k_norm over the whole q / k projection
+     * (Olmo2Attention); Olmo2RMSNorm's (self.weight * hidden_states).to(input_dtype) with hidden_states float32
+     * (Olmo3RMSNorm's); Olmo2RotaryEmbedding.forward's `return cos, sin` (float32, no .to(x.dtype)), so
+     * apply_rotary_pos_emb's q * cos, rotate_half(q) * sin and their sum are float32, then q_embed.to(q_type) */
     {.model_type = "olmo2", .config_class = "Olmo2Config",
      .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
-     LLAMA_BLOCK, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE},
+     LLAMA_BLOCK, .norm = NORM_RMS_OLMO, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE, .rope_f32 = true},
     /* GPTBigCodeConfig: GPT-2's block with multi-query attention (c_attn
      * [H, H + 2 head_dim]) and nn.Linear projections */
     {.model_type = "gpt_bigcode", .config_class = "GPTBigCodeConfig",

@@ -199,6 +199,10 @@ typedef struct {
      * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */
     bool interleaved_rope;
     bool final_ln; /* the model's final norm is an nn.LayerNorm (weight and bias) whatever the layers' (phimoe) */
+    /* issue 31 (olmo2): the rotary embedding returns float32 cos / sin (Olmo2RotaryEmbedding: no .to(x.dtype)) and
+     * apply_rotary_pos_emb's products are float32, cast back with .to(q_type) (RotaryEmbedding f32, RotaryAttention
+     * rope_f32) */
+    bool rope_f32;
 } hf_family;
 
 enum {

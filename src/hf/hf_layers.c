@@ -169,6 +169,9 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->f->qk_norm && a->f->norm == NORM_RMS_OLMO) str(w, o, "qk_norm_variant", "olmo"); /* Olmo3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
     if (a->f->interleaved_rope && rope) str(w, o, "rope_style", "glm4"); /* Glm4's apply_rotary_pos_emb */
+    /* Olmo2's float32 products, .to(q_type); not under vLLM, whose Olmo2Attention rotates with its own get_rope
+     * (vllm/model_executor/models/olmo2.py @ 028aedf6) */
+    if (a->f->rope_f32 && rope && !a->vllm) flag(w, o, "rope_f32", true);
     if (window > 0) num(w, o, "sliding_window", (double)window);
     if (window > 0 && a->mask_4x) flag(w, o, "sliding_mask_4x", true); /* release.c VC_TF_SLIDING_FLOAT_MASK */
     if (a->eager) flag(w, o, "eager", true);
@@ -1050,6 +1053,7 @@ static void build_layers(wr *w, const arch *a)
         num(w, o, "head_dim", (double)a->D);
         num(w, o, "rotary_dim", (double)a->R);
         if (a->f->half_rope) flag(w, o, "half", true); /* GptOssRotaryEmbedding: emb = freqs, no cat */
+        if (a->f->rope_f32 && !a->vllm) flag(w, o, "f32", true); /* Olmo2RotaryEmbedding: `return cos, sin`, float32 */
         if (a->f->moe == MOE_LLAMA4 || a->f->ds_v2) flag(w, o, "complex", true); /* freqs_cis (DeepseekV2RotaryEmbedding too) */ /* Llama4TextRotaryEmbedding: freqs_cis */
         /* the sdpa sliding layers' mask, made by the model's forward before its layers (layers/llm.c rope_emit):
          * not under eager, sinks, chunked attention or Gemma 3's image masks (their own mask paths) */

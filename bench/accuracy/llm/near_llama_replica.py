@@ -239,6 +239,67 @@ class Olmo3DecoderLayer(nn.Module):
 
 
 # --------------------------------------------------------------------------
+# OLMo 2: models/olmo2/modeling_olmo2.py @ 0233e509 (huggingface/transformers)
+# --------------------------------------------------------------------------
+
+class Olmo2RMSNorm(Olmo3RMSNorm):
+    """Olmo2RMSNorm.forward: hidden_states.to(torch.float32), * rsqrt(variance + eps), then
+    (self.weight * hidden_states).to(input_dtype): the product in float32, as Olmo3RMSNorm (the same statements)."""
+
+
+class Olmo2RotaryEmbedding(nn.Module):
+    """Olmo2RotaryEmbedding.forward (@torch.no_grad, autocast off): inv_freq_expanded @ position_ids.float(),
+    cat((freqs, freqs)), emb.cos() * attention_scaling, emb.sin() * attention_scaling, then `return cos, sin`:
+    float32 whatever x's dtype (unlike LlamaRotaryEmbedding's cos.to(dtype=x.dtype))."""
+
+    def __init__(self, cfg, head_dim):
+        super().__init__()
+        inv_freq, self.attention_scaling = R.rope_inv_freq(cfg, head_dim)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    @torch.no_grad()
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1).to(x.device)
+        position_ids_expanded = position_ids[:, None, :].float()
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos() * self.attention_scaling
+        sin = emb.sin() * self.attention_scaling
+        return cos, sin
+
+
+class Olmo2Attention(Olmo3Attention):
+    """Olmo2Attention.__init__ / forward: Olmo3Attention's statements (q_norm / k_norm Olmo2RMSNorms over the
+    whole projections, before the view; apply_rotary_pos_emb with q_type / k_type and q_embed.to(q_type): with
+    Olmo2RotaryEmbedding's float32 cos / sin the products and sums are float32, cast back to q's dtype), no
+    sliding window (Olmo2Config has no layer_types)."""
+
+
+class Olmo2DecoderLayer(nn.Module):
+    """Olmo2DecoderLayer.forward: self_attn, post_attention_layernorm, + residual; mlp (Olmo2MLP: LlamaMLP's ops
+    without bias), post_feedforward_layernorm, + residual (no norm before the sublayers)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = Olmo2Attention(cfg, layer_idx, attn_impl)
+        self.mlp = R.GatedMLP(cfg, cfg.hidden_act)
+        self.post_attention_layernorm = Olmo2RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_feedforward_layernorm = Olmo2RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
+                cache_len=0, last_cache_position=0):
+        residual = hidden_states
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_feedforward_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
+# --------------------------------------------------------------------------
 # StarCoder2: models/starcoder2/modeling_starcoder2.py @ 73faa33f (the shared rotary_emb of Starcoder2Model),
 # masks as masking_utils makes them (@ 00d4b3d2: create_sliding_window_causal_mask when sliding_window is set)
 # --------------------------------------------------------------------------
@@ -332,6 +393,8 @@ def layer_and_norm(model_type, cfg=None):
         return Glm4DecoderLayer, R.LlamaRMSNorm  # Glm4Model.norm: Glm4RMSNorm
     if model_type == "olmo3":
         return Olmo3DecoderLayer, Olmo3RMSNorm  # Olmo3Model.norm: Olmo3RMSNorm
+    if model_type == "olmo2":
+        return Olmo2DecoderLayer, Olmo2RMSNorm  # Olmo2Model.norm: Olmo2RMSNorm
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -346,4 +409,4 @@ def layer_types(cfg):
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2")

@@ -718,7 +718,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
-                     "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "minimax_m2", "phimoe",
+                     "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
                      "granitemoe", "granitemoeshared"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
@@ -754,7 +754,7 @@ class CausalLM(nn.Module):
         elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
-        elif t in ("glm4", "olmo3", "starcoder2"):  # near_llama_replica.py (issue 31)
+        elif t in ("glm4", "olmo3", "starcoder2", "olmo2"):  # near_llama_replica.py (issue 31)
             import near_llama_replica
             Layer, Norm = near_llama_replica.layer_and_norm(t, cfg)
         else:
@@ -772,6 +772,9 @@ class CausalLM(nn.Module):
             import deltanet_replica
             self.rotary_emb = deltanet_replica.Qwen3_5TextRotaryEmbedding(cfg, head_dim)
             self.visual = deltanet_replica.Qwen3_5VisionModel(cfg.d.get("vision_config") or {})
+        elif t == "olmo2":  # Olmo2RotaryEmbedding: float32 cos / sin (near_llama_replica.py)
+            import near_llama_replica
+            self.rotary_emb = near_llama_replica.Olmo2RotaryEmbedding(cfg, head_dim)
         elif t == "deepseek_v2":  # DeepseekV2RotaryEmbedding: complex64 freqs_cis (mla_replica.py)
             import mla_replica
             self.rotary_emb = mla_replica.DeepseekV2RotaryEmbedding(cfg, head_dim)

@@ -1517,6 +1517,32 @@ def cases():
     for i, (b, pr, m, p) in enumerate(((2, 96, 16, "fp32"), (1, 64, 32, "bf16"), (3, 128, 8, "fp32"))):
         out.append(dict(config="configs/umt5_small.json", mode="generate", batch=b, prompt=pr, new_tokens=m, precision=p,
                         held_out=(i == 2)))
+    # issue 31: OLMo 2 (olmo2_small, near_llama_replica.py, modeling_olmo2.py @ 0233e509): Olmo2RMSNorm's float32
+    # weight * x before the cast, Olmo2RotaryEmbedding's float32 cos / sin (apply_rotary_pos_emb's products float32,
+    # .to(q_type)), norms after the sublayers, whole-projection q/k norms; olmo3_small's shapes without sliding
+    # layers. bf16 and fp32 training (full, LoRA on q_proj / v_proj, checkpointed), --mode infer, generate.
+    o2 = [
+        ("train", 2, 96, "adamw", "bf16", False, 0),
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 1, 128, "sgd", "bf16", True, 8),
+        ("train", 4, 48, "adamw", "bf16", False, 8),
+        ("train", 2, 80, "adamw", "bf16", True, 0),
+        ("infer", 2, 128, None, "bf16", False, 0),
+        ("infer", 1, 256, None, "fp32", False, 0),
+        ("generate", 2, 64, 16, "fp32", False, 0),
+        ("generate", 1, 128, 8, "bf16", False, 0),
+        ("generate", 4, 24, 16, "bf16", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(o2):
+        if mode == "train":
+            out.append(dict(config="configs/olmo2_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+        elif mode == "infer":
+            out.append(dict(config="configs/olmo2_small.json", mode=mode, batch=b, seq=s, precision=p,
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/olmo2_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, held_out=(i % 3 == 2)))
     return out
 
 
