@@ -788,11 +788,12 @@ const hf_family vc__hf_families[] = {
               [K_MOE_INTER] = DEF("intermediate_size", 1536), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_MINIMAX, .qk_norm = QK_WHOLE, .experts_fixed = true, .lora_targets = NULL},
     /* PhimoeConfig (configuration_phimoe.py @ 23925e16: the class defaults are Phi-3.5-MoE's sizes; lm_head_bias,
-     * input_jitter_noise and router_jitter_noise: hf_phimoe.c); transformers 5's modeling_phimoe.py @ 4a435530:
-     * PhimoeDecoderLayer with PhimoeRMSNorm input / post-attention norms (weight only: the checkpoint's LayerNorm biases
-     * are not loaded), PhimoeAttention (LlamaAttention's: q/k/v/o with attention_bias, head_dim getattr(config,
-     * "head_dim", hidden / heads)), PhimoeSparseMoeBlock on every layer (SparseMoE style phimoe: sparsemixer, stacked
-     * experts of intermediate_size); PhimoeModel.norm an nn.LayerNorm; sliding_window as Mixtral's (None: none).
+     * input_jitter_noise and router_jitter_noise: hf_phimoe.c); transformers 5's modeling_phimoe.py @ 0233e509:
+     * PhimoeDecoderLayer with nn.LayerNorm input / post-attention norms (elementwise_affine, weight and bias, eps
+     * rms_norm_eps: "Phimoe uses nn.LayerNorm"; the earlier 4a435530 inherited MixtralDecoderLayer's RMSNorms),
+     * PhimoeAttention (LlamaAttention's: q/k/v/o with attention_bias, head_dim getattr(config, "head_dim",
+     * hidden / heads)), PhimoeSparseMoeBlock on every layer (SparseMoE style phimoe: sparsemixer, stacked experts of
+     * intermediate_size); PhimoeModel.norm an nn.LayerNorm; sliding_window as Mixtral's (None: none).
      * PEFT's mapping has no phimoe: --lora-targets. */
     {.model_type = "phimoe", .config_class = "PhimoeConfig",
      .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32064), [K_HIDDEN] = DEF("hidden_size", 4096),
@@ -804,7 +805,7 @@ const hf_family vc__hf_families[] = {
               [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
               [K_EXPERTS] = DEF("num_local_experts", 16), [K_TOPK] = DEF("num_experts_per_tok", 2),
               [K_MOE_INTER] = DEF("intermediate_size", 6400)},
-     LLAMA_BLOCK, .moe = MOE_PHIMOE, .final_ln = true, .lora_targets = NULL},
+     LLAMA_BLOCK, .norm = NORM_LAYER, .moe = MOE_PHIMOE, .lora_targets = NULL},
     /* GraniteMoeConfig (Granite 3.x MoE): granite's muP multipliers (embedding_multiplier, residual_multiplier,
      * logits_scaling; attention_multiplier the softmax scale, no tensor) on GraniteMoeDecoderLayer (modular_granitemoe.py
      * @ 94cb76e8: LlamaAttention, GraniteMoeRMSNorm, block_sparse_moe a GraniteMoeMoE on every layer: JetMoe's top-k

@@ -198,7 +198,6 @@ typedef struct {
     /* issue 31 (glm4): Glm4's apply_rotary_pos_emb: cos / sin[..., :rotary_dim / 2].repeat_interleave(2) and
      * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */
     bool interleaved_rope;
-    bool final_ln; /* the model's final norm is an nn.LayerNorm (weight and bias) whatever the layers' (phimoe) */
 } hf_family;
 
 enum {

@@ -447,6 +447,8 @@ class DecoderLayer(nn.Module):
         t = cfg.model_type
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
+        if t == "phimoe":  # PhimoeDecoderLayer (modeling_phimoe.py @ 0233e509): "Phimoe uses nn.LayerNorm"
+            Norm = vctorch._LayerNorm2x
         if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
         self.residual_multiplier = cfg.d.get("residual_multiplier", 1.0) if t in ("granitemoe", "granitemoeshared") else None
@@ -473,8 +475,9 @@ class DecoderLayer(nn.Module):
             if t == "granitemoeshared" and cfg.d.get("shared_intermediate_size", 0):  # GraniteMoeSharedDecoderLayer
                 self.shared_mlp = granitemoe_replica.GraniteMoeSharedMLP(cfg, act_fn(cfg.hidden_act))
         elif t == "phimoe":
-            # PhimoeDecoderLayer (transformers 5): LlamaAttention with attention_bias, PhimoeRMSNorm, the sparsemixer
-            # block over stacked experts (phimoe_replica.py)
+            # PhimoeDecoderLayer (transformers 5, modeling_phimoe.py @ 0233e509): LlamaAttention with attention_bias,
+            # nn.LayerNorm input / post-attention norms (eps rms_norm_eps), the sparsemixer block over stacked
+            # experts (phimoe_replica.py)
             import phimoe_replica
             if cfg.d.get("_experts_implementation") != "grouped_mm":
                 raise ValueError("phimoe is replicated with transformers 5's experts: --experts grouped_mm")

@@ -1406,10 +1406,10 @@ def cases():
         else:
             out.append(dict(config="configs/minimax_m2_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
-    # Phi-3.5-MoE (issue 31) as transformers 5 runs it (phimoe_replica.py, modeling_phimoe.py @ 4a435530): phimoe_small,
+    # Phi-3.5-MoE (issue 31) as transformers 5 runs it (phimoe_replica.py, modeling_phimoe.py @ 0233e509): phimoe_small,
     # 16 experts, sparsemixer's two picks (Gumbel sampling, PhimoeMultiplier's saved gates in training), the input
-    # jitter of the block and the router (input_jitter_noise 0.01), biased q/k/v/o and lm_head, PhimoeRMSNorm layers
-    # and a final nn.LayerNorm. Train (full, --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
+    # jitter of the block and the router (input_jitter_noise 0.01), biased q/k/v/o and lm_head, nn.LayerNorm layer
+    # norms and final norm. Train (full, --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
     pm = [
         ("train", 2, 64, "adamw", "fp32", False, 0),
         ("train", 2, 64, "sgd", "bf16", False, 0),
