@@ -854,7 +854,7 @@ const hf_family vc__hf_families[] = {
      * LlamaDecoderLayer's OlmoeRMSNorms, OlmoeAttention (q/k/v/o with attention_bias, q_norm = OlmoeRMSNorm(hidden_size)
      * and k_norm = OlmoeRMSNorm(head_dim x kv heads) over the whole projections before the view), OlmoeSparseMoeBlock
      * on every layer: OlmoeTopKRouter (Qwen3MoeTopKRouter's code: float32 softmax, top-k, norm_topk_prob) and
-     * OlmoeExperts stacked under @use_experts_implementation (SparseMoE style qwen2 without a shared expert);
+     * OlmoeExperts stacked under @use_experts_implementation (SparseMoE style qwen2_moe without a shared expert);
      * no sliding window. PEFT's mapping has no olmoe: --lora-targets. */
     {.model_type = "olmoe", .config_class = "OlmoeConfig",
      .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 50304), [K_HIDDEN] = DEF("hidden_size", 2048),

@@ -1,7 +1,7 @@
 /*
  * hf_olmoe.c — OLMoE (model_type "olmoe", issue 31): the keys of OlmoeConfig the family row of src/hf/hf.c does not
  * read, checked against what OlmoeForCausalLM builds. The layers are the row's (LlamaDecoderLayer's template with
- * OlmoeRMSNorm, q_norm / k_norm over the whole projections, the SparseMoE style qwen2 without a shared expert).
+ * OlmoeRMSNorm, q_norm / k_norm over the whole projections, the SparseMoE style qwen2_moe without a shared expert).
  *
  * Sources:
  *  - huggingface/transformers models/olmoe/configuration_olmoe.py @ 008e574391258935f3ecc3035c882e73bbcac419:
