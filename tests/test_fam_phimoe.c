@@ -2,7 +2,7 @@
  * test_fam_phimoe.c — Phi-3.5-MoE (model_type "phimoe", issue 31): the family row of src/hf/hf.c, the keys of
  * src/hf/hf_phimoe.c and the SparseMoE style phimoe of layers/llm.c (sparsemixer).
  *
- * Sources: huggingface/transformers models/phimoe/modeling_phimoe.py @ 4a435530 (transformers 5) and
+ * Sources: huggingface/transformers models/phimoe/modeling_phimoe.py @ 0233e509 (transformers 5) and
  * configuration_phimoe.py @ 23925e16 (the files' headers cite them).
  *
  * tests/data/hf/phi-3.5-moe-instruct.json: microsoft/Phi-3.5-MoE-instruct's config.json written from PhimoeConfig's
@@ -65,46 +65,50 @@ static int emitted(const char *js, const char *needle)
              "\"lm_head_bias\":true"
 #define TINY BASE ",\"num_key_value_heads\":2,\"num_local_experts\":8"
 
-/* PhimoeForCausalLM's named_parameters() (transformers 5, modeling_phimoe.py @ 4a435530), by hand: embed_tokens
+/* PhimoeForCausalLM's named_parameters() (transformers 5, modeling_phimoe.py @ 0233e509), by hand: embed_tokens
  * 32064 x 4096 = 131,334,144, lm_head 131,334,144 + its bias 32,064, model.norm (nn.LayerNorm) 8,192; a layer:
  * q_proj and o_proj 2 x (4096 x 4096 + 4096) = 33,562,624, k_proj and v_proj 2 x (4096 x 1024 + 1024) = 8,390,656,
  * mlp.router.weight 16 x 4096 = 65,536, mlp.experts.gate_up_proj [16, 12800, 4096] 838,860,800 and down_proj
- * [16, 4096, 6400] 419,430,400, input_layernorm and post_attention_layernorm (PhimoeRMSNorm) 8,192: 1,300,318,208;
- * x 32 = 41,610,182,656. Total 41,872,891,200: the published 41.9B ("16x3.8B", 41.9B total / 6.6B active on the
- * model card). The checkpoint stores the layers' norms as LayerNorms with biases (Phi-3.5-MoE's own
- * modeling_phimoe.py, vLLM's PhiMoEDecoderLayer): 32 x 2 x 4,096 = 262,144 more stored values (41,873,153,344),
- * which transformers 5's PhimoeRMSNorm does not load. */
+ * [16, 4096, 6400] 419,430,400, input_layernorm and post_attention_layernorm (nn.LayerNorm, weight and bias)
+ * 16,384: 1,300,326,400; x 32 = 41,610,444,800. Total 41,873,153,344: the published 41.9B ("16x3.8B", 41.9B total /
+ * 6.6B active on the model card), and every value the checkpoint stores (its layer norms are LayerNorms with biases,
+ * as Phi-3.5-MoE's own modeling_phimoe.py and vLLM's PhiMoEDecoderLayer build them; transformers' 4a435530 built
+ * weight-only RMSNorms and left out 32 x 2 x 4,096 = 262,144 of them). */
 static void test_counts(void **state)
 {
     (void)state;
     vc_model *m = NULL;
     vc_error err;
     if (vc_model_load_file_hf(HF "phi-3.5-moe-instruct.json", NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(vc_model_parameters(m), INT64_C(41872891200));
+    assert_int_equal(vc_model_parameters(m), INT64_C(41873153344));
     assert_true(vc_model_parameters(m) >= INT64_C(41850000000) && vc_model_parameters(m) < INT64_C(41950000000));
     vc_model_free(m);
     /* the tiny one: embeddings 64,000, lm_head 64,000 + 1,000, final LayerNorm 128; a layer: q 4,096 + 64, k 2,048 + 32,
-     * v 2,048 + 32, o 4,096 + 64, norms 128, router 512, experts 8 x (64 x 64 + 64 x 32) = 49,152: 62,272; x 2 */
-    assert_int_equal(count_of(TINY "}"), 64000 + 65000 + 128 + 2 * 62272);
+     * v 2,048 + 32, o 4,096 + 64, two LayerNorms 2 x (64 + 64), router 512, experts 8 x (64 x 64 + 64 x 32) = 49,152:
+     * 62,400; x 2 */
+    assert_int_equal(count_of(TINY "}"), 64000 + 65000 + 128 + 2 * 62400);
     /* without the biases (PhimoeConfig's defaults: attention_bias and lm_head_bias false) */
     assert_int_equal(count_of("{\"model_type\":\"phimoe\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":32,"
                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
                               "\"num_local_experts\":8,\"max_position_embeddings\":4096}"),
-                     64000 + 65000 + 128 + 2 * 62272 - 1000 - 2 * 192);
+                     64000 + 65000 + 128 + 2 * 62400 - 1000 - 2 * 192);
     /* num_key_value_heads null: num_attention_heads (PhimoeConfig.__init__): k_proj and v_proj 2 x (64 x 64 + 64) */
-    assert_int_equal(count_of(BASE ",\"num_key_value_heads\":null,\"num_local_experts\":8}"), 64000 + 65000 + 128 + 2 * (62272 + 2 * (2048 + 32)));
+    assert_int_equal(count_of(BASE ",\"num_key_value_heads\":null,\"num_local_experts\":8}"), 64000 + 65000 + 128 + 2 * (62400 + 2 * (2048 + 32)));
     /* absent: PhimoeConfig's 8, which 4 heads cannot share: exit 2 naming the key */
     vc_model *m8 = NULL;
     assert_int_equal(load_js(BASE ",\"num_local_experts\":8}", &m8, &err), VC_ERR_MODEL);
     assert_string_equal(CLI_PATH(&err), "num_key_value_heads");
     assert_int_equal(emitted(TINY "}", "\"style\":\t\"phimoe\""), 1);
     assert_int_equal(emitted(TINY ",\"input_jitter_noise\":0.01}", "\"input_jitter_noise\":\t0.01"), 1);
-    assert_int_equal(emitted(TINY "}", "\"type\":\t\"LayerNorm\""), 1); /* model.norm alone */
+    /* the layers' input_layernorm and post_attention_layernorm (written once: the two identical layers are one
+     * Sequential with repeat 2) and model.norm are LayerNorms, no RMSNorm */
+    assert_int_equal(emitted(TINY "}", "\"type\":\t\"LayerNorm\""), 2 + 1);
+    assert_int_equal(emitted(TINY "}", "\"type\":\t\"RMSNorm\""), 0);
     /* the checkpoint's longrope form is read and validated */
     assert_int_equal(count_of(TINY ",\"rope_scaling\":{\"type\":\"longrope\",\"short_factor\":[1,1,1,1,1,1,1,1],"
                               "\"long_factor\":[1,1,1,1,1,1,1,1],\"short_mscale\":1.2,\"long_mscale\":1.2,"
                               "\"original_max_position_embeddings\":4096}}"),
-                     64000 + 65000 + 128 + 2 * 62272);
+                     64000 + 65000 + 128 + 2 * 62400);
 }
 
 /* Every bad or inconsistent value of the keys hf_phimoe.c reads exits 2 naming the key. */

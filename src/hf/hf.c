@@ -809,11 +809,12 @@ const hf_family vc__hf_families[] = {
               [K_MOE_INTER] = DEF("intermediate_size", 1536), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_MINIMAX, .qk_norm = QK_WHOLE, .experts_fixed = true, .lora_targets = NULL},
     /* PhimoeConfig (configuration_phimoe.py @ 23925e16: the class defaults are Phi-3.5-MoE's sizes; lm_head_bias,
-     * input_jitter_noise and router_jitter_noise: hf_phimoe.c); transformers 5's modeling_phimoe.py @ 4a435530:
-     * PhimoeDecoderLayer with PhimoeRMSNorm input / post-attention norms (weight only: the checkpoint's LayerNorm biases
-     * are not loaded), PhimoeAttention (LlamaAttention's: q/k/v/o with attention_bias, head_dim getattr(config,
-     * "head_dim", hidden / heads)), PhimoeSparseMoeBlock on every layer (SparseMoE style phimoe: sparsemixer, stacked
-     * experts of intermediate_size); PhimoeModel.norm an nn.LayerNorm; sliding_window as Mixtral's (None: none).
+     * input_jitter_noise and router_jitter_noise: hf_phimoe.c); transformers 5's modeling_phimoe.py @ 0233e509:
+     * PhimoeDecoderLayer with nn.LayerNorm input / post-attention norms (elementwise_affine, weight and bias, eps
+     * rms_norm_eps: "Phimoe uses nn.LayerNorm"; the earlier 4a435530 inherited MixtralDecoderLayer's RMSNorms),
+     * PhimoeAttention (LlamaAttention's: q/k/v/o with attention_bias, head_dim getattr(config, "head_dim",
+     * hidden / heads)), PhimoeSparseMoeBlock on every layer (SparseMoE style phimoe: sparsemixer, stacked experts of
+     * intermediate_size); PhimoeModel.norm an nn.LayerNorm; sliding_window as Mixtral's (None: none).
      * PEFT's mapping has no phimoe: --lora-targets. */
     {.model_type = "phimoe", .config_class = "PhimoeConfig",
      .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32064), [K_HIDDEN] = DEF("hidden_size", 4096),
@@ -825,7 +826,7 @@ const hf_family vc__hf_families[] = {
               [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
               [K_EXPERTS] = DEF("num_local_experts", 16), [K_TOPK] = DEF("num_experts_per_tok", 2),
               [K_MOE_INTER] = DEF("intermediate_size", 6400)},
-     LLAMA_BLOCK, .moe = MOE_PHIMOE, .final_ln = true, .lora_targets = NULL},
+     LLAMA_BLOCK, .norm = NORM_LAYER, .moe = MOE_PHIMOE, .lora_targets = NULL},
     /* GraniteMoeConfig (Granite 3.x MoE): granite's muP multipliers (embedding_multiplier, residual_multiplier,
      * logits_scaling; attention_multiplier the softmax scale, no tensor) on GraniteMoeDecoderLayer (modular_granitemoe.py
      * @ 94cb76e8: LlamaAttention, GraniteMoeRMSNorm, block_sparse_moe a GraniteMoeMoE on every layer: JetMoe's top-k
@@ -869,6 +870,22 @@ const hf_family vc__hf_families[] = {
               [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0), [K_SHARED_INTER] = DEF("shared_intermediate_size", 1024)},
      LLAMA_BLOCK, .block = BLK_GRANITE4, .mup = true, .lora_targets = NULL,
      .experts_fixed = true /* GraniteMoeHybridParallelExperts: the same loop in every release */},
+    /* OlmoeConfig (configuration_olmoe.py @ 008e5743: the class defaults, intermediate_size 2048 the experts' width;
+     * clip_qkv, head_dim, output_router_logits: hf_olmoe.c); OlmoeDecoderLayer (modeling_olmoe.py @ 0233e509):
+     * LlamaDecoderLayer's OlmoeRMSNorms, OlmoeAttention (q/k/v/o with attention_bias, q_norm = OlmoeRMSNorm(hidden_size)
+     * and k_norm = OlmoeRMSNorm(head_dim x kv heads) over the whole projections before the view), OlmoeSparseMoeBlock
+     * on every layer: OlmoeTopKRouter (Qwen3MoeTopKRouter's code: float32 softmax, top-k, norm_topk_prob) and
+     * OlmoeExperts stacked under @use_experts_implementation (SparseMoE style qwen2_moe without a shared expert);
+     * no sliding window. PEFT's mapping has no olmoe: --lora-targets. */
+    {.model_type = "olmoe", .config_class = "OlmoeConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 50304), [K_HIDDEN] = DEF("hidden_size", 2048),
+              [K_LAYERS] = DEF("num_hidden_layers", 16), [K_HEADS] = DEF("num_attention_heads", 16),
+              [K_INTER] = DEF("intermediate_size", 2048), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 4096), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_EXPERTS] = DEF("num_experts", 64),
+              [K_TOPK] = DEF("num_experts_per_tok", 8), [K_MOE_INTER] = DEF("intermediate_size", 2048),
+              [K_NORM_TOPK] = DEF("norm_topk_prob", 0), [K_SPARSE_STEP] = FIXED(1) /* every layer */},
+     LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_WHOLE, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

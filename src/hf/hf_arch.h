@@ -198,7 +198,6 @@ typedef struct {
     /* issue 31 (glm4): Glm4's apply_rotary_pos_emb: cos / sin[..., :rotary_dim / 2].repeat_interleave(2) and
      * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */
     bool interleaved_rope;
-    bool final_ln; /* the model's final norm is an nn.LayerNorm (weight and bias) whatever the layers' (phimoe) */
     /* issue 31 (olmo2): the rotary embedding returns float32 cos / sin (Olmo2RotaryEmbedding: no .to(x.dtype)) and
      * apply_rotary_pos_emb's products are float32, cast back with .to(q_type) (RotaryEmbedding f32, RotaryAttention
      * rope_f32) */
@@ -354,7 +353,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -520,6 +519,10 @@ int vc__hf_minimax_m2_read(rd *r, arch *a);
 /* hf_phimoe.c: PhimoeConfig's keys the row does not read (lm_head_bias, input_jitter_noise, router_jitter_noise,
  * a null num_key_value_heads) and the checks of what PhimoeForCausalLM builds; -1 with r->err naming the key. */
 int vc__hf_phimoe_read(rd *r, arch *a);
+
+/* hf_olmoe.c: OlmoeConfig's keys the row does not read (clip_qkv, a head_dim other than hidden / heads,
+ * output_router_logits) checked against what OlmoeForCausalLM builds; -1 with r->err naming the key. */
+int vc__hf_olmoe_read(rd *r, arch *a);
 
 /* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
 bool vc__hf_modernbert_local(const arch *a, int64_t i);

@@ -106,8 +106,9 @@ static cJSON *layernorm(wr *w, const arch *a, const char *name, const char *in)
     return o;
 }
 
-/* The decoder template's norm: nn.LayerNorm (weight and bias) for a NORM_LAYER row (Starcoder2DecoderLayer's
- * input_layernorm / post_attention_layernorm, Starcoder2Model.norm), else the row's RMSNorm. */
+/* The decoder template's norm: nn.LayerNorm (weight and bias) for a NORM_LAYER row (Starcoder2DecoderLayer's and
+ * PhimoeDecoderLayer's input_layernorm / post_attention_layernorm, Starcoder2Model.norm, PhimoeModel.norm), else
+ * the row's RMSNorm. */
 static cJSON *decoder_norm(wr *w, const arch *a, const char *name, const char *in)
 {
     return a->f->norm == NORM_LAYER ? layernorm(w, a, name, in) : rmsnorm(w, a, name, in);
@@ -1074,8 +1075,7 @@ static void build_layers(wr *w, const arch *a)
         }
     }
     layer_stack(w, a, "model.layers", first);
-    if (a->f->final_ln) layernorm(w, a, "model.norm", NULL); /* PhimoeModel.norm: nn.LayerNorm */
-    else decoder_norm(w, a, "model.norm", NULL);
+    decoder_norm(w, a, "model.norm", NULL);
     lm_head(w, a, "model.embed_tokens", "lm_head");
 }
 

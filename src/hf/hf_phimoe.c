@@ -1,7 +1,7 @@
 /*
  * hf_phimoe.c — Phi-3.5-MoE (model_type "phimoe", issue 31): the keys of PhimoeConfig the family row of
  * src/hf/hf.c does not read, checked against what PhimoeForCausalLM builds. The layers are the row's
- * (LlamaDecoderLayer's template with PhimoeRMSNorm, the SparseMoE style phimoe of layers/llm.c, the final
+ * (LlamaDecoderLayer's template with nn.LayerNorm norms, the SparseMoE style phimoe of layers/llm.c, the final
  * nn.LayerNorm, the biased lm_head).
  *
  * Sources:
@@ -9,7 +9,7 @@
  *    PhimoeConfig.__init__ (num_key_value_heads None -> num_attention_heads, router_jitter_noise 0.01,
  *    input_jitter_noise 0.0, attention_bias and lm_head_bias False by default; rope_scaling's short_mscale /
  *    long_mscale must be numbers);
- *  - models/phimoe/modeling_phimoe.py @ 4a4355307f5fa0bae5560b00f034248b4121eaef (transformers 5):
+ *  - models/phimoe/modeling_phimoe.py @ 0233e509531ace915c8241b4c16c8032a583279c (transformers 5):
  *    sparsemixer (two picks whatever num_experts_per_tok says: torch.concat of two [T, 1] choices; jitter_eps =
  *    router_jitter_noise only sets a threshold, no tensor), PhimoeTopKRouter / PhimoeSparseMoeBlock (the
  *    input_jitter_noise jitter in training), PhimoeForCausalLM (lm_head bias=config.lm_head_bias; the auxiliary

@@ -395,6 +395,9 @@ def layer_and_norm(model_type, cfg=None):
         return Olmo3DecoderLayer, Olmo3RMSNorm  # Olmo3Model.norm: Olmo3RMSNorm
     if model_type == "olmo2":
         return Olmo2DecoderLayer, Olmo2RMSNorm  # Olmo2Model.norm: Olmo2RMSNorm
+    if model_type == "olmoe":  # olmoe_replica.py; OlmoeModel.norm: OlmoeRMSNorm (LlamaRMSNorm's code)
+        import olmoe_replica
+        return olmoe_replica.OlmoeDecoderLayer, R.LlamaRMSNorm
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -409,4 +412,4 @@ def layer_types(cfg):
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe")

@@ -1,8 +1,10 @@
 """Phi-3.5-MoE (model_type phimoe) as transformers 5 runs it, for the harness (reference.py builds its MoE
-block from here; its attention is reference.Attention with attention_bias on q/k/v/o, its decoder norms
-reference.LlamaRMSNorm, the final norm an nn.LayerNorm and the lm_head biased: reference.CausalLM).
+block from here; its attention is reference.Attention with attention_bias on q/k/v/o, its decoder norms and the
+final norm nn.LayerNorm (vctorch._LayerNorm2x) and the lm_head biased: reference.DecoderLayer / CausalLM).
 
-Written from huggingface/transformers models/phimoe/modeling_phimoe.py @ 4a4355307f5fa0bae5560b00f034248b4121eaef:
+Written from huggingface/transformers models/phimoe/modeling_phimoe.py @ 0233e509531ace915c8241b4c16c8032a583279c
+(the sparsemixer, router and block code is the same at the earlier 4a4355307f5fa0bae5560b00f034248b4121eaef, whose
+PhimoeDecoderLayer inherited MixtralDecoderLayer's RMSNorms; 0233e509 builds nn.LayerNorm ones):
   PhimoeMultiplier       save_for_backward(multiplier, selected_experts, masked_gates); multiplier * mask_for_one;
                          backward: grad * multiplier, masked_gates * grad.mul(-1), scatter_add_
   sparsemixer            the two picks (below, copied statement by statement)
@@ -10,7 +12,7 @@ Written from huggingface/transformers models/phimoe/modeling_phimoe.py @ 4a43553
                          (moe_v5_replica.MixtralExperts)
   PhimoeTopKRouter       nn.Linear(H, E, bias=False); the input jitter in training, the logits, sparsemixer
   PhimoeSparseMoeBlock   the input jitter in training, reshape(-1, H), router, experts, reshape
-  PhimoeDecoderLayer     PhimoeRMSNorm (LlamaRMSNorm's code) input / post-attention norms
+  PhimoeDecoderLayer     input / post-attention norms nn.LayerNorm(H, eps=rms_norm_eps, elementwise_affine=True)
   PhimoeModel            norm = nn.LayerNorm(H, eps=rms_norm_eps)
   PhimoeForCausalLM      lm_head bias=config.lm_head_bias
 """
@@ -105,7 +107,7 @@ class PhimoeTopKRouter(R.Linear):
         router_logits = super().forward(hidden_states)
         routing_weights, selected_experts = sparsemixer(
             router_logits, jitter_eps=self.router_jitter_noise, training=self.training, top_k=self.top_k)
-        return routing_weights, selected_experts
+        return router_logits, routing_weights, selected_experts
 
 
 class PhimoeSparseMoeBlock(nn.Module):
@@ -122,6 +124,6 @@ class PhimoeSparseMoeBlock(nn.Module):
                 1.0 - self.input_jitter_noise, 1.0 + self.input_jitter_noise)
         batch_size, sequence_length, hidden_dim = hidden_states.shape
         hidden_states = hidden_states.reshape(-1, hidden_dim)
-        routing_weights, selected_experts = self.router(hidden_states)
+        _, routing_weights, selected_experts = self.router(hidden_states)
         final_hidden_states = self.experts(hidden_states, selected_experts, routing_weights)
         return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)

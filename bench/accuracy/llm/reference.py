@@ -447,6 +447,8 @@ class DecoderLayer(nn.Module):
         t = cfg.model_type
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
+        if t == "phimoe":  # PhimoeDecoderLayer (modeling_phimoe.py @ 0233e509): "Phimoe uses nn.LayerNorm"
+            Norm = vctorch._LayerNorm2x
         if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
         self.residual_multiplier = cfg.d.get("residual_multiplier", 1.0) if t in ("granitemoe", "granitemoeshared") else None
@@ -473,8 +475,9 @@ class DecoderLayer(nn.Module):
             if t == "granitemoeshared" and cfg.d.get("shared_intermediate_size", 0):  # GraniteMoeSharedDecoderLayer
                 self.shared_mlp = granitemoe_replica.GraniteMoeSharedMLP(cfg, act_fn(cfg.hidden_act))
         elif t == "phimoe":
-            # PhimoeDecoderLayer (transformers 5): LlamaAttention with attention_bias, PhimoeRMSNorm, the sparsemixer
-            # block over stacked experts (phimoe_replica.py)
+            # PhimoeDecoderLayer (transformers 5, modeling_phimoe.py @ 0233e509): LlamaAttention with attention_bias,
+            # nn.LayerNorm input / post-attention norms (eps rms_norm_eps), the sparsemixer block over stacked
+            # experts (phimoe_replica.py)
             import phimoe_replica
             if cfg.d.get("_experts_implementation") != "grouped_mm":
                 raise ValueError("phimoe is replicated with transformers 5's experts: --experts grouped_mm")
@@ -719,7 +722,7 @@ class CausalLM(nn.Module):
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
-                     "granitemoe", "granitemoeshared"):
+                     "granitemoe", "granitemoeshared", "olmoe"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -754,7 +757,7 @@ class CausalLM(nn.Module):
         elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
-        elif t in ("glm4", "olmo3", "starcoder2", "olmo2"):  # near_llama_replica.py (issue 31)
+        elif t in ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe"):  # near_llama_replica.py (issue 31), olmoe_replica.py
             import near_llama_replica
             Layer, Norm = near_llama_replica.layer_and_norm(t, cfg)
         else:

@@ -1406,10 +1406,10 @@ def cases():
         else:
             out.append(dict(config="configs/minimax_m2_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
-    # Phi-3.5-MoE (issue 31) as transformers 5 runs it (phimoe_replica.py, modeling_phimoe.py @ 4a435530): phimoe_small,
+    # Phi-3.5-MoE (issue 31) as transformers 5 runs it (phimoe_replica.py, modeling_phimoe.py @ 0233e509): phimoe_small,
     # 16 experts, sparsemixer's two picks (Gumbel sampling, PhimoeMultiplier's saved gates in training), the input
-    # jitter of the block and the router (input_jitter_noise 0.01), biased q/k/v/o and lm_head, PhimoeRMSNorm layers
-    # and a final nn.LayerNorm. Train (full, --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
+    # jitter of the block and the router (input_jitter_noise 0.01), biased q/k/v/o and lm_head, nn.LayerNorm layer
+    # norms and final norm. Train (full, --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
     pm = [
         ("train", 2, 64, "adamw", "fp32", False, 0),
         ("train", 2, 64, "sgd", "bf16", False, 0),
@@ -1543,6 +1543,28 @@ def cases():
         else:
             out.append(dict(config="configs/olmo2_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, held_out=(i % 3 == 2)))
+    # OLMoE (issue 31) as transformers 5 runs it (olmoe_replica.py, modeling_olmoe.py @ 0233e509): olmoe_small, 16
+    # experts top-4 without renormalisation, q_norm / k_norm over the whole projections, no shared expert. Train (full,
+    # --grad-ckpt, LoRA on q_proj / v_proj), then generate. Every third held out.
+    om = [
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 2, 64, "sgd", "bf16", False, 0),
+        ("train", 2, 256, "sgd", "bf16", True, 0),
+        ("train", 4, 128, "adamw", "fp32", False, 0),
+        ("train", 2, 192, "adamw", "bf16", False, 8),
+        ("train", 2, 64, "adamw", "fp32", False, 8),
+        ("generate", 2, 32, 12, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+        ("generate", 2, 96, 6, "fp32", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(om):
+        if mode == "train":
+            out.append(dict(config="configs/olmoe_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/olmoe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
     return out
 
 
