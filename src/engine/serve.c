@@ -781,8 +781,9 @@ static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_
     return VC_OK;
 }
 
-/* DeepSeek-V3.2 (deepseek_v32) under vLLM: DeepSeek Sparse Attention's indexer beside the MLA model that
- * vc_hf_build makes of the config (DeepSeek-V3's layers; src/hf/hf_deepseek_v32.c). vllm-project/vllm:
+/* DeepSeek-V3.2 (deepseek_v32) under vLLM: DeepSeek Sparse Attention's indexer in the MLA model that
+ * vc_hf_build makes of the config (DeepSeek-V3's layers with the indexer's parameters and projections,
+ * src/hf/hf_layers.c; src/hf/hf_deepseek_v32.c) and what vLLM adds beside it. vllm-project/vllm:
  *  - vllm/model_executor/models/deepseek_v2.py @ 002d6073aa034d4f5545d45021b0e56d1f3c3593, Indexer.__init__ (one per
  *    decoder layer, "no tensor parallel, just replicated"): wq_b ReplicatedLinear(q_lora_rank, index_head_dim x
  *    index_n_heads, quant_config) -- under the checkpoint's fp8 block format an fp8 weight and a float32
@@ -809,8 +810,8 @@ static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_
  *    get_max_prefill_buffer_size (vllm/v1/attention/backends/mla/indexer.py: max_model_len x 40), max_model_len the
  *    model's (vllm_max_model_len: 163840 for DeepSeek-V3.2's yarn factor 40 x 4096).
  * The workspace and the 512 MiB are added to the profiling run's peak (the dummy logits as if they met the
- * forward's own peak: at most 512 MiB high). Not modelled: the indexer's own activations in the profiling run
- * (wq_b's [tokens, index_n_heads x index_head_dim] output and the fp8 query), FlashMLASparse's prefill workspace,
+ * forward's own peak: at most 512 MiB high). Not modelled: the indexer's activations past its projections'
+ * outputs (the fp8 query and weights, fused_indexer_q_rope_quant), FlashMLASparse's prefill workspace,
  * which the same workspace manager may grow past the indexer's, and the fp8_ds_mla latent (refused in
  * vc_serve). */
 #define DSA_QUANT_BLOCK 128     /* Indexer.quant_block_size */

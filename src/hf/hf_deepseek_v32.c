@@ -114,8 +114,6 @@ bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d)
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "deepseek_v32")) return false;
     /* DeepseekV32Config's defaults (configuration_deepseek_v32.py @ 008e5743), as the family row reads them */
     d->layers = dsa_key(cfg, "num_hidden_layers", 61);
-    d->hidden = dsa_key(cfg, "hidden_size", 7168);
-    d->q_lora = dsa_key(cfg, "q_lora_rank", 1536);
     d->nh = dsa_key(cfg, "index_n_heads", 64);
     d->hd = dsa_key(cfg, "index_head_dim", 128);
     d->topk = dsa_key(cfg, "index_topk", 2048);
