@@ -43,6 +43,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hf.h"
 #include "layer.h"
 #include "plan.h"
 #include "serve_encdec.h"
@@ -813,6 +814,66 @@ static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_
     return VC_OK;
 }
 
+/* DeepSeek-V3.2 (deepseek_v32) under vLLM: DeepSeek Sparse Attention's indexer in the MLA model that
+ * vc_hf_build makes of the config (DeepSeek-V3's layers with the indexer's parameters and projections,
+ * src/hf/hf_layers.c; src/hf/hf_deepseek_v32.c) and what vLLM adds beside it. vllm-project/vllm:
+ *  - vllm/model_executor/models/deepseek_v2.py @ 002d6073aa034d4f5545d45021b0e56d1f3c3593, Indexer.__init__ (one per
+ *    decoder layer, "no tensor parallel, just replicated"): wq_b ReplicatedLinear(q_lora_rank, index_head_dim x
+ *    index_n_heads, quant_config) -- under the checkpoint's fp8 block format an fp8 weight and a float32
+ *    weight_scale_inv [cdiv(out, 128), cdiv(in, 128)] (Fp8LinearMethod, as every other fp8-block Linear here);
+ *    wk_weights_proj MergedColumnParallelLinear(hidden_size, [index_head_dim, index_n_heads], quant_config=None,
+ *    disable_tp=True): the model dtype on every rank; k_norm LayerNorm(index_head_dim): weight and bias float32
+ *    (vllm/model_executor/layers/layernorm.py @ 00cba797 LayerNorm.__init__); k_cache = DeepseekV32IndexerCache(
+ *    head_dim = index_head_dim + index_head_dim // quant_block_size (128) x 4, dtype uint8), whose
+ *    get_kv_cache_spec is an MLAAttentionSpec of one head of that size: 132 bytes per token and layer for
+ *    DeepSeek-V3.2, whatever the MLA latent's dtype;
+ *    DeepseekV2Model.__init__: topk_indices_buffer = torch.empty(max_num_batched_tokens, index_topk, int32),
+ *    allocated with the model (in vLLM's weights memory, "Model loading took");
+ *  - vllm/v1/kv_cache_interface.py UniformTypeKVCacheSpecs (same commit): the MLA latents and the indexer caches
+ *    are one group of full-attention layers, page_size_bytes the sum of every layer's page, so a block holds
+ *    block_size x (latent x dtype size + 132) bytes per layer;
+ *  - vllm/platforms/cuda.py @ 002db4951e0c4b326a559eb44b05698afd3e534a CudaPlatformBase.check_and_update_config:
+ *    "if use_sparse and cache_config.block_size != 64: cache_config.block_size = 64" (FlashMLASparse), whatever
+ *    --block-size says;
+ *  - vllm/model_executor/layers/sparse_attn_indexer.py @ 006475fe sparse_attn_indexer, the profiling run
+ *    (attn_metadata not a dict): current_workspace_manager().get_simultaneous of the K-gather workspace
+ *    (total_seq_lens x index_head_dim fp8 and total_seq_lens x 4 uint8, _gather_workspace_shapes) and
+ *    RADIX_TOPK_WORKSPACE_SIZE (1 MiB), kept by the workspace manager; then a dummy torch.empty of
+ *    VLLM_SPARSE_INDEXER_MAX_LOGITS_MB MiB (vllm/envs.py: 512 by default), freed at once; total_seq_lens =
+ *    get_max_prefill_buffer_size (vllm/v1/attention/backends/mla/indexer.py: max_model_len x 40), max_model_len the
+ *    model's (vllm_max_model_len: 163840 for DeepSeek-V3.2's yarn factor 40 x 4096).
+ * The workspace and the 512 MiB are added to the profiling run's peak (the dummy logits as if they met the
+ * forward's own peak: at most 512 MiB high). Not modelled: the indexer's activations past its projections'
+ * outputs (the fp8 query and weights, fused_indexer_q_rope_quant), FlashMLASparse's prefill workspace,
+ * which the same workspace manager may grow past the indexer's, and the fp8_ds_mla latent (refused in
+ * vc_serve). */
+#define DSA_QUANT_BLOCK 128     /* Indexer.quant_block_size */
+#define DSA_PREFILL_FACTOR 40   /* get_max_prefill_buffer_size: max_model_len x 40 */
+#define DSA_RADIX_WORKSPACE (INT64_C(1) << 20)
+#define DSA_MAX_LOGITS (INT64_C(512) << 20)
+#define DSA_BLOCK_SIZE 64
+
+/* Bytes of one layer's indexer key cache per token: index_head_dim fp8 values + a float32 scale per 128. */
+static int64_t dsa_cache_bytes(const vc_hf_dsa *d) { return d->hd + d->hd / DSA_QUANT_BLOCK * 4; }
+
+/* The indexer's top-k buffer (into r->weights and r->profile_peak) and its profiling workspace (into
+ * r->profile_peak); its parameters are the model's (src/hf/hf_layers.c: wq_b in the checkpoint's format, wk and
+ * weights_proj in the model dtype, k_norm). */
+static vc_status dsa_memory(const vc_hf_dsa *d, double max_len, vc_serve_result *r, vc_error *err)
+{
+    if (!(max_len >= 1 && max_len <= (double)VC_MAX_DIM_SIZE))
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "deepseek_v32: the config gives vLLM no max_model_len, "
+                            "which sizes the indexer's prefill workspace (max_model_len x 40 keys)");
+    const int64_t topk = r->max_num_batched_tokens * d->topk * 4; /* int32 */
+    const int64_t seq = (int64_t)max_len * DSA_PREFILL_FACTOR;
+    const int64_t ws = seq * d->hd + seq * 4 + DSA_RADIX_WORKSPACE;
+    if (topk > INT64_MAX / 4 || ws > INT64_MAX / 4)
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "the indexer's memory passes 2^62 bytes");
+    r->weights += topk;
+    r->profile_peak += topk + ws + DSA_MAX_LOGITS;
+    return VC_OK;
+}
+
 vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
                    vc_serve_result *r, vc_error *err)
 {
@@ -845,6 +906,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
             vc__mamba2_vllm_state(m->inst[i].cfg, &m2_conv, &m2_ssm);
             m2_n++;
         }
+    vc_hf_dsa dsa;
+    bool v32 = false;
     /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is
      * IsHybrid, so HybridAttentionMambaModelConfig raises the attention block size to the Mamba page computed from
      * the config's mamba_* keys even where no layer is a Mamba layer (Granite-4.0-Micro): not modelled */
@@ -852,11 +915,23 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
         const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
         const bool granite4 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "granitemoehybrid");
+        v32 = root && vc__hf_dsa_vllm(vc__vllm_text_config(root), &dsa); /* DeepSeek-V3.2's indexer (dsa_memory) */
         cJSON_Delete(root);
         if (granite4)
             return vc_set_error(err, VC_ERR_USAGE, O("serve"), "granitemoehybrid without Mamba layers under vLLM is not "
                                 "modelled: vLLM still runs it as a hybrid model, the attention block size raised to a "
                                 "Mamba page computed from the config's mamba_* keys");
+    }
+    vc_serve_options so_dsa; /* DeepSeek-V3.2: FlashMLASparse's block size (dsa_memory's sources) */
+    if (v32) {
+        /* vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config: an fp8 cache is
+         * the custom fp8_ds_mla format */
+        if (so->kv_cache_dtype == VC_KV_FP8)
+            return vc_set_error(err, VC_ERR_USAGE, O("kv_cache_dtype"), "fp8: vLLM stores DeepSeek-V3.2's latent in its "
+                                "fp8_ds_mla format, which is not modelled; auto (the model dtype) is");
+        so_dsa = *so;
+        so_dsa.block_size = DSA_BLOCK_SIZE;
+        so = &so_dsa;
     }
     /* vLLM's FBGEMMFp8Config.get_quant_method (vllm-project/vllm @ 04843c7c, vllm/model_executor/layers/
      * quantization/fbgemm_fp8.py) quantizes LinearBase layers only, not FusedMoE: what it makes of Llama 4's
@@ -979,6 +1054,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "Gemma 4's per-layer-embeddings buffer passes 2^63 bytes");
     r->weights = sim.persistent[CAT_WEIGHT] + rope + qkv_extra;
     r->profile_peak = sim.peak + rope + qkv_extra;
+    if (v32 && (st = dsa_memory(&dsa, max_len, r, err))) return st; /* DeepSeek-V3.2's indexer */
     /* a multimodal model (src/engine/serve_mm.c): the language model's run holds the encoder's dummy inputs and
      * outputs; the encoder's own phase before it peaks at the weights plus the tower's worst op */
     if ((st = vc__serve_mm(m, o, gpu, act, r, err))) return st;
@@ -1035,6 +1111,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
+    if (v32) /* UniformTypeKVCacheSpecs: each layer's indexer key page beside its latent page (dsa_memory's sources) */
+        r->page_bytes += dsa.layers * dsa_cache_bytes(&dsa) * so->block_size;
     r->blocks = r->page_bytes ? r->kv_cache / r->page_bytes : 0; /* get_num_blocks: available // page_size // num_layers
                                                                    * (whisper's pool: vc__serve_encdec_pool below) */
     r->tokens = r->blocks * so->block_size;

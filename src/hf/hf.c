@@ -602,8 +602,8 @@ const hf_family vc__hf_families[] = {
     /* DeepseekV32Config (configuration_deepseek_v32.py @ 008e5743; DeepSeek-V3.2-Exp, DeepSeek-V3.2):
      * DeepSeek-V3's keys and modules plus the DeepSeek Sparse Attention indexer in every layer
      * (index_n_heads, index_head_dim, index_topk: src/hf/hf_deepseek_v32.c); the sizes required as in
-     * the deepseek_v3 row. The keys are checked and the parameters counted, the memory refused
-     * (vc__hf_deepseek_v32_refuse) */
+     * the deepseek_v3 row. DeepSeek-V3's layers with the indexer's parameters (hf_layers.c); its memory
+     * under --serve src/engine/serve.c's, other modes refused (vc__dsa_check) */
     {.model_type = "deepseek_v32", .config_class = "DeepseekV32Config",
      .keys = {LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 163840), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
@@ -1084,7 +1084,6 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     const bool q3vm = !strcmp(a.f->model_type, "qwen3_vl_moe"); /* hf_qwen3_vl_moe.c */
     if (q3vm && vc__hf_qwen3_vl_moe_experts(&a, rel ? rel->release : 0, rel && rel->experts_default, err)) return err->code;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
-    if (a.f->dsa) return vc__hf_deepseek_v32_refuse(&a, err), err->code; /* the count; the memory refused (hf_deepseek_v32.c) */
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
     if (rel && rel->generate && a.f->head != HEAD_LM) /* a sequence classifier (request.c: --mode generate) */
         return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: %s is an encoder (%s), not a causal language model or "

@@ -193,7 +193,7 @@ typedef struct {
      * (topk_method) on DeepSeek-V3's modules (src/hf/hf_deepseek_v2.c) */
     bool ds_v2;
     /* issue 31 (deepseek_v32): DeepSeek Sparse Attention's indexer in every layer (src/hf/hf_deepseek_v32.c:
-     * the keys checked and the parameters counted; the memory refused) */
+     * the keys checked, its parameters layers; its memory vLLM's under --serve, refused otherwise) */
     bool dsa;
     /* issue 31 (glm4): Glm4's apply_rotary_pos_emb: cos / sin[..., :rotary_dim / 2].repeat_interleave(2) and
      * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */
@@ -458,9 +458,6 @@ int vc__hf_deepseek_v2_read(rd *r, arch *a);
  * the checks the row's reading cannot make (q_lora_rank null, mlp_layer_types, layer_types); -1 with
  * r->err naming the key. */
 int vc__hf_deepseek_v32_read(rd *r, arch *a);
-/* hf_deepseek_v32.c: always -1, err set: the parameters (exact, and as the checkpoint stores them) and
- * why the memory is refused (the indexer, in transformers and vLLM, is not modelled). */
-int vc__hf_deepseek_v32_refuse(const arch *a, vc_error *err);
 
 /* hf_glm4.c: glm4's partial_rotary_factor (and rope_parameters' copy of it) checked against head_dim: an even
  * number of rotary dimensions above 0, a->R set; -1 with r->err naming the key. */

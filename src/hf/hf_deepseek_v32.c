@@ -1,8 +1,8 @@
 /*
  * hf_deepseek_v32.c — DeepSeek-V3.2 (model_type deepseek_v32: DeepSeek-V3.2-Exp, DeepSeek-V3.2;
  * issue 31): DeepSeek-V3's modules plus DeepSeek Sparse Attention's indexer in every layer. The
- * keys the row's reading (hf_read.c) cannot check, the exact parameter count, and the refusal of
- * the memory, which is not modelled.
+ * keys the row's reading (hf_read.c) cannot check; the indexer's parameters are layers (hf_layers.c
+ * mla_attention), its memory under vLLM src/engine/serve.c's, under transformers refused (vc__dsa_check).
  *
  * Sources:
  *  - huggingface/transformers configuration_deepseek_v32.py @ 008e574391258935f3ecc3035c882e73bbcac419,
@@ -27,8 +27,12 @@
  *    index_head_dim + index_head_dim // 128 x 4 bytes (fp8 values and a float32 scale per 128), dtype
  *    uint8: 132 bytes per token and layer beside the MLA latent; the sparse indexer's buffers
  *    (topk_indices_buffer, the prefill logits).
- * Neither runtime's indexer memory is modelled: vc_hf_build refuses the model after the keys are
- * checked, naming the parameter count.
+ * The model is DeepSeek-V3's MLA and MoE layers with the indexer's four parameter tensors in every layer
+ * (wq_b reading q_a_layernorm, wk and weights_proj the normed input, k_norm): the exact count. Its memory
+ * is modelled under vLLM (--serve: src/engine/serve.c adds the top-k buffer, the profiling workspace and
+ * the key cache from the sizes vc__hf_dsa_vllm reads; wk and weights_proj in the model dtype as vLLM's
+ * wk_weights_proj, quant_config None); transformers' indexer (--mode train / infer / generate) is not:
+ * vc__dsa_check refuses every plan but vLLM's, naming model_type.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +41,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf_arch.h"
+#include "model.h"
 #include "util.h"
 
 static const cJSON *v32_raw(rd *r, const char *key) { return cJSON_GetObjectItemCaseSensitive(r->cfg, key); }
@@ -96,34 +101,34 @@ int vc__hf_deepseek_v32_read(rd *r, arch *a)
     return v32_list(r, "mlp_layer_types", a, NULL) || v32_list(r, "layer_types", a, "deepseek_sparse_attention") ? -1 : 0;
 }
 
-/* DeepseekV32ForCausalLM.named_parameters() from the module shapes; *stored: with the checkpoint's
- * e_score_correction_bias values and its num_nextn_predict_layers MTP layers (each a MoE decoder layer
- * with its indexer, enorm, hnorm, eh_proj [H, 2H], shared_head.norm, shared_head.head and its own
- * embed_tokens, as DeepSeek-V3's model.safetensors.index.json lists model.layers.61). */
-static int64_t v32_count(const arch *a, int64_t *stored)
+/* An integer key of the config (vc_hf_build checked it), def when absent or null. */
+static int64_t dsa_key(const cJSON *cfg, const char *key, int64_t def)
 {
-    const int64_t H = a->H, NH = a->NH, qk = a->qk_nope + a->D, b = a->qkv_bias ? 1 : 0;
-    int64_t attn = a->q_lora * H + b * a->q_lora + a->q_lora + NH * qk * a->q_lora;   /* q_a_proj, q_a_layernorm, q_b_proj */
-    attn += (a->kv_lora + a->D) * H + b * (a->kv_lora + a->D) + a->kv_lora;             /* kv_a_proj_with_mqa, kv_a_layernorm */
-    attn += NH * (a->qk_nope + a->v_head) * a->kv_lora + NH * a->v_head * H + b * H;    /* kv_b_proj, o_proj */
-    attn += a->dsa.nh * a->dsa.hd * a->q_lora + a->dsa.hd * H + 2 * a->dsa.hd + a->dsa.nh * H; /* the indexer */
-    const int64_t dense = 3 * H * a->I, moe = a->E * 3 * a->moe_I * H + a->E * H + 3 * H * a->moe_I * a->n_shared;
-    const int64_t nd = a->first_dense < a->N ? a->first_dense : a->N;
-    const int64_t total = a->V * H * (a->tie ? 1 : 2) + H + a->N * (attn + 2 * H) + nd * dense + (a->N - nd) * moe;
-    const int64_t mtp = attn + 2 * H + moe + a->E + 2 * H + 2 * H * H + H + 2 * a->V * H;
-    *stored = total + (a->N - nd) * a->E + a->nextn * mtp;
-    return total;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
 }
 
-int vc__hf_deepseek_v32_refuse(const arch *a, vc_error *err)
+bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d)
 {
-    int64_t stored;
-    const int64_t n = v32_count(a, &stored);
-    vc_set_error(err, VC_ERR_MODEL, "model_type", "deepseek_v32: %lld parameters (%lld in the checkpoint with the routers' "
-                 "correction biases and %lld MTP layer%s); DeepSeek Sparse Attention's indexer is not modelled: "
-                 "transformers' DeepseekV32Indexer (float32 scores [B, S, %lld heads, T], the top-%lld index mask, its "
-                 "key cache) and vLLM's (a uint8 key cache of %lld bytes per token and layer beside the MLA latent, "
-                 "the top-k buffers)", (long long)n, (long long)stored, (long long)a->nextn, a->nextn == 1 ? "" : "s", (long long)a->dsa.nh,
-                 (long long)a->dsa.topk, (long long)(a->dsa.hd + a->dsa.hd / 128 * 4));
-    return -1;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "deepseek_v32")) return false;
+    /* DeepseekV32Config's defaults (configuration_deepseek_v32.py @ 008e5743), as the family row reads them */
+    d->layers = dsa_key(cfg, "num_hidden_layers", 61);
+    d->nh = dsa_key(cfg, "index_n_heads", 64);
+    d->hd = dsa_key(cfg, "index_head_dim", 128);
+    d->topk = dsa_key(cfg, "index_topk", 2048);
+    return true;
+}
+
+vc_status vc__dsa_check(const vc_model *m, bool serve, vc_error *err)
+{
+    if (serve || !m->gen_json || !m->text) return VC_OK;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    vc_hf_dsa d;
+    const bool v32 = root && vc__hf_dsa_vllm(root, &d);
+    cJSON_Delete(root);
+    if (!v32) return VC_OK;
+    return vc_set_error(err, VC_ERR_USAGE, "model_type", "deepseek_v32: under transformers DeepSeek Sparse Attention's "
+                        "indexer is not modelled (DeepseekV32Indexer's float32 scores [B, S, %lld heads, T], the top-%lld "
+                        "index mask, its key cache): only " O("serve") " (vLLM) is", (long long)d.nh, (long long)d.topk);
 }

@@ -292,7 +292,17 @@ static void mla_attention(wr *w, const arch *a)
         cJSON *o = add_layer(w, "HFRMSNorm", "self_attn.q_a_layernorm");
         num(w, o, "hidden_size", (double)a->q_lora);
         num(w, o, "eps", 1e-6); /* DeepseekV3RMSNorm(config.q_lora_rank): its default eps */
-        linear(w, "self_attn.q_b_proj", NULL, a->q_lora, qk, false);
+        if (a->f->dsa) { /* DeepseekV32Indexer's parameters (src/hf/hf_deepseek_v32.c; modeling_deepseek_v32.py @ 01f8fa55):
+                          * counted and stored; what the indexer computes is modelled under --serve alone (src/engine/serve.c) */
+            linear(w, "self_attn.indexer.wq_b", "self_attn.q_a_layernorm", a->q_lora, a->dsa.nh * a->dsa.hd, false);
+            /* vLLM's wk_weights_proj (quant_config=None): wk and weights_proj in the model dtype */
+            flag(w, linear(w, "self_attn.indexer.wk", "input_layernorm", a->H, a->dsa.hd, false), "quantizable", false);
+            cJSON *kn = add_layer(w, "LayerNorm", "self_attn.indexer.k_norm");
+            num(w, kn, "normalized_shape", (double)a->dsa.hd);
+            num(w, kn, "eps", 1e-6);
+            flag(w, linear(w, "self_attn.indexer.weights_proj", "input_layernorm", a->H, a->dsa.nh, false), "quantizable", false);
+        }
+        linear(w, "self_attn.q_b_proj", a->f->dsa ? "self_attn.q_a_layernorm" : NULL, a->q_lora, qk, false);
     } else {
         linear(w, "self_attn.q_proj", NULL, a->H, qk, false);
     }

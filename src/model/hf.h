@@ -63,4 +63,14 @@ int64_t vc__hf_vision_max_image(bool qwen3, int64_t patch, int64_t merge, int64_
  * *no_fp16 when vLLM refuses float16 for its model_type. */
 int vc_hf_dtype(const cJSON *cfg, bool *no_fp16);
 
+/* DeepSeek-V3.2 (model_type deepseek_v32) under vLLM: the sizes of DeepSeek Sparse Attention's indexer that
+ * --serve adds beside the model vc_hf_build makes of it (src/hf/hf_deepseek_v32.c; src/engine/serve.c). */
+typedef struct {
+    int64_t layers;        /* num_hidden_layers: one Indexer (and its key cache) per decoder layer */
+    int64_t nh, hd, topk;  /* index_n_heads, index_head_dim, index_topk */
+} vc_hf_dsa;
+/* True, *d filled, when the config (its text, as vc_model keeps it) is a deepseek_v32 one; its keys are those
+ * vc_hf_build checked. */
+bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d);
+
 #endif

@@ -317,6 +317,8 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
 /* quant.c: on (true) while vc_serve builds and simulates its profiling run, off (false) after: the plans
  * built meanwhile on this thread are vLLM's (vc__quant_check admits compressed-tensors MoE experts). */
 void vc__quant_vllm_scope(bool on);
+/* Whether a vLLM scope is open on this thread (the plans built in it are vLLM's: serve.c's profiling run). */
+bool vc__quant_vllm_in(void);
 /* quant.c: what --serve refuses of the model's quantized weights (vLLM's schemes not modelled, a
  * kernel no GPU-side check admits on dev, the --gpu preset: NULL a GPU given by size), VC_ERR_USAGE
  * naming --weights, the config's key or --gpu. */

@@ -1009,6 +1009,7 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
  * other batches build plans too): vLLM's modules, not transformers' */
 static _Thread_local int vllm_scope;
 void vc__quant_vllm_scope(bool on) { vllm_scope += on ? 1 : -1; }
+bool vc__quant_vllm_in(void) { return vllm_scope > 0; }
 
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
 {
