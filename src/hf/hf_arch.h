@@ -61,6 +61,9 @@ enum {
     D_4H,       /* 4 x hidden size (GPT-2's n_inner) */
     D_RESID,    /* the residual dropout (classifier_dropout) */
     D_HIDDEN,   /* the hidden size (OPT's word_embed_proj_dim) */
+    D_KV_NULL,  /* .def when absent, the number of attention heads when null (MistralConfig's and
+                 * Qwen2Config's num_key_value_heads: a default, and `if self.num_key_value_heads is None:
+                 * self.num_key_value_heads = self.num_attention_heads` in __post_init__) */
 };
 
 typedef struct {
