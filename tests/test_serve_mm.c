@@ -415,11 +415,12 @@ static void gemma4(void **state)
     assert_int_equal(r.mm_outputs, INT64_C(31457280));
     assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(5502319200));
     assert_int_equal(r.profile_peak, r.mm_encoder_peak); /* over the language model phase */
-    /* --tp 2: the tower not modelled; the peak is the language model phase's */
+    /* --tp 2: every rank holds and runs the whole tower (gemma4_mm.py @ 01bae219: AutoModel.from_config, no
+     * tensor-parallel layer): the same run above a rank's weights, _encoder_chunk's bound total // 10 on both */
     o.tp = o.gpus = 2;
     serve_h100(m, &o, &so, &r);
-    assert_int_equal(r.mm_encoder_peak, -1);
-    assert_int_equal(r.profile_peak, r.profile_lm);
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(5502319200));
+    assert_int_equal(r.profile_peak, r.mm_encoder_peak);
     vc_model_free(m);
     /* bench/accuracy/llm/configs/gemma4_vl_small.json (vision hidden 64, intermediate 128, 2 layers, 4 heads of 16,
      * position_embedding_size 256) on one H100: 96 frames, chunk min(96, 8,552,080,998 // (630 x 4 x 256 x 8)) =

@@ -176,7 +176,8 @@
  * base_device_communicator.py @ a12c7345 DeviceCommunicatorBase.all_gather allocates [k x rows, .., / k]
  * (torch.empty), all_gather_into_tensor, reshape, movedim(0, dim) and a reshape that copies (the moved dim is not
  * contiguous): the input, the buffer and the copy alive at the copy. The pixel values and the outputs are whole on
- * every rank. Not modelled: --tp for the Qwen towers (Qwen's qkv all-gathered: all_gather_interleave) and Gemma 4,
+ * every rank. Gemma 4's tower is transformers' and whole on every rank (below). Not modelled: --tp for the Qwen towers
+ * (Qwen's qkv all-gathered: all_gather_interleave),
  * an AMD card (the ROCm rotary and attention kernels), float16's
  * cast_overflow_tensors after Qwen2.5-VL's blocks, kernels' own workspaces (cuBLAS, the Conv2d's, LayerNorm's
  * per-row mean and rstd), the per-image cu_seqlens / cu_window_seqlens int32 tensors (a few KiB): mm_encoder_peak is -1 there and the profiling run's peak is the language model
@@ -479,8 +480,12 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_inputs = in;
         r->mm_encoder_peak = -1;
         const bool cuda = !(gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0);
-        /* not modelled (above); nor a frame past 2^20 patches or 1024-pixel patches (no published config) */
-        if (o->tp > 1 || !cuda || maxp > (1 << 20) || p > 1024) return VC_OK;
+        /* not modelled (above); nor a frame past 2^20 patches or 1024-pixel patches (no published config). Under --tp
+         * every rank holds and runs the whole tower (gemma4_mm.py @ 01bae219 Gemma4ForConditionalGeneration.__init__:
+         * vision_tower = AutoModel.from_config(config.vision_config), transformers' modules, no tensor-parallel
+         * layer; src/hf/hf_gemma4.c loads it whole on each rank): the same run, _encoder_chunk's free memory after a
+         * rank's weights */
+        if (!cuda || maxp > (1 << 20) || p > 1024) return VC_OK;
         /* _encoder_chunk(pixel_values.shape[1], free, total, position_embedding_size): max(1, min(free // 2,
          * total // 10) // (N x 4 x P x 8)) frames a chunk, at most all of them; free and total from
          * current_platform.mem_get_info() when the encoder runs: total less the weights, the dummy pixel values
