@@ -573,6 +573,56 @@ static int emitted(const char *js, const char *needle)
 #define SIX_KEYS "\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,\"num_hidden_layers\":2," \
                  "\"num_attention_heads\":4,\"num_key_value_heads\":2"
 
+/* The llama, mistral and qwen2 rows against their configuration classes (huggingface/transformers @ 008e5743):
+ * every size key has a default, and num_key_value_heads is MistralConfig's 8 and Qwen2Config's 32 when absent,
+ * the heads only when null (__post_init__); Qwen2Attention reads the config's head_dim (getattr). Counts by hand:
+ * embed_tokens and the untied lm_head vocab x hidden each, the final norm hidden, per layer q/k/v/o, the gated MLP
+ * 3 x hidden x intermediate and two RMSNorms of hidden. */
+static void test_config_class_keys(void **state)
+{
+    (void)state;
+    /* configuration_mistral.py lines 63-68: a config without num_key_value_heads has 8. One layer, hidden 64, 16
+     * heads of 4: q 64 x 64 = 4,096, k/v 64 x 32 = 2,048 each, o 4,096, MLP 3 x 64 x 128 = 24,576, norms 128:
+     * 36,992; embed + lm_head + norm 128,064: 165,056. null: 16 kv heads, k/v 4,096 each: 169,152. */
+#define L1 "\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,\"num_hidden_layers\":1,"
+    assert_int_equal(count_of("{\"model_type\":\"mistral\"," L1 "\"num_attention_heads\":16}"), 165056);
+    assert_int_equal(count_of("{\"model_type\":\"mistral\"," L1 "\"num_attention_heads\":16,\"num_key_value_heads\":null}"),
+                     169152);
+    /* the emitted attention's kv heads for the null */
+    assert_int_equal(emitted("{\"model_type\":\"mistral\"," L1 "\"num_attention_heads\":16,\"num_key_value_heads\":null}",
+                             "\"num_kv_heads\":\t16"), 1);
+    /* configuration_qwen2.py lines 61-66: 32 when absent. Hidden 128, 64 heads of 2: q 128 x 128 + 128 bias =
+     * 16,512, k/v 128 x 64 + 64 = 8,256 each, o 16,384 (no bias), MLP 3 x 128 x 128 = 49,152, norms 256: 98,816;
+     * embed + lm_head 128,000 each, norm 128: 354,944. null: 64 kv heads, k/v 16,512 each: 371,456 */
+#define Q2 "{\"model_type\":\"qwen2\",\"vocab_size\":1000,\"hidden_size\":128,\"intermediate_size\":128," \
+           "\"num_hidden_layers\":1,\"num_attention_heads\":64"
+    assert_int_equal(count_of(Q2 "}"), 354944);
+    assert_int_equal(count_of(Q2 ",\"num_key_value_heads\":null}"), 371456);
+    /* Qwen2Attention (modeling_qwen2.py @ 00d4b3d2): head_dim = getattr(config, "head_dim", hidden // heads): with
+     * head_dim 4, q 128 x 256 + 256 = 33,024, k/v 128 x 128 + 128 = 16,512 each, o 256 x 128 = 32,768, MLP and
+     * norms 49,408: 148,224 + 256,128 = 404,352 */
+    assert_int_equal(count_of(Q2 ",\"head_dim\":4}"), 404352);
+#undef Q2
+    /* 4 heads and no num_key_value_heads: Qwen2Config's 32 does not divide them, named as the class's default */
+    vc_model *m = NULL;
+    vc_error err;
+    static const char q4[] = "{\"model_type\":\"qwen2\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":1,\"num_attention_heads\":4}";
+    assert_int_equal(load_js(q4, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(CLI_PATH(&err), "num_key_value_heads");
+    assert_non_null(strstr(CLI_MSG(&err), "num_key_value_heads (32: absent, the default of Qwen2Config)"));
+#undef L1
+    /* from model_type alone, each class's defaults: LlamaConfig() (lines 64-69: 32000, 4096, 11008, 32 layers, 32
+     * heads, kv None: 32) is Llama-2-7B, 6,738,415,616 parameters (its published count: 2 x 32000 x 4096 + 4096 +
+     * 32 x (4 x 4096^2 + 3 x 4096 x 11008 + 8192)); MistralConfig() Mistral-7B-v0.1, 7,241,732,096 (32 x (2 x
+     * 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 8192) + 2 x 32000 x 4096 + 4096, its published count);
+     * Qwen2Config() 151936, 4096, 22016, 32 layers, 32 (kv 32) heads with q/k/v biases: 32 x (3 x (4096^2 + 4096)
+     * + 4096^2 + 3 x 4096 x 22016 + 8192) + 2 x 151936 x 4096 + 4096 = 12,049,846,272 */
+    assert_int_equal(count_of("{\"model_type\":\"llama\"}"), INT64_C(6738415616));
+    assert_int_equal(count_of("{\"model_type\":\"mistral\"}"), INT64_C(7241732096));
+    assert_int_equal(count_of("{\"model_type\":\"qwen2\"}"), INT64_C(12049846272));
+}
+
 static void test_class_defaults(void **state)
 {
     (void)state;
@@ -644,7 +694,7 @@ static void test_class_defaults(void **state)
     /* Qwen2 with use_sliding_window: layer_types slide from max_window_layers
      * on (Qwen2Config.__post_init__): layers 2 and 3 of 4, one run of two */
     static const char q2[] = "{\"model_type\":\"qwen2\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
-                             "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"use_sliding_window\":true,"
+                             "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":4,\"use_sliding_window\":true,"
                              "\"sliding_window\":512,\"max_window_layers\":2";
     snprintf(js, sizeof js, "%s}", q2);
     assert_int_equal(emitted(js, "\"sliding_window\":\t512"), 1);
@@ -2136,7 +2186,7 @@ int main(void)
         cmocka_unit_test(test_seq),              cmocka_unit_test(test_moe_imbalance),
         cmocka_unit_test(test_max_batch_boundary), cmocka_unit_test(test_rmsnorm_saved),
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
-        cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
+        cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults), cmocka_unit_test(test_config_class_keys),
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),

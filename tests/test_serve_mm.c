@@ -315,7 +315,8 @@ static void measured(void **state)
  * images: 999 x 2448 = 2,445,552. Scout, --tp 4 (one H100 does not hold it): budget max(8192, 2,445,552) =
  * 2,445,552, per prompt max(1, min(999, 1280 // 2,445,552)) = 1, items max(1, min(2,445,552 // 2,445,552, 1024))
  * = 1; pixel values 17 x 3 x 336 x 336 x 2 B = 11,515,392 B; outputs (Llama4MultiModalProjector: text
- * hidden_size 5120) 2448 x 5120 x 2 B = 25,067,520 B; the tower's run under tensor parallelism: not modelled. */
+ * hidden_size 5120) 2448 x 5120 x 2 B = 25,067,520 B; the tower's run on a rank of the four: 204,870,400 B above
+ * the weights (derived in tests/test_serve_mm_tp.c). */
 static void llama4(void **state)
 {
     (void)state;
@@ -336,7 +337,7 @@ static void llama4(void **state)
     assert_int_equal(r.mm_items, 1);
     assert_int_equal(r.mm_inputs, INT64_C(11515392));
     assert_int_equal(r.mm_outputs, INT64_C(25067520));
-    assert_int_equal(r.mm_encoder_peak, -1);
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(204870400));
     vc_model_free(m);
     /* bench/accuracy/llm/configs/llama4_vl_small.json (image 112, patch 14: 8 x 8 = 64 patches a tile, s = 65
      * rows with the class token, 16 tokens a tile, 272 an item; vision hidden 64, 4 heads, intermediate 256,
@@ -414,11 +415,12 @@ static void gemma4(void **state)
     assert_int_equal(r.mm_outputs, INT64_C(31457280));
     assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(5502319200));
     assert_int_equal(r.profile_peak, r.mm_encoder_peak); /* over the language model phase */
-    /* --tp 2: the tower not modelled; the peak is the language model phase's */
+    /* --tp 2: every rank holds and runs the whole tower (gemma4_mm.py @ 01bae219: AutoModel.from_config, no
+     * tensor-parallel layer): the same run above a rank's weights, _encoder_chunk's bound total // 10 on both */
     o.tp = o.gpus = 2;
     serve_h100(m, &o, &so, &r);
-    assert_int_equal(r.mm_encoder_peak, -1);
-    assert_int_equal(r.profile_peak, r.profile_lm);
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(5502319200));
+    assert_int_equal(r.profile_peak, r.mm_encoder_peak);
     vc_model_free(m);
     /* bench/accuracy/llm/configs/gemma4_vl_small.json (vision hidden 64, intermediate 128, 2 layers, 4 heads of 16,
      * position_embedding_size 256) on one H100: 96 frames, chunk min(96, 8,552,080,998 // (630 x 4 x 256 x 8)) =

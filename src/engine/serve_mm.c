@@ -164,8 +164,21 @@
  * exactly, in bf16 and fp32 (tests/test_serve_mm.c measured); the replica's llama4() (mllama4.py) equals
  * llama4_tower's bytes plus the harness allocator's 512-byte rounding of each live tensor (tests/test_serve_mm.c
  * llama4).
- * Not modelled: --tp (the towers' heads and MLPs split across ranks, Qwen's qkv all-gathered:
- * all_gather_interleave), an AMD card (the ROCm rotary and attention kernels), float16's
+ * --tp (tensor_parallel_size k) for Gemma 3 and Llama 4: each rank runs the tower over the whole dummy batch with its
+ * shards of the weights as vLLM splits them under the default mm_encoder_tp_mode "weights" (src/hf/hf_vision.c
+ * vision_tp and the siglip.py @ 0c028ba4 classes it cites; src/hf/hf_llama4.c and mllama4.py @ 00dd5493): the
+ * column-parallel outputs and the attention over NH / k heads are [.., / k] on a rank; a RowParallelLinear's output
+ * is whole and its all-reduce out-of-place (vllm/distributed/parallel_state.py GroupCoordinator.all_reduce: "we
+ * always make the all-reduce operation out-of-place"; vllm/distributed/device_communicators/pynccl.py @ 9a4b60a4
+ * PyNcclCommunicator.all_reduce: out_tensor = torch.empty_like(in_tensor); the custom all-reduce's out =
+ * torch.empty_like(inp)): both alive as it returns; a ColumnParallelLinear(gather_output=True) (Llama 4's
+ * patch_embedding.linear and multi_modal_projector.linear_1) all-gathers its [.., / k] output:
+ * base_device_communicator.py @ a12c7345 DeviceCommunicatorBase.all_gather allocates [k x rows, .., / k]
+ * (torch.empty), all_gather_into_tensor, reshape, movedim(0, dim) and a reshape that copies (the moved dim is not
+ * contiguous): the input, the buffer and the copy alive at the copy. The pixel values and the outputs are whole on
+ * every rank. Gemma 4's tower is transformers' and whole on every rank (below). Not modelled: --tp for the Qwen towers
+ * (Qwen's qkv all-gathered: all_gather_interleave),
+ * an AMD card (the ROCm rotary and attention kernels), float16's
  * cast_overflow_tensors after Qwen2.5-VL's blocks, kernels' own workspaces (cuBLAS, the Conv2d's, LayerNorm's
  * per-row mean and rstd), the per-image cu_seqlens / cu_window_seqlens int32 tensors (a few KiB): mm_encoder_peak is -1 there and the profiling run's peak is the language model
  * phase's. Llama 4 with a pixel_shuffle_ratio whose inverse is not an integer dividing the patches per side, or
@@ -189,6 +202,7 @@
 typedef struct {
     int64_t C, I, NH, pd, u, out, depth;
     int64_t deep, deep_live; /* deepstack features, and those alive during the last block */
+    int64_t k;               /* vLLM's tensor-parallel ranks (--tp) sharing the tower (Gemma 3's, Llama 4's), 0 or 1: none */
     int64_t e;               /* the activations' bytes */
     bool flash, native;      /* FLASH_ATTN (else TORCH_SDPA); RMSNorm / SiluAndMul forward_native */
 } tower;
@@ -281,10 +295,14 @@ static int64_t qwen_tower(const tower *t, bool qwen3, int64_t tokens)
  * output token, Ht the text hidden size): the encoder phase's peak above the weights, -1 past 2^63 */
 static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht)
 {
-    const int64_t C = t->C, I = t->I, e = t->e, u = t->u, pix = t->pd * e;
-    int64_t p = pix + 6 * C * e + 4 * t->NH;               /* per patch; attention: x, layer_norm1, qkv, its output, lse */
-    p = mx(p, pix + 7 * C * e);                            /* out_proj */
-    p = mx(p, pix + 3 * C * e + mx(2 * I, I + C) * e);     /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
+    /* a rank's share under vLLM's split (k ranks, the header's "--tp"): qkv [3 C / k], the attention's output
+     * [C / k] and its lse over NH / k heads, fc1 and its activation [I / k]; out_proj and fc2 give the whole
+     * [C] (RowParallelLinear) and its all-reduce a new [C] beside it (ar) */
+    const int64_t C = t->C, I = t->I, e = t->e, u = t->u, pix = t->pd * e, k = t->k > 1 ? t->k : 1,
+                  ar = k > 1 ? C * e : 0;
+    int64_t p = pix + 2 * C * e + 4 * (C / k) * e + 4 * (t->NH / k); /* per patch; attention: x, layer_norm1, qkv, its output, lse */
+    p = mx(p, pix + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
+    p = mx(p, pix + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
     int64_t per_tok = u * p;
     /* the projector per output token: the features and their reshaped copy (u patches), the pooled row,
      * GemmaRMSNorm's float32 temporaries, its output and the matmul's */
@@ -308,29 +326,34 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
  * (t->pd bytes-per-element units per patch) held by _process_image_input throughout. */
 static int64_t llama4_tower(const tower *t, int64_t tiles, int64_t S, int64_t Tt, int64_t pin, int64_t pout, int64_t Ht)
 {
-    const int64_t C = t->C, I = t->I, e = t->e, s = S + 1, X = S * t->pd * e, sC = s * C * e;
+    const int64_t C = t->C, I = t->I, e = t->e, s = S + 1, X = S * t->pd * e, sC = s * C * e, k = t->k > 1 ? t->k : 1;
+    /* a rank's share under vLLM's split (k ranks): q, k, v [C / k] each and the heads NH / k, the MLPs' fc1 [I / k]
+     * and the adapter's [pin / k]; a RowParallelLinear's whole output and its all-reduce's new one beside it (ar);
+     * a ColumnParallelLinear(gather_output=True) its [.. / k] output, the all-gather's [k, .., / k] buffer and the
+     * reshape's copy after movedim (the header) */
+    const int64_t sCk = s * (C / k) * e, ar = k > 1 ? sC : 0;
     /* Llama4VisionEncoderLayer.forward, its input x held by the caller: input_layernorm; self_attn: qkv_proj;
      * Llama4VisionRotaryEmbedding.forward_native (query.float() and key.float(): copies unless float32; the
      * complex64 products; type_as: new unless float32) with x, the norm and qkv alive; MMEncoderAttention (flash:
      * its output and softmax_lse float32 per head and row; q, k the rotary outputs, v a view of qkv); o_proj with
      * them all; residual + attn; post_attention_layernorm; Llama4VisionMLP fc1, GELU, fc2; residual + mlp */
-    const int64_t f32 = e == 4 ? 0 : 2 * s * C * 4, cast = e == 4 ? 0 : 2 * sC;
-    int64_t layer = mx(2 * sC, 5 * sC + f32 + 2 * s * C * 4 + cast);
-    layer = mx(layer, 8 * sC + t->NH * s * 4);
-    layer = mx(layer, 9 * sC);
-    layer = mx(layer, 3 * sC + 2 * s * I * e);
-    layer = mx(layer, 4 * sC + s * I * e);
+    const int64_t f32 = e == 4 ? 0 : 2 * s * (C / k) * 4, cast = e == 4 ? 0 : 2 * sCk;
+    int64_t layer = mx(2 * sC, 2 * sC + 3 * sCk + f32 + 2 * s * (C / k) * 4 + cast);
+    layer = mx(layer, 2 * sC + 6 * sCk + (t->NH / k) * s * 4);
+    layer = mx(layer, 2 * sC + 6 * sCk + sC + ar);
+    layer = mx(layer, 3 * sC + 2 * s * (I / k) * e);
+    layer = mx(layer, 3 * sC + s * (I / k) * e + sC + ar);
     /* Llama4VisionModel.forward: the encoder's input (layernorm_pre's output) is held by forward's name while
      * the layers from the second on run */
     int64_t p = X + (t->depth > 1 ? sC : 0) + layer;
-    p = mx(p, 2 * X + S * C * e);              /* Llama4UnfoldConvolution: the unfold copy, the linear */
+    p = mx(p, 2 * X + (k > 1 ? S * (C / k) * e + 2 * S * C * e : S * C * e)); /* Llama4UnfoldConvolution: the unfold copy, the linear */
     p = mx(p, X + S * C * e + sC);             /* torch.cat with the class embedding */
     p = mx(p, X + 2 * sC);                     /* + positional_embedding_vlm, layernorm_pre, layernorm_post */
     p = mx(p, X + sC + 2 * S * C * e);         /* pixel_shuffle: two permute(...).contiguous() copies */
-    p = mx(p, X + sC + S * C * e + 2 * Tt * pin * e);        /* the adapter's fc1 and GELU */
-    p = mx(p, X + sC + S * C * e + Tt * pin * e + Tt * pout * e); /* fc2 */
+    p = mx(p, X + sC + S * C * e + 2 * Tt * (pin / k) * e);  /* the adapter's fc1 and GELU */
+    p = mx(p, X + sC + S * C * e + Tt * (pin / k) * e + Tt * pout * e + (k > 1 ? Tt * pout * e : 0)); /* fc2 */
     p = mx(p, X + sC + S * C * e + 2 * Tt * pout * e);       /* the output GELU */
-    p = mx(p, X + Tt * pout * e + Tt * Ht * e);              /* multi_modal_projector.linear_1 */
+    p = mx(p, X + Tt * pout * e + (k > 1 ? Tt * (Ht / k) * e + 2 * Tt * Ht * e : Tt * Ht * e)); /* multi_modal_projector.linear_1 */
     int64_t b;
     return __builtin_mul_overflow(p, tiles, &b) ? -1 : b;
 }
@@ -457,8 +480,12 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_inputs = in;
         r->mm_encoder_peak = -1;
         const bool cuda = !(gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0);
-        /* not modelled (above); nor a frame past 2^20 patches or 1024-pixel patches (no published config) */
-        if (o->tp > 1 || !cuda || maxp > (1 << 20) || p > 1024) return VC_OK;
+        /* not modelled (above); nor a frame past 2^20 patches or 1024-pixel patches (no published config). Under --tp
+         * every rank holds and runs the whole tower (gemma4_mm.py @ 01bae219 Gemma4ForConditionalGeneration.__init__:
+         * vision_tower = AutoModel.from_config(config.vision_config), transformers' modules, no tensor-parallel
+         * layer; src/hf/hf_gemma4.c loads it whole on each rank): the same run, _encoder_chunk's free memory after a
+         * rank's weights */
+        if (!cuda || maxp > (1 << 20) || p > 1024) return VC_OK;
         /* _encoder_chunk(pixel_values.shape[1], free, total, position_embedding_size): max(1, min(free // 2,
          * total // 10) // (N x 4 x P x 8)) frames a chunk, at most all of them; free and total from
          * current_platform.mem_get_info() when the encoder runs: total less the weights, the dummy pixel values
@@ -624,7 +651,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     r->mm_outputs = out;
     r->mm_inputs = in;
     r->mm_encoder_peak = -1;
-    if (o->tp > 1 || !cuda) return VC_OK; /* not modelled (above) */
+    if ((o->tp > 1 && !g3 && !l4) || !cuda) return VC_OK; /* not modelled (above) */
+    t.k = o->tp; /* Gemma 3's and Llama 4's towers split as vLLM splits them (src/hf/hf_vision.c, src/hf/hf_llama4.c) */
     int64_t tiles = 0;
     if (l4 && __builtin_mul_overflow(items, l4_tiles, &tiles)) tiles = INT64_MAX;
     const int64_t peak = l4   ? llama4_tower(&t, tiles, side * side, l4_tt, l4_pin, l4_pout, hidden)

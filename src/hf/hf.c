@@ -67,17 +67,36 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverride-init"
 const hf_family vc__hf_families[] = {
+    /* LlamaConfig (configuration_llama.py @ 008e5743, lines 64-68): every size has a default (vocab_size 32000,
+     * hidden_size 4096, intermediate_size 11008, num_hidden_layers 32, num_attention_heads 32: LlamaConfig()
+     * builds from model_type alone); num_key_value_heads None: the heads (__post_init__) */
     {.model_type = "llama", .config_class = "LlamaConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_INTER] = DEF("intermediate_size", 11008), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0)},
      LLAMA_BLOCK},
+    /* MistralConfig (configuration_mistral.py @ 008e5743, lines 63-68): vocab_size 32000, hidden_size 4096,
+     * intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8 when absent
+     * (an explicit null: the heads, __post_init__); head_dim None: hidden_size // num_attention_heads */
     {.model_type = "mistral", .config_class = "MistralConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL},
+              [K_INTER] = DEF("intermediate_size", 14336), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_MAXPOS] = DEF("max_position_embeddings", 131072),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
      LLAMA_BLOCK},
+    /* Qwen2Config (configuration_qwen2.py @ 008e5743, lines 61-66): vocab_size 151936, hidden_size 4096,
+     * intermediate_size 22016, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32 when absent
+     * (null: the heads, __post_init__); Qwen2Attention (modeling_qwen2.py @ 00d4b3d2): head_dim
+     * getattr(config, "head_dim", hidden_size // num_attention_heads), the config's head_dim when it has one */
     {.model_type = "qwen2", .config_class = "Qwen2Config",
-     .keys = {LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 32, .how = D_KV_NULL},
+              [K_INTER] = DEF("intermediate_size", 22016), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_QKV_BIAS] = FIXED(1) /* Qwen2Attention: bias=True on q/k/v */,
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
@@ -774,7 +793,8 @@ const hf_family vc__hf_families[] = {
     {.model_type = "mistral3", .config_class = "MistralConfig (Mistral3Config.text_config)",
      .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),
               [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
-              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_INTER] = DEF("intermediate_size", 14336),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL} /* null: the heads */,
+              [K_INTER] = DEF("intermediate_size", 14336),
               [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_MAXPOS] = DEF("max_position_embeddings", 131072),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
      LLAMA_BLOCK, .nested = "text_config", .vision = VIS_PIXTRAL, .lora_targets = NULL},
@@ -1132,7 +1152,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (vc__hf_gemma4_unmodelled(&a, r.fam, split, err)) return err->code;
     }
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
-    if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
+    if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos

@@ -61,6 +61,9 @@ enum {
     D_4H,       /* 4 x hidden size (GPT-2's n_inner) */
     D_RESID,    /* the residual dropout (classifier_dropout) */
     D_HIDDEN,   /* the hidden size (OPT's word_embed_proj_dim) */
+    D_KV_NULL,  /* .def when absent, the number of attention heads when null (MistralConfig's and
+                 * Qwen2Config's num_key_value_heads: a default, and `if self.num_key_value_heads is None:
+                 * self.num_key_value_heads = self.num_attention_heads` in __post_init__) */
 };
 
 typedef struct {
@@ -315,7 +318,7 @@ typedef struct {
     int64_t chunk;
     bool temp_tuning;
     /* llama4 (Llama4Config): vision_config's Llama4VisionModel and the projector, loaded, not run */
-    struct { int64_t H, I, N, NH, cin, P, img, pin, pout, vout; bool on; } l4v;
+    struct { int64_t H, I, N, NH, cin, P, img, pin, pout, vout, tp; bool on; } l4v; /* tp: vLLM's ranks (--serve --tp) */
     /* modernbert (hf_modernbert.c): norm_bias, classifier_pooling "mean", classifier_bias, classifier_activation */
     struct {
         bool norm_bias, pool_mean, cls_bias;
@@ -414,8 +417,9 @@ int64_t vc__hf_llama4_parameters(const arch *a, int64_t *active);
 /* hf_llama4.c: whether decoder layer i is a Llama4TextMoe layer (config.moe_layers). */
 bool vc__hf_llama4_moe_layer(const arch *a, int64_t i);
 /* hf_llama4.c: llama4's vision_config (Llama4VisionConfig's defaults), read into a->l4v and checked
- * (errors name vision_config.KEY; r reads the config's root); --image and --images refused. */
-int vc__hf_llama4_vision_read(rd *r, arch *a, const vc_hf_options *o);
+ * (errors name vision_config.KEY; r reads the config's root); --image and --images refused; under
+ * vLLM's split (split.vllm, split.tp > 1) a rank's shards (a->l4v.tp). */
+int vc__hf_llama4_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
 /* hf_llama4.c: Llama4VisionModel's and Llama4MultiModalProjector's weights appended to arr as frozen
  * VisionWeights layers (loaded, not run), when a->l4v.on. */
 void vc__hf_llama4_vision_write(rd *r, cJSON *arr, const arch *a);

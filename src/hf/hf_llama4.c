@@ -216,7 +216,7 @@ static int l4v_int(rd *r, const cJSON *v, const char *key, int64_t def, int64_t 
     return 0;
 }
 
-int vc__hf_llama4_vision_read(rd *r, arch *a, const vc_hf_options *o)
+int vc__hf_llama4_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
 {
     if (o && (o->image_w > 0 || o->images > 0))
         return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%s: Llama4VisionModel's forward (the unfold patches, "
@@ -260,6 +260,30 @@ int vc__hf_llama4_vision_read(rd *r, arch *a, const vc_hf_options *o)
     if (a->l4v.N > 1024)
         return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.num_hidden_layers", "%lld: more than 1024 layers",
                             (long long)a->l4v.N), -1;
+    /* --serve --tp: vLLM's split of the tower (vllm-project/vllm vllm/model_executor/models/mllama4.py @ 00dd5493,
+     * use_data_parallel only when multimodal_config.mm_encoder_tp_mode == "data", "weights" by default):
+     * Llama4VisionAttention qkv_proj QKVParallelLinear(hidden, head_dim, num_heads, bias) ("assert self.num_heads %
+     * self.tp_size == 0") and o_proj RowParallelLinear(bias); Llama4VisionMLP fc1 ColumnParallelLinear and fc2
+     * RowParallelLinear, the encoder layers' with biases, the vision adapter's without; Llama4UnfoldConvolution.linear
+     * and Llama4MultiModalProjector.linear_1 ColumnParallelLinear(gather_output=True); class_embedding,
+     * positional_embedding_vlm (nn.Parameter) and the nn.LayerNorms whole. vllm/model_executor/layers/linear.py:
+     * ColumnParallelLinear holds divide(output_size, tp) rows (divide asserts divisibility) and as many bias values,
+     * RowParallelLinear divide(input_size, tp) columns and its whole bias. */
+    a->l4v.tp = 1;
+    if (split.tp > 1 && split.vllm) {
+        const struct { int64_t x; const char *key; } divs[] = {
+            {a->l4v.NH, "vision_config.num_attention_heads"}, {a->l4v.H, "vision_config.hidden_size"},
+            {a->l4v.I, "vision_config.intermediate_size"}, {a->l4v.pin, "vision_config.projector_input_dim"},
+            {a->l4v.pout, "vision_config.projector_output_dim"}, {a->H, "text_config.hidden_size"},
+        };
+        for (size_t i = 0; i < sizeof divs / sizeof *divs; i++)
+            if (divs[i].x % split.tp)
+                return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide %s (%lld): "
+                                    "vLLM splits Llama 4's vision tower over the ranks (mllama4.py: its column- and "
+                                    "row-parallel Linear layers, divide(size, tp_size))", (long long)split.tp, divs[i].key,
+                                    (long long)divs[i].x), -1;
+        a->l4v.tp = split.tp;
+    }
     a->l4v.on = true;
     return 0;
 }
@@ -286,9 +310,11 @@ static void l4v_weights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t
 void vc__hf_llama4_vision_write(rd *r, cJSON *arr, const arch *a)
 {
     if (!a->l4v.on) return;
-    const int64_t H = a->l4v.H, I = a->l4v.I, side = a->l4v.img / a->l4v.P;
+    const int64_t H = a->l4v.H, I = a->l4v.I, side = a->l4v.img / a->l4v.P, k = a->l4v.tp > 1 ? a->l4v.tp : 1;
     char nm[120];
-    l4v_weights(r, arr, "vision_model.patch_embedding.linear", H, a->l4v.cin * a->l4v.P * a->l4v.P, false, true);
+    /* a rank's shards under vLLM's split (k > 1, vc__hf_llama4_vision_read): column-parallel rows / k with their
+     * biases, row-parallel columns / k with the whole bias */
+    l4v_weights(r, arr, "vision_model.patch_embedding.linear", H / k, a->l4v.cin * a->l4v.P * a->l4v.P, false, true);
     l4v_weights(r, arr, "vision_model.class_embedding", H, 0, false, false);
     l4v_weights(r, arr, "vision_model.positional_embedding_vlm", side * side + 1, H, false, false);
     l4v_weights(r, arr, "vision_model.layernorm_pre", H, 0, true, false);
@@ -297,18 +323,18 @@ void vc__hf_llama4_vision_write(rd *r, cJSON *arr, const arch *a)
     for (int64_t l = 0; l < a->l4v.N && !r->oom; l++) {
         for (int j = 0; j < 4; j++) {
             snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.%s", (long long)l, proj[j]);
-            l4v_weights(r, arr, nm, H, H, true, true);
+            l4v_weights(r, arr, nm, j < 3 ? H / k : H, j < 3 ? H : H / k, true, true); /* q/k/v: QKVParallelLinear */
         }
         snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.mlp.fc1", (long long)l);
-        l4v_weights(r, arr, nm, I, H, true, true);
+        l4v_weights(r, arr, nm, I / k, H, true, true);
         snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.mlp.fc2", (long long)l);
-        l4v_weights(r, arr, nm, H, I, true, true);
+        l4v_weights(r, arr, nm, H, I / k, true, true);
         snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.input_layernorm", (long long)l);
         l4v_weights(r, arr, nm, H, 0, true, false);
         snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.post_attention_layernorm", (long long)l);
         l4v_weights(r, arr, nm, H, 0, true, false);
     }
-    l4v_weights(r, arr, "vision_model.vision_adapter.mlp.fc1", a->l4v.pin, I, false, true);
-    l4v_weights(r, arr, "vision_model.vision_adapter.mlp.fc2", a->l4v.pout, a->l4v.pout, false, true);
-    l4v_weights(r, arr, "multi_modal_projector.linear_1", a->H, a->l4v.vout, false, true);
+    l4v_weights(r, arr, "vision_model.vision_adapter.mlp.fc1", a->l4v.pin / k, I, false, true);
+    l4v_weights(r, arr, "vision_model.vision_adapter.mlp.fc2", a->l4v.pout, a->l4v.pout / k, false, true);
+    l4v_weights(r, arr, "multi_modal_projector.linear_1", a->H / k, a->l4v.vout, false, true);
 }

@@ -233,6 +233,9 @@ static int read_key(rd *r, arch *a, int role)
         switch (k->how) {
         case D_REQUIRED: break; /* get_int's error below names the key */
         case D_HEADS: *(int64_t *)field = a->NH; return 0;
+        case D_KV_NULL:
+            *(int64_t *)field = cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r->cfg, key)) ? a->NH : (int64_t)k->def;
+            return 0;
         case D_SPLIT: return split_heads(r, f, a->H, a->NH, field);
         case D_4H: *(int64_t *)field = 4 * a->H; return 0;
         case D_HIDDEN: *(int64_t *)field = a->H; return 0;
@@ -361,10 +364,14 @@ static int read_family(rd *r, arch *a)
         /* Qwen2Config: sliding_window (and max_window_layers) only with use_sliding_window */
         if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue;
         if (read_key(r, a, role)) return -1;
+        /* a class default the config lacks (D_KV_NULL: MistralConfig's 8, Qwen2Config's 32) is named as such */
+        const bool kv_def = role == K_KV_HEADS && f->keys[K_KV_HEADS].how == D_KV_NULL &&
+                            !cJSON_GetObjectItemCaseSensitive(r->cfg, f->keys[K_KV_HEADS].key);
         if (role == K_KV_HEADS && a->NH % a->KV)
-            return vc__hf_bad(r, role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"), "%s (%lld) must be divisible by %s (%lld)",
-                       role_key(r, a, K_HEADS, -1, "num_attention_heads"), (long long)a->NH,
-                       role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"), (long long)a->KV);
+            return vc__hf_bad(r, kv_def ? f->keys[K_KV_HEADS].key : role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"),
+                       "%s (%lld) must be divisible by %s (%lld%s%s)", role_key(r, a, K_HEADS, -1, "num_attention_heads"),
+                       (long long)a->NH, kv_def ? f->keys[K_KV_HEADS].key : role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"),
+                       (long long)a->KV, kv_def ? ": absent, the default of " : "", kv_def ? f->config_class : "");
         if (role == K_MAXPOS && f->rope_scaling && read_rope_scaling(r)) return -1;
     }
     /* the rotary part of each head: all of it, none (learned positions), or

@@ -54,7 +54,7 @@
  *    vc_hf_split.image_decode); --serve with images is refused;
  *    a config without --image
  *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
- *    rank's shards of the Qwen towers' as vLLM splits them (vision_tp).
+ *    rank's shards of the Qwen towers' and Gemma 3's SigLIP as vLLM splits them (vision_tp).
  */
 #include <math.h>
 #include <stdio.h>
@@ -552,12 +552,13 @@ static int read_qwen3_5_act(rd *r, hf_vision *t, const cJSON *v)
  * [hidden m^2 / t, hidden m^2] and second [out, hidden m^2 / t], their column biases divided, the row
  * biases whole. A num_heads or intermediate_size the ranks do not divide is refused (vLLM's divide
  * asserts: Qwen2.5-VL-7B's 3,420 over 8). */
-static int vision_tp(rd *r, hf_vision *t, int64_t tp)
+static int vision_tp(rd *r, hf_vision *t, int64_t tp, bool siglip)
 {
     if (t->NH % tp)
-        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide vision_config.num_heads "
-                            "(%lld): vLLM splits the vision tower's heads over the ranks (Qwen2_5_VisionAttention: "
-                            "divide(num_heads, tp_size))", (long long)tp, (long long)t->NH);
+        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide vision_config.%s "
+                            "(%lld): vLLM splits the vision tower's heads over the ranks (%s: "
+                            "divide(num_heads, tp_size))", (long long)tp, siglip ? "num_attention_heads" : "num_heads",
+                            (long long)t->NH, siglip ? "SiglipAttention" : "Qwen2_5_VisionAttention");
     if (t->I % tp)
         return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide "
                             "vision_config.intermediate_size (%lld): vLLM splits the vision tower's MLP over the ranks "
@@ -590,11 +591,18 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
                                       : read_qwen2_5(r, a, v))
         return -1;
     if (tower_total(r, a)) return -1;
-    /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
-     * name the language model's layers only); the Qwen towers without images under vLLM's split:
-     * vision_tp above */
-    if (tp > 1 && split.vllm && !want && a->f->vision != VIS_SIGLIP) {
-        if (vision_tp(r, &a->vis, tp)) return -1;
+    /* the towers without images under vLLM's split (--serve --tp): vision_tp above, and Gemma 3's SigLIP as
+     * vLLM builds it (vllm-project/vllm vllm/model_executor/models/siglip.py @ 0c028ba4: SiglipAttention qkv_proj
+     * QKVParallelLinear(total_num_heads = num_attention_heads, bias) and out_proj RowParallelLinear, num_heads_per_
+     * partition = divide(num_heads, tp_size); SiglipMLP fc1 ColumnParallelLinear and fc2 RowParallelLinear, each
+     * disable_tp only when multimodal_config.mm_encoder_tp_mode == "data", "weights" by default; the embeddings'
+     * Conv2dLayer and nn.Embedding, the nn.LayerNorms whole; gemma3_mm.py @ e5fa9450 Gemma3ForConditionalGeneration
+     * .__init__ builds SiglipVisionModel(config.vision_config, quant_config) and Gemma3MultiModalProjector, whose
+     * mm_input_projection_weight (an nn.Parameter) and mm_soft_emb_norm are whole on every rank). Gemma3 without
+     * images in training: the tower replicated on every rank (transformers' tp plans name the language model's
+     * layers only) */
+    if (tp > 1 && split.vllm && !want) {
+        if (vision_tp(r, &a->vis, tp, a->f->vision == VIS_SIGLIP)) return -1;
     } else if (tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
         vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;
@@ -735,8 +743,9 @@ static void vweights(vw *w, const char *name, int64_t d0, int64_t d1, bool bias,
  * norm of the hidden size (with its bias when norm_bias) or an nn.Linear with its bias: V_QKV
  * [3 hidden, hidden], V_SQUARE [hidden, hidden], V_UP [intermediate, hidden], V_DOWN [hidden,
  * intermediate]; a rank's shards of them under vLLM's split (t->tp, vision_tp: V_SQUARE is then the
- * row-parallel attn.proj, the Qwen towers' only one; SigLIP's q/k/v/out are never split). */
-enum { V_NORM, V_QKV, V_SQUARE, V_UP, V_DOWN };
+ * row-parallel attn.proj, the Qwen towers' only one, and SigLIP's out_proj); V_COL [hidden / t, hidden]: one
+ * of SigLIP's q/k/v, a third of vLLM's QKVParallelLinear, its bias divided. */
+enum { V_NORM, V_QKV, V_SQUARE, V_UP, V_DOWN, V_COL };
 typedef struct {
     const char *n;
     int which;
@@ -753,6 +762,7 @@ static void vblock_weights(vw *w, const hf_vision *t, const char *prefix, const 
             case V_QKV: vweights(w, nm, 3 * C / k, C, true, true); break;
             case V_SQUARE: vweights(w, nm, C, C / k, true, true); break; /* row-parallel: its bias whole */
             case V_UP: vweights(w, nm, I / k, C, true, true); break;
+            case V_COL: vweights(w, nm, C / k, C, true, true); break;
             default: vweights(w, nm, C, I / k, true, true); break;
             }
         }
@@ -814,11 +824,11 @@ static void write_qwen3_weights(vw *w, const hf_vision *t)
  * only) and mm_input_projection_weight [vision hidden, text hidden] (an nn.Parameter, not an nn.Linear). */
 static void write_siglip_weights(vw *w, const hf_vision *t)
 {
-    const int64_t C = t->C, I = t->I, side = t->img / t->P;
+    const int64_t C = t->C, I = t->I, side = t->img / t->P, k = t->tp > 1 ? t->tp : 1; /* vLLM's ranks (vision_tp) */
     vweights(w, "vision_tower.vision_model.embeddings.patch_embedding", C, t->cin * t->P * t->P, true, false);
     vweights(w, "vision_tower.vision_model.embeddings.position_embedding", side * side, C, false, false);
     static const vmodule ms[] = {
-        {"layer_norm1", V_NORM}, {"self_attn.q_proj", V_SQUARE}, {"self_attn.k_proj", V_SQUARE}, {"self_attn.v_proj", V_SQUARE},
+        {"layer_norm1", V_NORM}, {"self_attn.q_proj", V_COL}, {"self_attn.k_proj", V_COL}, {"self_attn.v_proj", V_COL},
         {"self_attn.out_proj", V_SQUARE}, {"layer_norm2", V_NORM}, {"mlp.fc1", V_UP}, {"mlp.fc2", V_DOWN},
     };
     vblock_weights(w, t, "vision_tower.vision_model.encoder.layers", ms, sizeof ms / sizeof *ms, true);
@@ -828,8 +838,9 @@ static void write_siglip_weights(vw *w, const hf_vision *t)
         vweights(w, "vision_tower.vision_model.head.attention.in_proj", 3 * C, C, true, false);
         vweights(w, "vision_tower.vision_model.head.attention.out_proj", C, C, true, true);
         vweights(w, "vision_tower.vision_model.head.layernorm", C, 0, true, false);
-        vweights(w, "vision_tower.vision_model.head.mlp.fc1", I, C, true, true);
-        vweights(w, "vision_tower.vision_model.head.mlp.fc2", C, I, true, true);
+        /* vLLM: the head's torch.nn.MultiheadAttention whole, its SiglipMLP split as the layers' */
+        vweights(w, "vision_tower.vision_model.head.mlp.fc1", I / k, C, true, true);
+        vweights(w, "vision_tower.vision_model.head.mlp.fc2", C, I / k, true, true);
     }
     vweights(w, "multi_modal_projector.mm_soft_emb_norm", C, 0, false, false);
     vweights(w, "multi_modal_projector.mm_input_projection_weight", C, t->out, false, false);
