@@ -197,7 +197,8 @@ static void attention(btw *w, const arch *a, const char *mod, const char *in, co
     if (cache) flag(w, o, "cache", true);
     if (cache) flag(w, o, "labels_no_cache", true); /* with labels (training) use_cache is False */
     linear(w, out, core, a->H, a->H, true);
-    ins(w, lay(w, "Add", res), in, dropout(w, dr, out, a->p_resid), NULL); /* residual + hidden_states */
+    const char *d = dropout(w, dr, out, a->p_resid); /* before the Add: C leaves the order of arguments open */
+    ins(w, lay(w, "Add", res), in, d, NULL); /* residual + hidden_states */
     layer_norm(w, a, ln, res, NULL);
 }
 
@@ -208,7 +209,8 @@ static void mlp(btw *w, const arch *a, const char *residual, int64_t inter)
     act_layer(w, a, "activation_fn");
     const char *h = dropout(w, "activation_dropout", "activation_fn", a->wh.p_act);
     linear(w, "fc2", h, inter, a->H, true);
-    ins(w, lay(w, "Add", "residual"), residual, dropout(w, "fc2.dropout", "fc2", a->p_resid), NULL);
+    const char *d = dropout(w, "fc2.dropout", "fc2", a->p_resid); /* before the Add (argument order is unspecified) */
+    ins(w, lay(w, "Add", "residual"), residual, d, NULL);
     layer_norm(w, a, "final_layer_norm", "residual", NULL);
 }
 

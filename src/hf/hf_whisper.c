@@ -233,7 +233,8 @@ static void attention(whw *w, const arch *a, const char *mod, const char *ln, co
     if (causal) flag(w, o, "causal", true);
     if (cache) flag(w, o, "cache", true);
     linear(w, out, core, hw, a->H, true); /* a row-parallel shard: its bias whole */
-    ins(w, lay(w, "Add", res), residual ? residual : "input", dropout(w, dr, out, a->p_resid), NULL);
+    const char *d = dropout(w, dr, out, a->p_resid); /* before the Add: C leaves the order of arguments open */
+    ins(w, lay(w, "Add", res), residual ? residual : "input", d, NULL);
 }
 
 /* fc1, act, dropout(activation_dropout), fc2, dropout, the residual */
@@ -244,7 +245,8 @@ static void mlp(whw *w, const arch *a, const char *residual, int64_t inter)
     act_layer(w, a, "activation_fn");
     const char *h = dropout(w, "activation_dropout", "activation_fn", a->wh.p_act);
     linear(w, "fc2", h, inter, a->H, true);
-    ins(w, lay(w, "Add", "residual"), residual, dropout(w, "fc2.dropout", "fc2", a->p_resid), NULL);
+    const char *d = dropout(w, "fc2.dropout", "fc2", a->p_resid); /* before the Add (argument order is unspecified) */
+    ins(w, lay(w, "Add", "residual"), residual, d, NULL);
 }
 
 /* a module's output kept until the model's forward returns (t5.c's T5Return with keep_forward) */
