@@ -48,6 +48,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf_arch.h"
+#include "hf_encdec_writer.h"
 #include "model.h"
 #include "util.h"
 
@@ -114,59 +115,8 @@ int vc__hf_bart_read(rd *r, arch *a)
 }
 
 /* ---- the layers ---- */
-typedef struct {
-    rd *r;
-    cJSON *arr;
-} btw;
-
-static cJSON *lay(btw *w, const char *type, const char *name) { return vc__hf_layer(w->r, w->arr, type, name); }
-static void num(btw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
-static void flag(btw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
-static void str(btw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
-static void ins(btw *w, cJSON *o, const char *a, const char *b, const char *c) { vc__hf_ins(w->r, o, a, b, c, NULL); }
-
-static void linear(btw *w, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
-{
-    cJSON *o = lay(w, "Linear", name);
-    if (in) ins(w, o, in, NULL, NULL);
-    num(w, o, "in_features", (double)nin);
-    num(w, o, "out_features", (double)nout);
-    flag(w, o, "bias", bias);
-}
-
-static void layer_norm(btw *w, const arch *a, const char *name, const char *in, const char *held_until)
-{
-    cJSON *o = lay(w, "LayerNorm", name);
-    if (in) ins(w, o, in, NULL, NULL);
-    num(w, o, "normalized_shape", (double)a->H);
-    if (held_until) str(w, o, "held_until", held_until);
-}
-
-/* nn.functional.dropout(h, p, training): nothing when p is 0 (returns `in`) */
-static const char *dropout(btw *w, const char *name, const char *in, double p)
-{
-    if (p <= 0) return in;
-    cJSON *o = lay(w, "Dropout", name);
-    ins(w, o, in, NULL, NULL);
-    num(w, o, "p", p);
-    return name;
-}
-
-static void act_layer(btw *w, const arch *a, const char *name)
-{
-    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) {
-        str(w, lay(w, "NewGELU", name), "variant", a->act == A_GELU_NEW ? "new" : "fast");
-    } else if (a->act == A_SILU) {
-        lay(w, "SiLU", name);
-    } else if (a->act == A_RELU) {
-        lay(w, "ReLU", name);
-    } else {
-        str(w, lay(w, "GELU", name), "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
-    }
-}
-
 /* a module's return (layers/t5.c T5Return): `out`, the locals it held until then; keep: to the model's end */
-static void ret(btw *w, const char *name, const char *out, const char *l1, const char *l2, bool keep)
+static void ret(edw *w, const char *name, const char *out, const char *l1, const char *l2, bool keep)
 {
     cJSON *o = lay(w, "T5Return", name);
     ins(w, o, out, l1, l2);
@@ -176,7 +126,7 @@ static void ret(btw *w, const char *name, const char *out, const char *l1, const
 /* One BartSdpaAttention sub-layer (post-LN): q/k/v_proj on `in` (k and v on kv for the cross-attention), the
  * core, out_proj, dropout, residual + h (named res), the layer norm (named ln). `in`'s layer holds it until
  * out_proj returns (the attention's q / k / v states live to there, layers/whisper.c). */
-static void attention(btw *w, const arch *a, const char *mod, const char *in, const char *kv, int64_t heads, bool causal,
+static void attention(edw *w, const arch *a, const char *mod, const char *in, const char *kv, int64_t heads, bool causal,
                       bool cache, const char *res, const char *ln)
 {
     char q[64], k[64], v[64], core[64], out[64], dr[64];
@@ -203,7 +153,7 @@ static void attention(btw *w, const arch *a, const char *mod, const char *in, co
 }
 
 /* fc1, act, dropout(activation_dropout), fc2, dropout, residual + h, final_layer_norm */
-static void mlp(btw *w, const arch *a, const char *residual, int64_t inter)
+static void mlp(edw *w, const arch *a, const char *residual, int64_t inter)
 {
     linear(w, "fc1", residual, a->H, inter, true);
     act_layer(w, a, "activation_fn");
@@ -214,7 +164,7 @@ static void mlp(btw *w, const arch *a, const char *residual, int64_t inter)
     layer_norm(w, a, "final_layer_norm", "residual", NULL);
 }
 
-static cJSON *blocks(btw *w, const arch *a, const char *name, const char *in, int64_t n)
+static cJSON *blocks(edw *w, const arch *a, const char *name, const char *in, int64_t n)
 {
     cJSON *seq = lay(w, "Sequential", name);
     ins(w, seq, in, NULL, NULL);
@@ -230,7 +180,7 @@ static cJSON *blocks(btw *w, const arch *a, const char *name, const char *in, in
 
 /* BartScaledWordEmbedding + BartLearnedPositionalEmbedding + layernorm_embedding + dropout of one stack;
  * returns the name its layers read */
-static const char *embeds(btw *w, const arch *a, const char *stack, const char *ids, bool tied, char *buf, size_t n)
+static const char *embeds(edw *w, const arch *a, const char *stack, const char *ids, bool tied, char *buf, size_t n)
 {
     char tok[64], sc[64], pos[64], sum[64], ln[64], dr[64];
     snprintf(tok, sizeof tok, "model.%s.embed_tokens", stack);
@@ -259,13 +209,13 @@ static const char *embeds(btw *w, const arch *a, const char *stack, const char *
 
 void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
 {
-    btw w = {r, arr};
+    edw w = {r, arr};
     char h[64];
     /* the encoder */
     const char *e = embeds(&w, a, "encoder", NULL, false, h, sizeof h);
     cJSON *la = blocks(&w, a, "model.encoder.layers", e, a->N);
     if (!la) return;
-    btw b = {r, la};
+    edw b = {r, la};
     /* BartSdpaAttention's states live until out_proj returns: its argument (the layer's input, the caller's
      * residual) is held to there */
     ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);

@@ -44,6 +44,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf_arch.h"
+#include "hf_encdec_writer.h"
 #include "load.h"
 #include "model.h"
 #include "util.h"
@@ -155,61 +156,9 @@ int64_t vc__hf_whisper_parameters(const arch *a)
  * The input_features are the model's input, [num_mel_bins, 2 x max_source_positions] (WhisperFeatureExtractor
  * pads every clip to 30 s, 3000 frames; WhisperEncoder.forward raises ValueError on any other length) in the
  * model's dtype: the caller casts the extractor's float32 features before the call. */
-typedef struct {
-    rd *r;
-    cJSON *arr;
-} whw;
-
-static cJSON *lay(whw *w, const char *type, const char *name) { return vc__hf_layer(w->r, w->arr, type, name); }
-static void num(whw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
-static void flag(whw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
-static void str(whw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
-static void ins(whw *w, cJSON *o, const char *a, const char *b, const char *c) { vc__hf_ins(w->r, o, a, b, c, NULL); }
-
-static void linear(whw *w, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
-{
-    cJSON *o = lay(w, "Linear", name);
-    if (in) ins(w, o, in, NULL, NULL);
-    num(w, o, "in_features", (double)nin);
-    num(w, o, "out_features", (double)nout);
-    flag(w, o, "bias", bias);
-}
-
-static void layer_norm(whw *w, const arch *a, const char *name, const char *in, const char *held_until)
-{
-    cJSON *o = lay(w, "LayerNorm", name);
-    if (in) ins(w, o, in, NULL, NULL);
-    num(w, o, "normalized_shape", (double)a->H);
-    if (held_until) str(w, o, "held_until", held_until);
-}
-
-/* nn.functional.dropout(h, p, training): nothing when p is 0 (returns `in`), else the layer's name */
-static const char *dropout(whw *w, const char *name, const char *in, double p)
-{
-    if (p <= 0) return in;
-    cJSON *o = lay(w, "Dropout", name);
-    ins(w, o, in, NULL, NULL);
-    num(w, o, "p", p);
-    return name;
-}
-
-/* ACT2FN[activation_function] (GELUActivation: F.gelu for "gelu") */
-static void act_layer(whw *w, const arch *a, const char *name)
-{
-    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) {
-        str(w, lay(w, "NewGELU", name), "variant", a->act == A_GELU_NEW ? "new" : "fast");
-    } else if (a->act == A_SILU) {
-        lay(w, "SiLU", name);
-    } else if (a->act == A_RELU) {
-        lay(w, "ReLU", name);
-    } else {
-        str(w, lay(w, "GELU", name), "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
-    }
-}
-
 /* One attention sub-layer of a Whisper layer: `pre`_layer_norm, q/k/v_proj, the core, out_proj,
  * dropout, the residual add (named res). kv: the encoder's output for the cross-attention. */
-static void attention(whw *w, const arch *a, const char *mod, const char *ln, const char *residual, const char *kv,
+static void attention(edw *w, const arch *a, const char *mod, const char *ln, const char *residual, const char *kv,
                       int64_t heads, bool causal, bool cache, const char *res)
 {
     char q[64], k[64], v[64], core[64], out[64], dr[64];
@@ -238,7 +187,7 @@ static void attention(whw *w, const arch *a, const char *mod, const char *ln, co
 }
 
 /* fc1, act, dropout(activation_dropout), fc2, dropout, the residual */
-static void mlp(whw *w, const arch *a, const char *residual, int64_t inter)
+static void mlp(edw *w, const arch *a, const char *residual, int64_t inter)
 {
     layer_norm(w, a, "final_layer_norm", residual, NULL);
     linear(w, "fc1", "final_layer_norm", a->H, inter, true);
@@ -250,7 +199,7 @@ static void mlp(whw *w, const arch *a, const char *residual, int64_t inter)
 }
 
 /* a module's output kept until the model's forward returns (t5.c's T5Return with keep_forward) */
-static void keep(whw *w, const char *name, const char *in, const char *local1, const char *local2)
+static void keep(edw *w, const char *name, const char *in, const char *local1, const char *local2)
 {
     cJSON *o = lay(w, "T5Return", name);
     ins(w, o, in, local1, local2);
@@ -259,7 +208,7 @@ static void keep(whw *w, const char *name, const char *in, const char *local1, c
 
 /* A stack's layers: a Sequential repeated n times; with gradient checkpointing every layer through
  * self._gradient_checkpointing_func(layer.__call__, ...) (WhisperEncoder.forward, WhisperDecoder.forward) */
-static cJSON *blocks(whw *w, const arch *a, const char *name, const char *in, int64_t n)
+static cJSON *blocks(edw *w, const arch *a, const char *name, const char *in, int64_t n)
 {
     cJSON *seq = lay(w, "Sequential", name);
     ins(w, seq, in, NULL, NULL);
@@ -294,7 +243,7 @@ static cJSON *blocks(whw *w, const arch *a, const char *name, const char *in, in
  *    most two [T, d_model] tensors more at a sub-layer's out_proj in vLLM. The tokens
  *    are the model's input (int64 [seq]); embed_tokens + embed_positions (WhisperDecoder.forward), the final
  *    layer_norm, proj_out tied to embed_tokens (ParallelLMHead.tie_weights). */
-static void vllm_decoder(whw *w, const arch *a)
+static void vllm_decoder(edw *w, const arch *a)
 {
     cJSON *o = lay(w, "Embedding", "model.decoder.embed_tokens");
     ins(w, o, "input", NULL, NULL);
@@ -308,7 +257,7 @@ static void vllm_decoder(whw *w, const arch *a)
     ins(w, lay(w, "Add", "model.decoder.inputs"), "model.decoder.embed_tokens", "model.decoder.embed_positions", NULL);
     cJSON *la = blocks(w, a, "model.decoder.layers", "model.decoder.inputs", a->dec_N);
     if (!la) return;
-    whw b = {w->r, la};
+    edw b = {w->r, la};
     const int64_t hw = a->H / (a->wh.tp > 1 ? a->wh.tp : 1); /* a tensor-parallel rank's heads x head_dim */
     /* self_attn: qkv_proj, the zeroed output, out_proj */
     layer_norm(&b, a, "self_attn_layer_norm", NULL, NULL);
@@ -336,7 +285,7 @@ static void vllm_decoder(whw *w, const arch *a)
 
 void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 {
-    whw w = {r, arr};
+    edw w = {r, arr};
     if (a->wh.part == 2) {
         vllm_decoder(&w, a);
         return;
@@ -362,7 +311,7 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     const char *h = dropout(&w, "model.encoder.dropout", "model.encoder.embed_positions", a->p_resid);
     cJSON *la = blocks(&w, a, "model.encoder.layers", h, a->N);
     if (!la) return;
-    whw b = {r, la};
+    edw b = {r, la};
     attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->NH, false, false, "self_attn.residual");
     mlp(&b, a, "self_attn.residual", a->I);
     layer_norm(&w, a, "model.encoder.layer_norm", NULL, NULL);
