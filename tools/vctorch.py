@@ -1425,7 +1425,7 @@ def _wrapped_number(x):
     !variable.unsafeGetTensorImpl()->is_wrapped_number())`), so no checkpoint holder is made for it and
     unpacking it recomputes nothing; torch 1.13 packs it like any tensor. is_wrapped_number is not visible
     from Python here: a 0-d float64 / int64 / complex128 / bool tensor that needs no grad stands for it
-    (the models here hold no such tensor of their own)."""
+    (a heuristic: a model's own such tensor, saved by an op, would be taken for one)."""
     return (x.dim() == 0 and not x.requires_grad and x.grad_fn is None and
             x.dtype in (torch.float64, torch.int64, torch.complex128, torch.bool))
 
