@@ -1594,6 +1594,42 @@ const vc_kind vc_kind_Scale = {
     .parse = scale_parse, .setup = scale_setup, .emit = scale_emit,
 };
 
+/* ================================================== LayerScalar */
+
+/* Gemma4TextDecoderLayer (models/gemma4/modeling_gemma4.py @ 0246b4f3): __init__
+ * register_buffer("layer_scalar", torch.ones(1)) (cast with the model: the model's dtype), forward
+ * `hidden_states *= self.layer_scalar`: mul_ in place, nothing allocated; its MulBackward0 saves the
+ * buffer (`other`, saved when self needs a gradient: a tensor, packed by saved-tensor hooks, so a
+ * checkpointed layer's recompute runs up to it and its backward's unpack triggers it) and computes
+ * grad * other, a new tensor of x's size. */
+static int lscalar_parse(vc_args *a, void *p)
+{
+    (void)a;
+    (void)p;
+    return 0;
+}
+
+static int lscalar_setup(vc_setup *s, void *p)
+{
+    (void)p;
+    s->out = s->in[0];
+    return vc_buffer(s, "layer_scalar", 1, VC_DT_FLOAT);
+}
+
+static void lscalar_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    vc_t x = vc_input(b, 0);
+    vc_set_output(b, vc__op_mul(b, x, vc_buf(b, 0), vc_numel_of(b, x), true));
+}
+
+const vc_kind vc_kind_LayerScalar = {
+    .ops = 1,
+    .name = "LayerScalar", .summary = "x *= a [1] buffer in place (gemma4's layer_scalar): saves the buffer",
+    .min_inputs = 1, .max_inputs = 1,
+    .parse = lscalar_parse, .setup = lscalar_setup, .emit = lscalar_emit,
+};
+
 /* ================================================== PositionEmbedding */
 
 typedef struct {

@@ -1330,7 +1330,7 @@ for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation",
            "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
            "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
            "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",
-               "PixtralAttention", "PixtralMerge", "PixtralOutputs"):
+               "PixtralAttention", "PixtralMerge", "PixtralOutputs", "LayerScalar"):
     _KINDS[_n] = (_llm_kind(_n), None, set())
 
 
@@ -1418,6 +1418,18 @@ class _Holder:
         self.handle = None
 
 
+def _wrapped_number(x):
+    """A Python number autograd saved as a tensor (`h * 0.5`: MulBackward0's `other`, 0-d float64 or
+    int64, no grad). PyTorch 2.x saves it without the saved-tensor hooks
+    (torch/csrc/autograd/saved_variable.cpp @032b464e, SavedVariable::SavedVariable: `if (maybe_hooks &&
+    !variable.unsafeGetTensorImpl()->is_wrapped_number())`), so no checkpoint holder is made for it and
+    unpacking it recomputes nothing; torch 1.13 packs it like any tensor. is_wrapped_number is not visible
+    from Python here: a 0-d float64 / int64 / complex128 / bool tensor that needs no grad stands for it
+    (a heuristic: a model's own such tensor, saved by an op, would be taken for one)."""
+    return (x.dim() == 0 and not x.requires_grad and x.grad_fn is None and
+            x.dtype in (torch.float64, torch.int64, torch.complex128, torch.bool))
+
+
 def _checkpoint2x(fn, *args):
     """torch.utils.checkpoint(fn, *args, use_reentrant=False) as PyTorch 2.x runs it
     (torch/utils/checkpoint.py, _checkpoint_without_reentrant_generator with
@@ -1435,6 +1447,8 @@ def _checkpoint2x(fn, *args):
     done = [False]
 
     def pack(x):
+        if _wrapped_number(x):
+            return x
         h = _Holder()
         holders.append(weakref.ref(h))
         return h
@@ -1443,6 +1457,8 @@ def _checkpoint2x(fn, *args):
         count = [0]
 
         def rpack(x):
+            if _wrapped_number(x):
+                return x
             h = holders[count[0]]()
             count[0] += 1
             if h is not None:
@@ -1467,6 +1483,8 @@ def _checkpoint2x(fn, *args):
         done[0] = True
 
     def unpack(h):
+        if isinstance(h, torch.Tensor):
+            return h
         if not done[0]:
             recompute()
         ret = recomputed[h.handle]

@@ -917,7 +917,11 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     int32_t brought[VC_MAX_INPUTS * 4];
     int nbrought = 0;
     bool unpacked = false;
-    if (op->region >= 0 && !b->reg[op->region].recomputed) {
+    /* torch/utils/checkpoint.py (2.x, @0008d771) _checkpoint_hook.unpack_hook: the region is
+     * recomputed (frame.recompute_fn, once per graph task: frame.is_recomputed[gid]) when backward
+     * first unpacks one of its saved tensors (_Holder), i.e. in the first of its nodes that saved
+     * something; the nodes before it (a sum, an add, a view: nothing saved) run without it */
+    if (op->region >= 0 && !b->reg[op->region].recomputed && op_packs(b, k) > 0) {
         /* --act-offload: the recompute's first unpack brings the block's offloaded input
          * back (its frame's `args`, from ctx.saved_tensors) for the recomputed forward to read;
          * this node is the current autograd node then */

@@ -365,7 +365,8 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
  *  - Gemma4TextDecoderLayer.forward: input_layernorm, self_attn, post_attention_layernorm, + residual;
  *    pre_feedforward_layernorm, mlp (down_proj(act_fn(gate_proj(x)) * up_proj(x))),
  *    post_feedforward_layernorm, + residual; hidden_states *= self.layer_scalar (in place, a [1] buffer:
- *    nothing allocated, nothing of the hidden states saved; not written as a layer).
+ *    nothing allocated; MulBackward0 saves the buffer, so a checkpointed layer's recompute runs up to it
+ *    and its node is the layer's first to unpack: LayerScalar, layers/llm.c).
  *  - Gemma4TextAttention.forward: q_proj(x).view, q_norm, apply_rotary_pos_emb; k_proj(x).view and
  *    v_proj(x).view (under attention_k_eq_v on a full layer: value_states = key_states, k_proj's output
  *    itself), k_norm, rotary, v_norm (Gemma4RMSNorm without weight); past_key_values.update; the
@@ -479,6 +480,8 @@ static void g4_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
         vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "per_layer_residual"), "mlp_residual", "post_per_layer_input_norm", NULL,
                    NULL);
     }
+    /* hidden_states *= self.layer_scalar (transformers; vLLM's Gemma4 layer, --serve, not read for it: left out) */
+    if (!a->vllm) vc__hf_layer(r, arr, "LayerScalar", "layer_scalar");
 }
 
 /* A tower loaded and not run: its parameters as one frozen weight (VisionWeights, layers/vision.c). */

@@ -100,6 +100,8 @@ def checkpoint_sac(fn, *args):
     done = [False]
 
     def pack(x):
+        if vctorch._wrapped_number(x):  # 2.x saves a wrapped number without the hooks
+            return x
         h = vctorch._Holder()
         holders.append(weakref.ref(h))
         return h
@@ -108,6 +110,8 @@ def checkpoint_sac(fn, *args):
         count = [0]
 
         def rpack(x):
+            if vctorch._wrapped_number(x):
+                return x
             h = holders[count[0]]() if count[0] < len(holders) else None
             count[0] += 1
             with _pop_mode_temporarily():  # detach outside the cached mode (torch 1.13 hands a
@@ -123,6 +127,8 @@ def checkpoint_sac(fn, *args):
         done[0] = True
 
     def unpack(h):
+        if isinstance(h, torch.Tensor):  # a wrapped number, kept as it is
+            return h
         if not done[0]:
             recompute()
         ret = recomputed[h.handle]
@@ -209,6 +215,8 @@ def checkpoint_saving_inputs(fn, x, *rest):
     done = [False]
 
     def pack(t):
+        if vctorch._wrapped_number(t):  # 2.x saves a wrapped number without the hooks
+            return t
         h = vctorch._Holder()
         holders.append(weakref.ref(h))
         return h
@@ -218,6 +226,8 @@ def checkpoint_saving_inputs(fn, x, *rest):
         _, xr = saver.grad_fn.saved_tensors
 
         def rpack(t):
+            if vctorch._wrapped_number(t):
+                return t
             h = holders[count[0]]()
             count[0] += 1
             if h is not None:
@@ -239,6 +249,8 @@ def checkpoint_saving_inputs(fn, x, *rest):
         done[0] = True
 
     def unpack(h):
+        if isinstance(h, torch.Tensor):  # a wrapped number, kept as it is
+            return h
         if not done[0]:
             recompute()
         ret = recomputed[h.handle]

@@ -54,6 +54,11 @@ FIXES = [
      "bf16 transformer cases +0.04…+0.07% → 0"),
     ("harness: `tools/vctorch.py`", "2.x non-reentrant checkpoint (early stop) ported; 1.13's recomputes the whole "
      "block and frees recomputed tensors later", "checkpoint cases: the measured truth changed by up to −8 KiB"),
+    ("harness: `tools/vctorch.py` `_wrapped_number`, `bench/accuracy/llm/ac_replica.py`", "the checkpoint port no "
+     "longer makes a holder for a Python number an op saves (`x * 0.5`'s wrapped `other`): 2.x saves it without the "
+     "saved-tensor hooks (`saved_variable.cpp` @032b464e), 1.13 packs it, which moved the recompute to that op's node "
+     "and the early stop to it", "PEFT DoRA's `lora_result * scaling` on llama_wide: the measured truth +131,072 B "
+     "(llm155); qwen2 LoRA −18,432 B (llm117); others within 4 KiB"),
     ("engine: `src/engine.c`, `layers/ops.c`", "checkpoint recompute stops before the last saving op runs when it "
      "saves only inputs (packed before the kernel); a checkpointed node's recomputed tensors go when its backward "
      "returns, before the engine reduces broadcast gradients (`VC_GRAD_REDUCE`: addmm's bias, broadcast adds)",
