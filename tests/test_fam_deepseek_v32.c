@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "fam_hf.h"
 
 #define HF VC_TEST_DATA "/hf/"
 
@@ -45,12 +46,6 @@ static char *slurp(const char *path)
     s[n] = 0;
     fclose(f);
     return s;
-}
-
-static vc_status load_js(const char *js, vc_model **m, vc_error *err)
-{
-    *m = NULL;
-    return vc_model_load_string_hf(js, strlen(js), "config.json", NULL, m, err);
 }
 
 static void test_v32_count(void **state)

@@ -30,36 +30,9 @@
 #include "vramcalc/vramcalc.h"
 #include "cli_spelt.h"
 #include "cli_run.h"
+#include "fam_hf.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-static vc_status load_js(const char *js, vc_model **m, vc_error *err)
-{
-    *m = NULL;
-    return vc_model_load_string_hf(js, strlen(js), "config.json", NULL, m, err);
-}
-
-static int64_t count_of(const char *js)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (load_js(js, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
-    int64_t n = vc_model_parameters(m);
-    vc_model_free(m);
-    return n;
-}
-
-/* occurrences of needle in the model JSON the config becomes (--emit-model) */
-static int emitted(const char *js, const char *needle)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (load_js(js, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
-    int n = 0;
-    for (const char *p = vc_model_generated_json(m); (p = strstr(p, needle)); p++) n++;
-    vc_model_free(m);
-    return n;
-}
 
 /* GLM-4-9B-0414, each tensor (modeling_glm4.py's shapes): embed_tokens 151552 x 4096 = 620,756,992 and lm_head
  * the same (untied); a layer: q_proj 4096 x 4096 + 4096 = 16,781,312, k_proj and v_proj 2 x (4096 x 256 + 256) =

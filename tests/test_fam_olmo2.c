@@ -30,29 +30,12 @@
 #include "vramcalc/vramcalc.h"
 #include "cli_spelt.h"
 #include "cli_run.h"
+#include "fam_hf.h"
 
 #define LLMCFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
 
 #define SMALL "\"model_type\":\"olmo2\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128," \
               "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2"
-
-static vc_status load_js(const char *js, vc_model **m, vc_error *err)
-{
-    *m = NULL;
-    return vc_model_load_string_hf(js, strlen(js), "config.json", NULL, m, err);
-}
-
-/* occurrences of needle in the model JSON the config becomes (--emit-model) */
-static int emitted(const char *js, const char *needle)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (load_js(js, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
-    int n = 0;
-    for (const char *p = vc_model_generated_json(m); (p = strstr(p, needle)); p++) n++;
-    vc_model_free(m);
-    return n;
-}
 
 /* The layers written (the four identical decoder layers written once, repeat 4): Olmo2RMSNorm's variant on the
  * layer's two norms, on model.norm and on the q/k norms; no input_layernorm; the rotary embedding's float32 pair

@@ -24,36 +24,10 @@
 
 #include "vramcalc/vramcalc.h"
 #include "cli_run.h"
+#include "fam_hf.h"
 #include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-static vc_status load_js(const char *js, vc_model **m, vc_error *err)
-{
-    *m = NULL;
-    return vc_model_load_string_hf(js, strlen(js), "config.json", NULL, m, err);
-}
-
-static int64_t count_of(const char *js)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (load_js(js, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
-    int64_t n = vc_model_parameters(m);
-    vc_model_free(m);
-    return n;
-}
-
-static int emitted(const char *js, const char *needle)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (load_js(js, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
-    int n = 0;
-    for (const char *p = vc_model_generated_json(m); (p = strstr(p, needle)); p++) n++;
-    vc_model_free(m);
-    return n;
-}
 
 /* a tiny OLMoE by hand: vocab 1000, hidden 64, 2 layers, 4 heads / 2 kv heads of 16, 8 experts of 32, top-2 */
 #define BASE "{\"model_type\":\"olmoe\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":32," \
