@@ -1,13 +1,16 @@
 /*
  * fam_hf.h — what the family tests (tests/test_fam_*.c) share: a config given as a JSON string loaded
- * as vramcalc's Hugging Face reader loads config.json (no options), its parameter count, and how often a
- * string occurs in the model JSON it becomes (--emit-model). Static: each test program its own copy.
+ * as vramcalc's Hugging Face reader loads config.json (no options), its parameter count, how often a
+ * string occurs in the model JSON it becomes (--emit-model), and a config written to a temporary file.
+ * Static: each test program its own copy.
  * Include after <cmocka.h> (fail_msg).
  */
 #ifndef VC_TEST_FAM_HF_H
 #define VC_TEST_FAM_HF_H
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vramcalc/vramcalc.h"
 
@@ -37,6 +40,16 @@ static inline int emitted(const char *js, const char *needle)
     for (const char *p = vc_model_generated_json(m); (p = strstr(p, needle)); p++) n++;
     vc_model_free(m);
     return n;
+}
+
+/* body written to a new file named from path's mkstemp template (XXXXXX last), for the CLI to read */
+static inline void fam_write(char *path, const char *body)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t n = strlen(body);
+    assert_int_equal(write(fd, body, n), (ssize_t)n);
+    close(fd);
 }
 
 #endif

@@ -118,18 +118,14 @@ static void test_bad_keys(void **state)
     }
     /* the CLI: exit 2, one line naming the file and the key */
     char path[] = "/tmp/vc_minimax_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    const char body[] = TINY ",\"scoring_func\":\"softmax\"}";
-    assert_int_equal(write(fd, body, sizeof body - 1), (ssize_t)(sizeof body - 1));
-    close(fd);
+    fam_write(path, TINY ",\"scoring_func\":\"softmax\"}");
     char args[256];
     snprintf(args, sizeof args, "%s", path);
     assert_usage(args, "scoring_func");
     /* per_expert: MiniMaxM2Experts are stacked (transformers 5 only) */
     snprintf(args, sizeof args, "%s --experts-implementation per_expert", path);
     remove(path);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     const char good[] = TINY "}";
     assert_int_equal(write(fd, good, sizeof good - 1), (ssize_t)(sizeof good - 1));
@@ -213,11 +209,7 @@ static void test_ep(void **state)
 {
     (void)state;
     char path[] = "/tmp/vc_minimax_ep_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    const char good[] = TINY "}";
-    assert_int_equal(write(fd, good, sizeof good - 1), (ssize_t)(sizeof good - 1));
-    close(fd);
+    fam_write(path, TINY "}");
     char a[256];
     snprintf(a, sizeof a, "%s --parallel ddp --gpus 8 --ep 8", path);
     long long even = cli_json_field(a, "\"peak_allocated\": ");

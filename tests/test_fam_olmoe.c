@@ -91,11 +91,7 @@ static void test_bad_keys(void **state)
         if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
     }
     char path[] = "/tmp/vc_olmoe_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    const char body[] = TINY ",\"clip_qkv\":8}";
-    assert_int_equal(write(fd, body, sizeof body - 1), (ssize_t)(sizeof body - 1));
-    close(fd);
+    fam_write(path, TINY ",\"clip_qkv\":8}");
     assert_usage(path, "clip_qkv");
     remove(path);
 }
@@ -135,11 +131,7 @@ static void test_ep(void **state)
 {
     (void)state;
     char path[] = "/tmp/vc_olmoe_ep_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    const char good[] = TINY ",\"norm_topk_prob\":true}"; /* Megatron's router renormalises the top-k */
-    assert_int_equal(write(fd, good, sizeof good - 1), (ssize_t)(sizeof good - 1));
-    close(fd);
+    fam_write(path, TINY ",\"norm_topk_prob\":true}"); /* Megatron's router renormalises the top-k */
     char a[256];
     snprintf(a, sizeof a, "%s --parallel ddp --gpus 8 --ep 8", path);
     long long even = cli_json_field(a, "\"peak_allocated\": ");

@@ -118,11 +118,7 @@ static void test_bad_keys(void **state)
         if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
     }
     char path[] = "/tmp/vc_phimoe_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    const char body[] = TINY ",\"num_experts_per_tok\":4}";
-    assert_int_equal(write(fd, body, sizeof body - 1), (ssize_t)(sizeof body - 1));
-    close(fd);
+    fam_write(path, TINY ",\"num_experts_per_tok\":4}");
     char args[256];
     snprintf(args, sizeof args, "%s", path);
     assert_usage(args, "num_experts_per_tok");
@@ -168,11 +164,7 @@ static void test_ep(void **state)
 {
     (void)state;
     char path[] = "/tmp/vc_phimoe_ep_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    const char good[] = TINY "}";
-    assert_int_equal(write(fd, good, sizeof good - 1), (ssize_t)(sizeof good - 1));
-    close(fd);
+    fam_write(path, TINY "}");
     char a[256];
     snprintf(a, sizeof a, "%s --parallel ddp --gpus 8 --ep 8", path);
     long long even = cli_json_field(a, "\"peak_allocated\": ");
