@@ -106,6 +106,7 @@ static void defaults(vc_options *o)
     o->sp = 0;
     o->ep = 1;
     o->num_generations = 8; /* GRPOConfig.num_generations */
+    o->num_beams = 1; /* GenerationConfig.num_beams */
 }
 
 void vc_options_init_size(vc_options *o, size_t size)
