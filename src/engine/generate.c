@@ -536,7 +536,10 @@ static bool prefill_storage_held(const vc_build *b)
  *    sequences are kept, not what a step allocates: the plan runs every step, the most memory. The outputs'
  *    sequences[:, :num_return_sequences] (num_return_sequences 1) are not planned either.
  * The plan: the prefill and the last decoding step (every step holds what the one before held, the caches and
- * the attention mask one token longer, the loop's state of fixed shape). */
+ * the attention mask one token longer, the loop's state of fixed shape). The prefill is the loop's first step over
+ * the whole prompt, as the greedy plan's above (and measure_llm.py's harness) run it; GenerationMixin._prefill at
+ * @000034a (called by _sample and _beam_search alike) runs the model over input_ids[:, :-1] first and discards its
+ * outputs, the loop's first step then feeding the last prompt token: not followed here, for greedy or beams. */
 typedef struct {
     vc_t run_seq, seqs, run_scores, scores, fin, run_bidx, bidx, top_mask, early; /* _beam_search's state */
     vc_t flat, logits, logp, topk_lp, topk_seq, topk_bidx, hits;                  /* the loop's locals */
