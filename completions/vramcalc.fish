@@ -82,6 +82,7 @@ complete -c vramcalc -l no-hints -d 'with --gpu, when the estimate does not fit:
 complete -c vramcalc -l prompt -x -d '--mode generate'
 complete -c vramcalc -l new-tokens -x -d '--mode generate: tokens generated per sequence'
 complete -c vramcalc -l cache -x -a 'dynamic static offloaded quantized' -d '--mode generate: the KV cache, dynamic, static, offloaded, quantized'
+complete -c vramcalc -l num-beams -x -d '--mode generate: beam search with N beams'
 complete -c vramcalc -l kv-bits -x -d '--cache quantized: bits per key and value, 2 or 4'
 complete -c vramcalc -l kv-group-size -x -d '--cache quantized: elements per scale and shift'
 complete -c vramcalc -l kv-residual-length -x -d '--cache quantized: tokens kept unquantized before the cache is...'

@@ -614,6 +614,9 @@ typedef struct {
      * default NCCL_NVLS_ENABLE=2, NVLS where the GPUs' NVSwitch has multicast (the nvswitch
      * topology on sm90 and later, CUDA 12.1 or later); VC_NCCL_NVLS_OFF, NCCL_NVLS_ENABLE=0 */
     int nccl_nvls;
+    /* --num-beams (docs/inference.md "Beam search"): generate()'s num_beams, beam search as transformers'
+     * GenerationMixin._beam_search runs it (src/engine/generate.c "Beam search"); 1 (the default): greedy */
+    int64_t num_beams;
 } vc_options;
 #define VC_NCCL_NVLS_AUTO 0
 #define VC_NCCL_NVLS_OFF 1

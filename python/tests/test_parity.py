@@ -52,7 +52,7 @@ SAMPLES = {
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
     "nccl_channels": [8], "beta": [0.04], "num_generations": [4], "gpus_per_node": [4], "cuda_graph_memory": ["512MiB"],
     "vllm_gpu_memory_utilization": [0.25], "nccl_nvls": ["off"], "vllm_cuda_graph_memory": ["512MiB"],
-    "vllm_tensor_parallel_size": [2],
+    "vllm_tensor_parallel_size": [2], "num_beams": [3],
 }
 GEN = {"mode": "generate"}
 SERVE = {"serve": True, "gpu": "h100-80gb"}
@@ -69,7 +69,7 @@ NEEDS = {
     "parameters_as_bucket_view": {"parallel": "zero1-torch", "gpus": 2}, "ds_overlap_comm": {"parallel": "zero2", "gpus": 8},
     "parallel": {"gpus": 8}, "gpus": {"parallel": "ddp"},
     "max_batch": {"gpu": "rtx4090"}, "max_seq": {"gpu": "rtx4090", "precision": "bf16"},
-    "prompt": GEN, "new_tokens": GEN, "cache": GEN, "kv_bits": dict(GEN, cache="quantized"),
+    "prompt": GEN, "new_tokens": GEN, "cache": GEN, "num_beams": GEN, "kv_bits": dict(GEN, cache="quantized"),
     "kv_group_size": dict(GEN, cache="quantized"), "kv_residual_length": dict(GEN, cache="quantized"),
     "max_context": dict(GEN, gpu="rtx4090"), "serve": {"gpu": "h100-80gb"},
     "gpu_memory_utilization": SERVE, "max_num_batched_tokens": SERVE, "max_num_seqs": SERVE, "block_size": SERVE,
@@ -90,7 +90,7 @@ NEEDS = {
                                   "parallel": "ddp", "gpus": 2},
 }
 MODEL_OF = {"recipe": CFG, "peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
-            "input": FILE, "image": VLM, "images": VLM, "target_seq": T5}
+            "input": FILE, "image": VLM, "images": VLM, "target_seq": T5, "num_beams": CFG}
 
 
 def check(cond, what):

@@ -310,6 +310,10 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
         line_item(&l, ", ", it);
         snprintf(it, sizeof it, "%s cache", vc_cache_name(o->cache));
         line_item(&l, ", ", it);
+        if (o->num_beams > 1) { /* beam search (src/engine/generate.c "Beam search") */
+            snprintf(it, sizeof it, "%" PRId64 " beams", o->num_beams);
+            line_item(&l, ", ", it);
+        }
     }
     if (!rep->counts_only) {
         snprintf(it, sizeof it, "attention %s", vc_attention_name(o->attention));

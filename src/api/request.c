@@ -410,6 +410,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         else o->kv_residual = n;
         return VC_OK;
     }
+    case VC_OPT_NUM_BEAMS: return parse_count(name, v, 1, &o->num_beams, err);
     case VC_OPT_CACHE: q->gen_given = true; return choose(name, v, o->cache = vc_cache_from_name(v), info->choices, err);
     case VC_OPT_WEIGHTS:
         if (vc_quant_from_name(v, &q->quant))
@@ -873,6 +874,9 @@ static vc_status check_request(vc_request *q, vc_error *err)
         return usage(err, O("trace") " prints one batch's timeline: it does not go with %s", q->max_batch ? O("max_batch") : O("format"));
     if (q->gen_given && o->mode != VC_MODE_GENERATE && !q->serve && q->hf.loss != VC_LOSS_IMPL_GRPO)
         return usage(err, O("prompt") ", " O("new_tokens") " and " O("cache") " go with " OV("mode", "generate") " (or " O("serve") ")");
+    if (q->given[VC_OPT_NUM_BEAMS] && (o->mode != VC_MODE_GENERATE || q->serve))
+        return usage(err, O("num_beams") " is generate()'s beam search: it goes with " OV("mode", "generate") "%s",
+                     q->serve ? " (vLLM's serving is modelled without it)" : "");
     if (q->kvq_given && o->cache != VC_CACHE_QUANTIZED)
         return usage(err, O("kv_bits") ", " O("kv_group_size") " and " O("kv_residual_length") " go with " OV("cache", "quantized")
                      " (QuantizedCache's cache_config)");

@@ -64,6 +64,9 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
                                          "@0002bff0: its one encoder-decoder is WhisperForConditionalGeneration, the others "
                                          "were removed with the V0 engine)"
                                        : "vLLM's serving of an encoder-decoder is not modelled");
+            if (!g->profile && b->o.num_beams > 1)
+                return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "beam search of an encoder-decoder (the encoder's "
+                                    "outputs and the cross-attention cache expanded to the beams) is not modelled yet");
             return encdec_begin(b, i, err);
         }
     if (!vc_loss_row_get(m->loss)->causal || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
@@ -84,6 +87,11 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
                             "prompt + new tokens - 1 (%lld tokens fed to the model%s) pass its %lld positions "
                             "(max_position_embeddings; no sliding window bounds its attention)", (long long)(total - 1),
                             g->image_tokens ? ", the image tokens included" : "", (long long)m->max_positions);
+    g->beams = g->profile || b->o.num_beams < 1 ? 1 : b->o.num_beams;
+    if (g->beams > 1 && (g->image_tokens || b->o.cache != VC_CACHE_DYNAMIC))
+        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "beam search is modelled with " OV("cache", "dynamic")
+                            " and text prompts (DynamicLayer.reorder_cache), not %s",
+                            g->image_tokens ? "with images" : "with another cache");
     g->on = true;
     g->nkv = 0;
     g->hybrid = false;
@@ -107,6 +115,9 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
      * conv_states / ssm_states for its Mamba2 layers */
     bool mamba = false;
     for (size_t i = 0; i < m->ninst && !mamba; i++) mamba = !strcmp(m->inst[i].kind->name, "Mamba2Mixer");
+    if ((mamba || g->hybrid) && g->beams > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "beam search over a model with Gated DeltaNet or Mamba2 "
+                            "layers (their caches' reorder_cache) is not modelled");
     if (mamba && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid) runs its own "
                             "HybridMambaAttentionDynamicCache: only " OV("cache", "dynamic"));
@@ -248,8 +259,9 @@ static bool dynamic_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t
 static void dynamic_grow(vc_build *b, vc_kv_slot *s, int64_t step)
 {
     if (s->k < 0 || s->cross) return; /* the cross-attention's keys and values: the encoder's tokens, fixed */
-    /* the storage after the step before: (what it kept) + 1 token */
-    int64_t len = kept(s, b->gen.prompt + step - 2) + 1;
+    /* the storage after the step before: (what it kept) + 1 token; beam search: the step's reorder_cache made
+     * a copy of what it keeps ("Beam search" below) */
+    int64_t len = b->gen.beams > 1 ? kept(s, b->gen.prompt + step - 1) : kept(s, b->gen.prompt + step - 2) + 1;
     if (len == s->len) return;
     int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
     s->k = vc__op_nograd(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
@@ -477,11 +489,216 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
 static bool prefill_storage_held(const vc_build *b)
 {
     const vc_gen *g = &b->gen;
-    if (b->o.cache != VC_CACHE_DYNAMIC || g->hybrid || g->encdec) return false;
+    /* beam search: the prefill's reorder_cache keeps an index_select copy of the window's tokens */
+    if (b->o.cache != VC_CACHE_DYNAMIC || g->hybrid || g->encdec || g->beams > 1) return false;
     for (int i = 0; i < g->nslot; i++)
         if (g->slot[i].window > 0 && !g->slot[i].cross && g->slot[i].k >= 0 && g->slot[i].len > g->slot[i].window)
             return true;
     return false;
+}
+
+/* ---- Beam search ----
+ *
+ * --num-beams N > 1: generate() with num_beams N (do_sample False) runs GenerationMixin._beam_search
+ * (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f, the GENERATION_MODES_MAPPING's BEAM_SEARCH):
+ *  - _expand_inputs_for_generation(expand_size=num_beams): input_ids and the attention mask repeat_interleave'd
+ *    to batch x beams rows; every tensor of the model's forward and every cache then has B x N rows (the plan's
+ *    rows: vc_plan_simulate multiplies the batch by N). The [B, P] originals (the caller's ids, the mask
+ *    _prepare_attention_mask_for_generation made, freed as model_kwargs is rebound) are not planned;
+ *  - before the loop (max_length = prompt + new tokens, T = max_length - prompt): running_sequences =
+ *    torch.full((B, N, max_length), int64), sequences = its clone; running_beam_scores zeros (B, N) fp32,
+ *    beam_scores full (B, N) fp32; is_sent_finished zeros (B, N) bool; is_early_stop_heuristic_unsatisfied ones
+ *    (B, 1) bool; next_token_hits_stopping_criteria zeros (B, N) bool; running_beam_indices full (B, N, T) int32,
+ *    beam_indices its clone; top_num_beam_mask cat(ones(N), zeros(beams_to_keep - N)) bool, with beams_to_keep =
+ *    max(2, 1 + n_eos_tokens) x N (2N for the one eos token of the configs);
+ *  - per step: flat_running_sequences = _flatten_beam_dim(running_sequences[:, :, :cur_len]) (a reshape of a
+ *    strided slice: a copy [B x N, cur_len] int64), prepare_inputs_for_generation, the forward, then
+ *    logits = outputs.logits[:, -1, :].to(copy=True, dtype=float32); log_probs = log_softmax(logits, -1) (fp32);
+ *    the logits processors (none: the list is empty for these configs); del model_outputs; log_probs =
+ *    log_probs + running_beam_scores[:, :, None] (a new [B, N x V] fp32; the reshape a view);
+ *    _get_top_k_continuations: torch.topk(k=2N) (values fp32, indices int64 [B, 2N]), // vocab, % vocab,
+ *    _gather_beams (torch.take_along_dim) of running_beam_indices ([B, 2N, T] int32) and running_sequences
+ *    ([B, 2N, max_length] int64), the batch offset; the stopping criteria over _flatten_beam_dim(
+ *    topk_running_sequences[:, :, :cur_len + 1]) (a copy but at the last step, whose slice is the whole) and
+ *    StoppingCriteriaList's bool [B x 2N] tensors; _get_running_beams_for_next_iteration: topk(k=N) of the
+ *    scores less 1e9 where a criterion hit, the three gathers (new running_sequences [B, N, max_length] before
+ *    the old is rebound); _update_finished_beams: the length-penalised scores, cat of the finished and the top-K
+ *    ([B, 3N, max_length] int64, [B, 3N] fp32, [B, 3N, T] int32, [B, 3N] bool), topk(k=N), the four gathers;
+ *    then beam_idx = _flatten_beam_dim(running_beam_indices[..., cur_len - prompt]) (a copy, int32) and
+ *    past_key_values.reorder_cache(beam_idx): CacheLayerMixin.reorder_cache (cache_utils.py, read at
+ *    @67dd5524d384fdf6b20f6123e7a9d74e6ed96345, not at the @004999d9 of the cache's update) per layer
+ *    self.keys = self.keys.index_select(0, beam_idx), then the values: a new copy of what the layer keeps
+ *    (a sliding layer: its window's view copied, the cat's storage freed), the old one freed as it is rebound.
+ *    logits, log_probs, the top-K tensors, next_token_hits_stopping_criteria and flat_running_sequences are the
+ *    loop's locals: alive through the next step's forward until rebound after it;
+ *  - _check_early_stop_heuristic and _beam_search_has_unfinished_sequences: [B, 1] tensors and 0-d flags (under
+ *    one 512-byte block each, not planned). early_stopping and length_penalty change when the loop stops and which
+ *    sequences are kept, not what a step allocates: the plan runs every step, the most memory. The outputs'
+ *    sequences[:, :num_return_sequences] (num_return_sequences 1) are not planned either.
+ * The plan: the prefill and the last decoding step (every step holds what the one before held, the caches and
+ * the attention mask one token longer, the loop's state of fixed shape). The prefill is the loop's first step over
+ * the whole prompt, as the greedy plan's above (and measure_llm.py's harness) run it; GenerationMixin._prefill at
+ * @000034a (called by _sample and _beam_search alike) runs the model over input_ids[:, :-1] first and discards its
+ * outputs, the loop's first step then feeding the last prompt token: not followed here, for greedy or beams. */
+typedef struct {
+    vc_t run_seq, seqs, run_scores, scores, fin, run_bidx, bidx, top_mask, early; /* _beam_search's state */
+    vc_t flat, logits, logp, topk_lp, topk_seq, topk_bidx, hits;                  /* the loop's locals */
+    vc_t mask, pos;
+    int64_t len, ml, T, N;
+} beam_state;
+
+/* an op of one input and two outputs (torch.topk: values, indices) */
+static vc_t topk2(vc_build *b, vc_t x, int64_t k, vc_t *idx)
+{
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in_nodiff(o, x);
+    vc_t v = vc_op_out(o, vc_n_sample(k), VC_DT_F32);
+    *idx = vc_op_out(o, vc_n_sample(k), VC_DT_I64);
+    vc_op_end(o);
+    return v;
+}
+
+/* rebinding a name: the old tensor lives until the new one is made */
+static void rebind(vc_build *b, vc_t *name, vc_t t)
+{
+    if (*name >= 0) vc__extend_life(b, *name);
+    *name = t;
+}
+
+static void beam_step_end(vc_build *b, beam_state *bs, vc_t out, int64_t vocab, int64_t cur_len)
+{
+    vc_gen *g = &b->gen;
+    const int64_t N = bs->N, ml = bs->ml, T = bs->T;
+    b->cur_inst = b->cur_region = -1;
+    /* _update_model_kwargs_for_generation: the mask one column longer, cache_position advanced */
+    vc_t ones = vc__op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
+    bs->mask = vc__op_nograd(b, "cat", bs->mask, ones, vc_n_sample(bs->len + 1), VC_DT_I64);
+    bs->len++;
+    vc_t last = vc__op_select(b, bs->pos, vc_n_fixed(1), true);
+    bs->pos = vc__op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
+    rebind(b, &bs->logits, vc__op_nograd(b, "_to_copy", out, -1, vc_n_sample(vocab), VC_DT_F32));
+    vc_t lsm = vc__op_nograd(b, "_log_softmax", bs->logits, -1, vc_n_sample(vocab), VC_DT_F32);
+    vc__extend_life(b, out); /* del model_outputs */
+    rebind(b, &bs->logp, vc__op_nograd(b, "add", lsm, bs->run_scores, vc_n_sample(vocab), VC_DT_F32));
+    /* _get_top_k_continuations */
+    vc_t ind, lp = topk2(b, bs->logp, 2 * N, &ind);
+    vc_t cbi = vc__op_nograd(b, "floor_divide", ind, -1, vc_n_sample(2), VC_DT_I64);
+    vc_t tbi = vc__op_nograd(b, "take_along_dim", bs->run_bidx, cbi, vc_n_sample(2 * T), VC_DT_I32);
+    vc_t tseq = vc__op_nograd(b, "take_along_dim", bs->run_seq, cbi, vc_n_sample(2 * ml), VC_DT_I64);
+    vc_t ids = vc__op_nograd(b, "remainder", ind, -1, vc_n_sample(2), VC_DT_I64);
+    index_copy(b, tseq, ids); /* topk_running_sequences[:, :, cur_len] = topk_ids */
+    vc_t off = vc__op_new(b, "arange", vc_n_fixed(1), VC_DT_I64);
+    vc_t offn = vc__op_nograd(b, "mul", off, -1, vc_n_fixed(1), VC_DT_I64);
+    vc_t bmi = vc__op_nograd(b, "add", cbi, offn, vc_n_sample(2), VC_DT_I64);
+    index_copy(b, tbi, bmi);
+    rebind(b, &bs->topk_lp, lp);
+    rebind(b, &bs->topk_seq, tseq);
+    rebind(b, &bs->topk_bidx, tbi);
+    /* the stopping criteria (_get_stopping_criteria: MaxLengthCriteria, EosTokenCriteria) over the flattened
+     * topk_running_sequences[:, :, :cur_len + 1] */
+    vc_t sin = cur_len + 1 < ml ? vc__op_nograd(b, "clone", bs->topk_seq, -1, vc_n_sample(2 * (cur_len + 1)), VC_DT_I64)
+                                : bs->topk_seq;
+    vc_t done = vc__op_new(b, "full", vc_n_sample(2), VC_DT_BOOL);
+    vc_t maxl = vc__op_new(b, "full", vc_n_sample(2), VC_DT_BOOL);
+    done = vc__op_nograd(b, "bitwise_or", done, maxl, vc_n_sample(2), VC_DT_BOOL);
+    vc_t eos = vc__op_nograd(b, "isin", sin, -1, vc_n_sample(2), VC_DT_BOOL);
+    rebind(b, &bs->hits, vc__op_nograd(b, "bitwise_or", done, eos, vc_n_sample(2), VC_DT_BOOL));
+    /* _get_running_beams_for_next_iteration */
+    vc_t hf = vc__op_nograd(b, "_to_copy", bs->hits, -1, vc_n_sample(2), VC_DT_F32);
+    vc_t hm = vc__op_nograd(b, "mul", hf, -1, vc_n_sample(2), VC_DT_F32);
+    vc_t trl = vc__op_nograd(b, "add", bs->topk_lp, hm, vc_n_sample(2), VC_DT_F32);
+    vc_t nti;
+    topk2(b, trl, 1, &nti);
+    rebind(b, &bs->run_seq, vc__op_nograd(b, "take_along_dim", bs->topk_seq, nti, vc_n_sample(ml), VC_DT_I64));
+    rebind(b, &bs->run_scores, vc__op_nograd(b, "take_along_dim", trl, nti, vc_n_sample(1), VC_DT_F32));
+    rebind(b, &bs->run_bidx, vc__op_nograd(b, "take_along_dim", bs->topk_bidx, nti, vc_n_sample(T), VC_DT_I32));
+    /* _update_finished_beams */
+    vc_t did = vc__op_nograd(b, "bitwise_and", bs->hits, bs->top_mask, vc_n_sample(2), VC_DT_BOOL);
+    vc_t tlp = vc__op_nograd(b, "div", bs->topk_lp, -1, vc_n_sample(2), VC_DT_F32);
+    vc_t nd = vc__op_nograd(b, "bitwise_not", did, -1, vc_n_sample(2), VC_DT_BOOL);
+    vc_t ndm = vc__op_nograd(b, "mul", nd, -1, vc_n_sample(2), VC_DT_F32);
+    index_copy(b, tlp, ndm); /* topk_log_probs += (~did_top_num_beams_just_finished) * -1.0e9 */
+    vc_t mseq = vc__op_nograd(b, "cat", bs->seqs, bs->topk_seq, vc_n_sample(3 * ml), VC_DT_I64);
+    vc_t msc = vc__op_nograd(b, "cat", bs->scores, tlp, vc_n_sample(3), VC_DT_F32);
+    vc_t mbi = vc__op_nograd(b, "cat", bs->bidx, bs->topk_bidx, vc_n_sample(3 * T), VC_DT_I32);
+    vc_t mfin = vc__op_nograd(b, "cat", bs->fin, did, vc_n_sample(3), VC_DT_BOOL);
+    vc_t mi;
+    topk2(b, msc, 1, &mi);
+    rebind(b, &bs->seqs, vc__op_nograd(b, "take_along_dim", mseq, mi, vc_n_sample(ml), VC_DT_I64));
+    rebind(b, &bs->scores, vc__op_nograd(b, "take_along_dim", msc, mi, vc_n_sample(1), VC_DT_F32));
+    rebind(b, &bs->bidx, vc__op_nograd(b, "take_along_dim", mbi, mi, vc_n_sample(T), VC_DT_I32));
+    rebind(b, &bs->fin, vc__op_nograd(b, "take_along_dim", mfin, mi, vc_n_sample(1), VC_DT_BOOL));
+    /* reorder_cache(beam_idx): each layer's keys, then values, index_select'ed (a copy of what it keeps) */
+    vc_t beam_idx = vc__op_nograd(b, "clone", bs->run_bidx, -1, vc_n_sample(1), VC_DT_I32);
+    for (int i = 0; i < g->nslot && !b->st; i++) {
+        vc_kv_slot *s = &g->slot[i];
+        if (s->k < 0) continue;
+        int64_t keep = kept(s, cur_len);
+        int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
+        s->k = vc__op_nograd(b, "index_select", s->k, beam_idx, vc_n_sample(kpt * keep), vc_dt_of(b, s->k));
+        s->v = vc__op_nograd(b, "index_select", s->v, beam_idx, vc_n_sample(vpt * keep), vc_dt_of(b, s->v));
+        s->len = keep;
+    }
+}
+
+static void beam_emit(vc_build *b, size_t head, int64_t vocab)
+{
+    const vc_model *m = b->m;
+    vc_gen *g = &b->gen;
+    const int64_t P = g->prompt, M = g->steps, N = g->beams;
+    const vc_t prompt = b->val_t[0]; /* the expanded input_ids [B x N, P], _beam_search's input_ids to its return */
+    beam_state bs = {.N = N, .ml = P + M, .T = M, .len = P};
+    for (vc_t *t = &bs.run_seq; t <= &bs.hits; t++) *t = -1;
+    b->cur_inst = b->cur_region = -1;
+    bs.mask = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
+    bs.pos = vc__op_new(b, "arange", vc_n_fixed(P), VC_DT_I64);
+    vc_t pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
+    vc_t t1 = vc__op_new(b, "ones", vc_n_fixed(N), VC_DT_BOOL), t0 = vc__op_new(b, "zeros", vc_n_fixed(N), VC_DT_BOOL);
+    bs.top_mask = vc__op_nograd(b, "cat", t1, t0, vc_n_fixed(2 * N), VC_DT_BOOL);
+    bs.run_seq = vc__op_new(b, "full", vc_n_sample(bs.ml), VC_DT_I64);
+    index_copy(b, bs.run_seq, prompt);
+    bs.seqs = vc__op_nograd(b, "clone", bs.run_seq, -1, vc_n_sample(bs.ml), VC_DT_I64);
+    bs.run_scores = vc__op_new(b, "zeros", vc_n_sample(1), VC_DT_F32);
+    bs.scores = vc__op_new(b, "full", vc_n_sample(1), VC_DT_F32);
+    bs.fin = vc__op_new(b, "zeros", vc_n_sample(1), VC_DT_BOOL);
+    bs.early = vc__op_new(b, "ones", vc_n_fixed(1), VC_DT_BOOL);
+    bs.hits = vc__op_new(b, "zeros", vc_n_sample(1), VC_DT_BOOL);
+    bs.run_bidx = vc__op_new(b, "full", vc_n_sample(bs.T), VC_DT_I32);
+    bs.bidx = vc__op_nograd(b, "clone", bs.run_bidx, -1, vc_n_sample(bs.T), VC_DT_I32);
+    g->dstep[0] = M >= 2 ? M - 1 : 0;
+    g->dstep[1] = 0;
+    for (int pass = 0; pass < 2 && !b->st; pass++) {
+        const int64_t k = pass ? g->dstep[0] : 0, cur_len = P + k;
+        if (pass && !k) break;
+        if (pass) {
+            g->split_op = (int32_t)b->nop;
+            b->cur_inst = b->cur_region = -1;
+            if (bs.len < cur_len) { /* the steps before this one: caches, the mask and the last flat ids grown */
+                grow_caches(b, k);
+                bs.mask = vc__op_nograd(b, "cat", bs.mask, -1, vc_n_sample(cur_len), VC_DT_I64);
+                bs.flat = vc__op_nograd(b, "cat", bs.flat, -1, vc_n_sample(cur_len - 1), VC_DT_I64);
+                bs.len = cur_len;
+            }
+        }
+        g->pass = pass;
+        g->past = pass ? cur_len - 1 : 0;
+        g->seq = pass ? 1 : P;
+        /* flat_running_sequences: a copy of running_sequences[:, :, :cur_len] */
+        rebind(b, &bs.flat, vc__op_nograd(b, "clone", bs.run_seq, -1, vc_n_sample(cur_len), VC_DT_I64));
+        vc_t cur = pass ? vc__op_select(b, bs.flat, vc_n_sample(1), false) : bs.flat;
+        forward_pass(b, g->twin[pass ? 1 : 0], cur, head);
+        beam_step_end(b, &bs, b->val_t[m->output], vocab, cur_len);
+    }
+    /* what _beam_search still holds when it returns */
+    vc_t held[] = {prompt, pad, bs.run_seq, bs.seqs, bs.run_scores, bs.scores, bs.fin, bs.run_bidx, bs.bidx, bs.top_mask,
+                   bs.early, bs.flat, bs.logits, bs.logp, bs.topk_lp, bs.topk_seq, bs.topk_bidx, bs.hits, bs.mask, bs.pos};
+    for (size_t i = 0; i < sizeof held / sizeof *held; i++)
+        if (held[i] >= 0) vc__extend_life(b, held[i]);
+    for (int i = 0; i < g->nslot; i++) {
+        if (g->slot[i].k >= 0) vc__extend_life(b, g->slot[i].k);
+        if (g->slot[i].v >= 0) vc__extend_life(b, g->slot[i].v);
+    }
+    b->val_t[0] = prompt;
 }
 
 void vc__gen_emit(vc_build *b)
@@ -522,6 +739,10 @@ void vc__gen_emit(vc_build *b)
         vc__extend_life(b, logits);
         vc__extend_life(b, l32);
         b->val_t[0] = prompt;
+        return;
+    }
+    if (g->beams > 1) {
+        beam_emit(b, head, vocab);
         return;
     }
     loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P, -1};

@@ -281,6 +281,9 @@ typedef struct {
      * tower's instances [tower_first, tower_end), run in the prefill only; 0 none */
     int64_t image_tokens;
     size_t tower_first, tower_end;
+    /* --num-beams (generate.c "Beam search"): generate()'s num_beams, 1 greedy; the plan's rows are then
+     * batch x beams (vc_plan_simulate multiplies the batch by it) */
+    int64_t beams;
 } vc_gen;
 
 /* --compile (compile.c): the partition and inductor's fusion, decided per op

@@ -1200,6 +1200,7 @@ void vc__trace_row(void (*line)(void *, const char *), void *ctx, vc_phase ph, b
 vc_status vc_plan_trace(const vc_plan *p, int64_t batch, int64_t *total, void (*line)(void *, const char *), void *ctx)
 {
     const vc_build *b = p;
+    if (b->gen.on && b->gen.beams > 1 && __builtin_mul_overflow(batch, b->gen.beams, &batch)) return VC_ERR_OVERFLOW;
     for (size_t i = 0; i < b->nev; i++) {
         const ev_t *e = &b->ev[i];
         if (e->kind == EV_FWD_END) {

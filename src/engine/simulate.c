@@ -106,6 +106,9 @@ static int64_t reserved_envelope(const vc_build *b, int64_t batch, int64_t peak)
 static vc_status simulate(const vc_plan *p, int64_t batch, int64_t limit, vc_sim *sim, int64_t *inst_act, vc_error *err)
 {
     const vc_build *b = p;
+    /* beam search: _expand_inputs_for_generation's batch x num_beams rows (generate.c "Beam search") */
+    if (b->gen.on && b->gen.beams > 1 && __builtin_mul_overflow(batch, b->gen.beams, &batch))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch x beams overflows 64-bit arithmetic");
     vc_status st = vc__replay_allocated(b, batch, sim, inst_act, err);
     if (st) return st;
     sim->outside = b->outside;

@@ -106,6 +106,7 @@ static void defaults(vc_options *o)
     o->sp = 0;
     o->ep = 1;
     o->num_generations = 8; /* GRPOConfig.num_generations */
+    o->num_beams = 1; /* GenerationConfig.num_beams */
 }
 
 void vc_options_init_size(vc_options *o, size_t size)
@@ -285,6 +286,8 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, O("prompt"), "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
     if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
+    if (o->num_beams < 1 || o->num_beams > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "expected 1 to 2^40 beams, got %lld", (long long)o->num_beams);
     if (lay->node_gpus && vc_dp_world(o) > lay->node_gpus && vc_dp_world(o) % lay->node_gpus)
         return vc_set_error(err, VC_ERR_USAGE, O("gpus"), "%s shards within %d-GPU nodes: %lld GPUs is not a whole number of nodes",
                             par_names[o->parallel], lay->node_gpus, (long long)o->gpus);

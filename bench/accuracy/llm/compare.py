@@ -111,6 +111,8 @@ def main():
                       "--kv-residual-length", str(c["kv_residual_length"])]
             if c.get("image"):  # generate() with the images (qwen3vl_tower_replica.py): --prompt is the text's tokens
                 a += ["--image", c["image"], "--images", str(c.get("images", 1))]
+            if c.get("num_beams", 1) > 1:  # beam search (measure_llm.py generate_beams)
+                a += ["--num-beams", str(c["num_beams"])]
             p = run(opt.cli, c, a)
             if p.returncode != 0:
                 rows.append({"id": c["id"], "error": p.stderr.strip()})

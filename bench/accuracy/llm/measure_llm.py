@@ -111,6 +111,8 @@ def parse_args(argv):
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--cache", default="dynamic", choices=["dynamic", "quantized"],
                     help="generate: DynamicCache, or QuantizedCache with the quanto backend (kvq_replica.py)")
+    ap.add_argument("--num-beams", type=int, default=1,
+                    help="generate: beam search with N beams, GenerationMixin._beam_search (generate_beams below)")
     ap.add_argument("--kv-bits", type=int, default=4)
     ap.add_argument("--kv-group-size", type=int, default=64)
     ap.add_argument("--kv-residual-length", type=int, default=128)
@@ -784,7 +786,162 @@ def main(argv):
                     return whisper_replica.generate(model, prompt_ids, P, M, on_phase, on_step_end)
                 return t5_replica.generate(model, prompt_ids, M, on_phase, on_step_end)
 
+        def generate_beams(record):
+            # GU = generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f, GenerationMixin._beam_search and its
+            # helpers, num_beams N, do_sample False, the configs' one eos_token_id (StoppingCriteriaList of
+            # MaxLengthCriteria and EosTokenCriteria, _get_stopping_criteria's order), no logits processor; a
+            # DynamicCache (reference.DynamicCache) reordered by reorder_cache (CacheLayerMixin.reorder_cache:
+            # index_select per layer, cache_utils.py @67dd5524)
+            if t5 or args.cache != "dynamic" or image_tokens or cfg.model_type in (
+                    "granitemoehybrid", "qwen3_next", "qwen3_5", "qwen3_5_moe"):
+                raise SystemExit("measure_llm.py: --num-beams: decoder-only models with a DynamicCache")
+            N = args.num_beams
+            eos_id = cfg.d.get("eos_token_id")
+            with torch.no_grad():
+                # _expand_inputs_for_generation(expand_size=N): repeat_interleave of input_ids and the attention
+                # mask (the mask made by _prepare_attention_mask_for_generation, then rebound in model_kwargs)
+                attention_mask = torch.ones((B, P), dtype=torch.int64)
+                input_ids = prompt_ids.repeat_interleave(N, dim=0)
+                attention_mask = attention_mask.repeat_interleave(N, dim=0)
+                lt, sw = layer_types()
+                cache = R.DynamicCache(lt, sw)
+                pad = torch.tensor(cfg.d.get("pad_token_id") or 0, dtype=torch.long)  # _prepare_special_tokens
+                # _prepare_special_tokens: _eos_token_tensor None without an eos_token_id (no EosTokenCriteria)
+                eos = torch.tensor([eos_id], dtype=torch.long) if eos_id is not None else None
+                vocab_size = V
+                n_eos = eos.shape[0] if eos is not None else 0
+                beams_to_keep = max(2, 1 + n_eos) * N
+                top_num_beam_mask = torch.cat((torch.ones((N), dtype=torch.bool),
+                                               torch.zeros((beams_to_keep - N), dtype=torch.bool)), dim=0)
+                batch_size = input_ids.shape[0] // N
+                cur_len = input_ids.shape[1]
+                decoder_prompt_len = cur_len
+                max_length = P + M  # max_new_tokens + the input's length
+                length_penalty, early_stopping = 1.0, False  # GenerationConfig's defaults
+                cache_position = torch.arange(P, dtype=torch.int64)
+                running_sequences = torch.full((batch_size, N, max_length), fill_value=int(pad), dtype=torch.int64)
+                running_sequences[:, :, :cur_len] = input_ids.reshape(batch_size, N, cur_len)
+                sequences = running_sequences.detach().clone()
+                running_beam_scores = torch.zeros((batch_size, N), dtype=torch.float)
+                running_beam_scores[:, 1:] = -1e9
+                beam_scores = torch.full((batch_size, N), fill_value=-1e9, dtype=torch.float)
+                is_sent_finished = torch.zeros((batch_size, N), dtype=torch.bool)
+                is_early_stop_heuristic_unsatisfied = torch.ones((batch_size, 1), dtype=torch.bool)
+                next_token_hits_stopping_criteria = torch.zeros((batch_size, N), dtype=torch.bool)
+                running_beam_indices = torch.full((batch_size, N, max_length - cur_len), fill_value=-1,
+                                                  dtype=torch.int32)
+                beam_indices = running_beam_indices.detach().clone()
+
+                def flatten(t):  # _flatten_beam_dim
+                    shape = list(t.shape)
+                    return torch.reshape(t, [shape[0] * shape[1]] + shape[2:])
+
+                def unflatten(t, n):  # _unflatten_beam_dim
+                    shape = list(t.shape)
+                    return torch.reshape(t, [batch_size, n] + shape[1:])
+
+                def gather_beams(t, idx):  # _gather_beams
+                    while len(idx.shape) < len(t.shape):
+                        idx = idx.unsqueeze(-1)
+                    return torch.take_along_dim(input=t, indices=idx, dim=1)
+
+                def stopping_criteria(ids):  # StoppingCriteriaList.__call__
+                    is_done = torch.full((ids.shape[0],), False, dtype=torch.bool)
+                    is_done = is_done | torch.full((ids.shape[0],), ids.shape[-1] >= max_length, dtype=torch.bool)
+                    if eos is not None:  # EosTokenCriteria (isin_mps_friendly)
+                        is_done = is_done | torch.isin(ids[:, -1], eos)
+                    return is_done
+
+                step = 0
+                this_peer_finished = False
+                while not this_peer_finished:
+                    if record:
+                        tr.O.opobs_reset_peak()
+                        if args.per_op_file and step == 0:
+                            tr.O.opobs_log_open(args.per_op_file.encode())
+                        tr.tag("prefill" if step == 0 else "decode%d" % step)
+                    # a. the forward
+                    flat_running_sequences = flatten(running_sequences[:, :, :cur_len])
+                    cur = flat_running_sequences[:, -cache_position.shape[0]:]  # prepare_inputs_for_generation
+                    _, model_logits = model(cur, past_key_values=cache, cache_position=cache_position,
+                                            attention_mask=attention_mask, logits_to_keep=1)
+                    # _update_model_kwargs_for_generation
+                    attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))],
+                                               dim=-1)
+                    cache_position = cache_position[-1:] + 1
+                    logits = model_logits[:, -1, :].to(copy=True, dtype=torch.float32)
+                    # b. log probs
+                    log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
+                    del model_logits  # del model_outputs
+                    log_probs = unflatten(log_probs, N)
+                    log_probs = log_probs + running_beam_scores[:, :, None]
+                    log_probs = torch.reshape(log_probs, (batch_size, N * vocab_size))
+                    # c. _get_top_k_continuations
+                    topk_log_probs, topk_indices = torch.topk(log_probs, k=beams_to_keep)
+                    topk_current_beam_indices = topk_indices // vocab_size
+                    topk_running_beam_indices = gather_beams(running_beam_indices, topk_current_beam_indices)
+                    topk_running_sequences = gather_beams(running_sequences, topk_current_beam_indices)
+                    topk_ids = topk_indices % vocab_size
+                    topk_running_sequences[:, :, cur_len] = topk_ids
+                    batch_offset = torch.arange(batch_size).view(-1, 1) * N
+                    batch_modified_indices = topk_current_beam_indices + batch_offset
+                    topk_running_beam_indices[:, :, cur_len - decoder_prompt_len] = batch_modified_indices
+                    del topk_indices, topk_current_beam_indices, topk_ids, batch_offset, batch_modified_indices
+                    # d. the stopping criteria
+                    next_token_hits_stopping_criteria = stopping_criteria(
+                        flatten(topk_running_sequences[:, :, :cur_len + 1]))
+                    next_token_hits_stopping_criteria = unflatten(next_token_hits_stopping_criteria, beams_to_keep)
+                    # e. _get_running_beams_for_next_iteration
+                    topk_running_log_probs = topk_log_probs + next_token_hits_stopping_criteria.to(torch.float32) * -1.0e9
+                    next_topk_indices = torch.topk(topk_running_log_probs, k=N)[1]
+                    running_sequences = gather_beams(topk_running_sequences, next_topk_indices)
+                    running_beam_scores = gather_beams(topk_running_log_probs, next_topk_indices)
+                    running_beam_indices = gather_beams(topk_running_beam_indices, next_topk_indices)
+                    del topk_running_log_probs, next_topk_indices
+                    # f. _update_finished_beams
+                    did = next_token_hits_stopping_criteria & top_num_beam_mask[None, :]
+                    tlp = topk_log_probs / ((cur_len + 1 - decoder_prompt_len) ** length_penalty)
+                    full = torch.all(is_sent_finished, axis=-1, keepdims=True) & (early_stopping is True)
+                    tlp += full.to(torch.float32) * -1.0e9
+                    tlp += (~is_early_stop_heuristic_unsatisfied).to(torch.float32) * -1.0e9
+                    tlp += (~did) * -1.0e9
+                    merged_sequences = torch.cat((sequences, topk_running_sequences), dim=1)
+                    merged_scores = torch.cat((beam_scores, tlp), dim=1)
+                    merged_beam_indices = torch.cat((beam_indices, topk_running_beam_indices), dim=1)
+                    merged_is_sent_finished = torch.cat((is_sent_finished, did), dim=1)
+                    topk_merged_indices = torch.topk(merged_scores, k=N)[1]
+                    sequences = gather_beams(merged_sequences, topk_merged_indices)
+                    beam_scores = gather_beams(merged_scores, topk_merged_indices)
+                    beam_indices = gather_beams(merged_beam_indices, topk_merged_indices)
+                    is_sent_finished = gather_beams(merged_is_sent_finished, topk_merged_indices)
+                    del did, tlp, full, merged_sequences, merged_scores, merged_beam_indices, merged_is_sent_finished
+                    del topk_merged_indices
+                    # g. reorder_cache
+                    beam_idx = flatten(running_beam_indices[..., cur_len - decoder_prompt_len])
+                    cache.reorder_cache(beam_idx)
+                    cur_len = cur_len + 1
+                    # _check_early_stop_heuristic (early_stopping False: the current length)
+                    best = running_beam_scores[:, :1] / ((cur_len - decoder_prompt_len) ** length_penalty)
+                    worst = torch.where(is_sent_finished, torch.min(beam_scores, dim=1, keepdim=True)[0], -1.0e9)
+                    is_early_stop_heuristic_unsatisfied = is_early_stop_heuristic_unsatisfied & torch.any(
+                        best > worst, dim=-1, keepdim=True)
+                    del best, worst
+                    # _beam_search_has_unfinished_sequences
+                    this_peer_finished = not bool(torch.any(is_early_stop_heuristic_unsatisfied)
+                                                  & ~(torch.all(is_sent_finished) & (early_stopping is True))
+                                                  & ~torch.all(next_token_hits_stopping_criteria))
+                    if record:
+                        tr.read("step-end")
+                        phases[step] = (int(tr.O.opobs_peak()), tr.O.opobs_peak_where().decode(errors="replace"))
+                    step += 1
+                if step != M:
+                    raise SystemExit("measure_llm.py: beam search stopped after %d of %d steps" % (step, M))
+                del cache
+            return sequences
+
         def generate(record):
+            if args.num_beams > 1:
+                return generate_beams(record)
             if t5:
                 return generate_t5(record)
             # GU: GenerationMixin._sample, greedy (do_sample=False), DynamicCache(config=...),
@@ -899,6 +1056,7 @@ def main(argv):
             P -= image_tokens  # the case's --prompt: the text's tokens
         result.update({
             "prompt": P, "new_tokens": M,
+            **({"num_beams": args.num_beams} if args.num_beams > 1 else {}),
             "cache": "DynamicCache" if args.cache == "dynamic" else "QuantizedCache(quanto)",
             "prefill_peak": phases[0][0], "prefill_peak_where": phases[0][1],
             "decode_peak": decode[dstep][0] if decode else None,

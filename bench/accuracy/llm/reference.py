@@ -310,6 +310,15 @@ class DynamicCache:
             return 0
         return self.cumulative[layer_idx]
 
+    def reorder_cache(self, beam_idx):
+        """Cache.reorder_cache -> CacheLayerMixin.reorder_cache per layer (cache_utils.py @67dd5524):
+        if self.get_seq_length() > 0: keys = keys.index_select(0, beam_idx), then values (a sliding
+        layer's view copied: the cat's storage freed as the view is rebound)."""
+        for i in range(len(self.keys)):
+            if self.keys[i].numel():
+                self.keys[i] = self.keys[i].index_select(0, beam_idx)
+                self.values[i] = self.values[i].index_select(0, beam_idx)
+
 
 class Attention(nn.Module):
     """L: LlamaAttention (bias = attention_bias); qwen2: Qwen2Attention (q/k/v bias=True,

@@ -1565,6 +1565,26 @@ def cases():
         else:
             out.append(dict(config="configs/olmoe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # Beam search (issue 31): generate() with num_beams N, GenerationMixin._beam_search (generation/utils.py @000034a,
+    # measure_llm.py generate_beams): batch x N rows, the fp32 log_softmax, topk over 2N, the running / finished state
+    # tensors, reorder_cache's index_select per layer. Decoder-only families, full and sliding (mistral_w32_small,
+    # qwen2_sw40_small, gemma3_small, ministral_small) caches, 2-4 beams; every one runs all its steps (no early stop
+    # at these seeds). Every third held out.
+    beams = [
+        ("llama_small", 2, 64, 6, "fp32", 4),
+        ("qwen2_small", 2, 48, 8, "bf16", 3),
+        ("mistral_w32_small", 1, 64, 12, "fp32", 2),
+        ("qwen2_sw40_small", 1, 96, 10, "bf16", 3),
+        ("mistral_w32_small", 2, 48, 20, "bf16", 4),
+        ("qwen2_small", 1, 96, 6, "fp32", 2),
+        ("llama_small", 1, 128, 8, "bf16", 2),
+        ("gemma3_small", 2, 64, 8, "bf16", 3),
+        ("ministral_small", 2, 40, 10, "fp32", 3),
+        ("olmo2_small", 1, 64, 8, "bf16", 2),
+    ]
+    for i, (cfg, b, s, o, p, n) in enumerate(beams):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
+                        num_beams=n, held_out=(i % 3 == 2)))
     return out
 
 
@@ -1622,6 +1642,8 @@ def argv_of(c):
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
             a += ["--cache", "quantized", "--kv-bits", str(c["kv_bits"]), "--kv-residual-length", str(c["kv_residual"])]
+        if c.get("num_beams", 1) > 1:  # beam search (measure_llm.py generate_beams)
+            a += ["--num-beams", str(c["num_beams"])]
     if c.get("target_seq"):  # t5 (t5_replica.py): the decoder's tokens
         a += ["--target-seq", str(c["target_seq"])]
     if c.get("image"):  # qwen2_5_vl (qwen25vl_replica.py), gemma3 (gemma3vl_replica.py): the training cases' too
