@@ -603,15 +603,15 @@ static int reent_check(vc_build *b)
                 if (!seen) nrg++;
             }
         }
+        /* (b->why holds 200 bytes) */
         const char *why = leaf || b->nkvd > 0 || nrg > 1
-                              ? "a checkpointed layer takes more than one tensor that requires grad (keyword tensors bound in "
-                                "the checkpointed partial: an encoder's states, shared_kv_states, a leaf made in the layer); "
-                                "the reentrant variant is modelled for a decoder layer over its hidden states"
+                              ? "reentrant: a checkpointed layer takes more than its hidden states requiring grad (encoder "
+                                "states, shared_kv_states, a leaf), not modelled; for use_reentrant=False: "
+                                OV("grad_ckpt_kind", "non-reentrant")
                           : trains && nrg == 0
-                              ? "a checkpointed layer's inputs do not require grad, so its parameters would get no gradient "
-                                "(torch.utils.checkpoint: \"None of the inputs have requires_grad=True\"): make the input "
-                                "embeddings' output require grad (enable_input_require_grads: a config.json's adapters) or "
-                                "checkpoint non-reentrant"
+                              ? "reentrant: no input of a checkpointed layer requires grad, so its parameters get none "
+                                "(\"None of the inputs have requires_grad=True\"); for use_reentrant=False: "
+                                OV("grad_ckpt_kind", "non-reentrant")
                               : NULL;
         if (why) {
             b->why_opt = O("grad_ckpt_kind");
