@@ -23,6 +23,7 @@ complete -c vramcalc -l modules-to-save -x -d 'with a PEFT method: PEFT'\''s mod
 complete -c vramcalc -l grad-ckpt -d 'config.json: gradient checkpointing per decoder layer, non-reentrant'
 complete -c vramcalc -l grad-ckpt-every -x -d 'with --grad-ckpt: only every N-th decoder layer checkpointed'
 complete -c vramcalc -l grad-ckpt-ops -d 'torchtitan'\''s op-level selective checkpointing in every checkpointed...'
+complete -c vramcalc -l grad-ckpt-kind -x -a 'reentrant non-reentrant' -d 'which torch.utils.checkpoint the checkpointed layers run, reentrant,...'
 complete -c vramcalc -l act-offload -x -a 'none streams sync' -d 'torchtune'\''s activation offloading'
 complete -c vramcalc -l compile -d 'the model under torch.compile'
 complete -c vramcalc -l zero-grad -x -a 'none zero' -d 'optimizer.zero_grad: none'

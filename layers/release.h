@@ -47,6 +47,8 @@ typedef enum {
     VC_TF_GEMMA2_EAGER, /* 1: gemma2's default attention is eager (its _check_and_enable_sdpa override), 0: sdpa */
     VC_TF_SLIDING_FLOAT_MASK, /* 1: Mistral's sdpa sliding mask is the model's float [L, T] mask
                                * (_prepare_4d_causal_attention_mask_with_cache_position), 0: masking_utils' bool one */
+    VC_TF_CKPT_REENTRANT, /* 1: gradient_checkpointing_enable() without gradient_checkpointing_kwargs checkpoints
+                           * with use_reentrant=True, 0: use_reentrant=False */
     VC_TF__N
 } vc_tf_what;
 /* The value of `what` at transformers release `version` (0: VC_TRANSFORMERS_DEFAULT). */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
@@ -290,6 +291,65 @@ static void test_ops_measured(void **state)
     assert_int_equal(cli_peak(a), 4456448);
 }
 
+/* The CLI's exit status for a command line, its first output line in line. */
+static int cli_status(const char *args, char *line, size_t n)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", VC_CLI, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    if (!fgets(line, (int)n, p)) line[0] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* --grad-ckpt-kind (vc_options.ckpt_reentrant): torch.utils.checkpoint's reentrant CheckpointFunction
+ * (torch/utils/checkpoint.py @0008d771; test_ckpt_reentrant.c derives a peak by hand). On the replica's llama
+ * (batch 2, 64 tokens, fp32 AdamW, every layer checkpointed) measured on torch 1.13 CPU with
+ * vctorch._checkpoint_reentrant2x (measure_llm.py --ckpt --ckpt-kind reentrant, measured.json's llama_small case of
+ * issue 26): 3,111,424 B; the estimate 3,110,400 (-0.03%), 32,768 B (the layer's held [2, 64, 64] fp32 output
+ * gradient and recomputed output) above the non-reentrant 3,077,632. The default follows the library: a config.json
+ * as transformers' gradient_checkpointing_enable() at --transformers (4.57: reentrant; 5.0, the default:
+ * non-reentrant, release.c VC_TF_CKPT_REENTRANT), TRL's loss and a TRL or torchtune recipe non-reentrant. */
+static void test_ckpt_kind(void **state)
+{
+    (void)state;
+    const char *a = LLAMA SMALL " --grad-ckpt";
+    char cmd[512], line[512];
+    snprintf(cmd, sizeof cmd, "%s --grad-ckpt-kind reentrant", a);
+    long long re = cli_peak(cmd);
+    assert_int_equal(re, 3110400);
+    assert_true(llabs(re - 3111424) * 1000 < 3111424); /* within 0.1% of the measurement */
+    snprintf(cmd, sizeof cmd, "%s --grad-ckpt-kind non-reentrant", a);
+    assert_int_equal(cli_peak(cmd), 3077632);
+    assert_int_equal(cli_peak(a), 3077632); /* transformers 5.0 */
+    snprintf(cmd, sizeof cmd, "%s --transformers 4.57", a);
+    assert_int_equal(cli_peak(cmd), 3110400); /* 4.x: use_reentrant=True */
+    snprintf(cmd, sizeof cmd, "%s --transformers 4.57 --loss chunked-nll", a);
+    long long trl = cli_peak(cmd);
+    snprintf(cmd, sizeof cmd, "%s --transformers 4.57 --loss chunked-nll --grad-ckpt-kind non-reentrant", a);
+    assert_int_equal(trl, cli_peak(cmd)); /* TRL passes use_reentrant=False */
+    /* refusals: exit 2, one line naming the option */
+    static const char *bad[] = {
+        " --grad-ckpt-kind bogus",                                  /* not a choice */
+        " --grad-ckpt-kind reentrant --grad-ckpt-ops",              /* torchtitan's context_fn: non-reentrant only */
+        " --grad-ckpt-kind reentrant --act-offload sync",           /* torchtune's NO_REENTRANT wrapper */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s%s", a, bad[i]);
+        assert_int_equal(cli_status(cmd, line, sizeof line), 2);
+        assert_non_null(strstr(line, "--grad-ckpt-kind"));
+    }
+    assert_int_equal(cli_status(LLAMA SMALL " --grad-ckpt-kind reentrant", line, sizeof line), 2); /* nothing checkpointed */
+    assert_non_null(strstr(line, "--grad-ckpt-kind"));
+    assert_non_null(strstr(line, "--grad-ckpt)"));
+    /* LoRA without the input-embeddings hook (every 2nd layer, torchtune's selective AC: no PeftModel hook) still
+     * has a layer input requiring grad (layer 1's LoRA output): accepted; a model file whose checkpointed layer's
+     * input requires no grad is refused (test_ckpt_reentrant.c) */
+    snprintf(cmd, sizeof cmd, "%s --lora 8 --grad-ckpt-every 2 --grad-ckpt-kind reentrant", a);
+    assert_true(cli_peak(cmd) > 0);
+}
+
 /* --act-offload (vc_options.act_offload) on x [16, 1024] -> Linear -> ReLU -> Linear (bias-free,
  * fp32, SGD), from torchtune/training/_activation_offloading.py @ bd2a0fc7 by hand. The packs:
  * l1 saves x (id 1) and its weight (id 2, a Parameter: kept), the ReLU its output r (id 3), l2
@@ -370,7 +430,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_in_bwd_sgd), cmocka_unit_test(test_in_bwd_adam), cmocka_unit_test(test_first_step), cmocka_unit_test(test_first_step_differs),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_every), cmocka_unit_test(test_in_bwd_measured),
-        cmocka_unit_test(test_ops_policy), cmocka_unit_test(test_ops_measured),
+        cmocka_unit_test(test_ops_policy), cmocka_unit_test(test_ops_measured), cmocka_unit_test(test_ckpt_kind),
         cmocka_unit_test(test_offload), cmocka_unit_test(test_offload_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

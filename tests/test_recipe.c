@@ -128,8 +128,9 @@ static void test_explicit_wins(void **state)
     kv hand[VC_RECIPE_MAX_SET + 1];
     size_t n = 0;
     for (size_t k = 0; k < vc__recipe_npairs(r); k++) { /* by hand: batch 4 and no checkpointing instead */
+        bool with_ckpt = r->set[k].needs && !strcmp(r->set[k].needs, "grad_ckpt"); /* grad_ckpt_kind: not applied */
         if (!strcmp(r->set[k].option, "batch")) hand[n++] = (kv){"batch", "4"};
-        else if (strcmp(r->set[k].option, "grad_ckpt")) hand[n++] = (kv){r->set[k].option, r->set[k].value};
+        else if (strcmp(r->set[k].option, "grad_ckpt") && !with_ckpt) hand[n++] = (kv){r->set[k].option, r->set[k].value};
     }
     char *want = run_json(hand, n, LLAMA31_8B, false, &err);
     if (!want) fail_msg("%s", err.msg);
@@ -261,7 +262,7 @@ static void test_list(void **state)
         assert_non_null(strstr(text, vc__recipe_at(i)->name));
         assert_non_null(strstr(text, vc__recipe_at(i)->source));
     }
-    assert_non_null(strstr(text, "--optim paged_adamw8bit --optim-in-bwd --grad-ckpt --loss chunked --loss-chunks 8"));
+    assert_non_null(strstr(text, "--optim paged_adamw8bit --optim-in-bwd --grad-ckpt --grad-ckpt-kind non-reentrant --loss chunked --loss-chunks 8"));
     vc_text_free(text);
     vc_response_free(resp);
     vc_request_free(q);

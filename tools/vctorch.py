@@ -1495,6 +1495,69 @@ def _checkpoint2x(fn, *args):
         return fn(*args)
 
 
+class _CheckpointFunction2x(torch.autograd.Function):
+    """torch.utils.checkpoint(fn, *args, use_reentrant=True) as PyTorch 2.x runs it: CheckpointFunction
+    (torch/utils/checkpoint.py @0008d771a4015b0b43165ea470653b52e92b2148), with preserve_rng_state=False (the
+    RNG snapshot, torch.get_rng_state() and the device states, is a CPU tensor on CUDA too: no device memory,
+    not taken here, as _checkpoint2x does).  Forward: the tensor arguments saved (ctx.save_for_backward), the
+    others kept in ctx.inputs, fn run under no_grad.  Backward: the saved inputs detached (detach_variable:
+    same storage, requires_grad as before), fn run again whole under enable_grad (no early stop),
+    torch.autograd.backward(outputs_with_grad, args_with_grad) inside this node -- the recomputed graph freed
+    as that inner backward runs, the parameters' gradients accumulated there, `args` (the outputs' gradients)
+    and `outputs` referenced until this returns -- and the detached inputs' .grad returned.  Torch 1.13's
+    CheckpointFunction is the same but for the CUDA-only autocast and RNG handling (torch.cuda.amp.autocast,
+    had_cuda_in_fwd), which this port leaves out with the RNG; kept as a port so the harness runs 2.x's
+    statement order whatever the installed torch."""
+
+    @staticmethod
+    def forward(ctx, run_function, *args):
+        ctx.run_function = run_function
+        ctx.inputs = []
+        ctx.tensor_indices = []
+        tensor_inputs = []
+        for i, arg in enumerate(args):
+            if torch.is_tensor(arg):
+                tensor_inputs.append(arg)
+                ctx.tensor_indices.append(i)
+                ctx.inputs.append(None)
+            else:
+                ctx.inputs.append(arg)
+        ctx.save_for_backward(*tensor_inputs)
+        with torch.no_grad():
+            outputs = run_function(*args)
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *args):
+        inputs = list(ctx.inputs)
+        tensors = ctx.saved_tensors
+        for i, idx in enumerate(ctx.tensor_indices):
+            inputs[idx] = tensors[i]
+        detached_inputs = torch.utils.checkpoint.detach_variable(tuple(inputs))
+        with torch.enable_grad():
+            outputs = ctx.run_function(*detached_inputs)
+        if isinstance(outputs, torch.Tensor):
+            outputs = (outputs,)
+        outputs_with_grad = []
+        args_with_grad = []
+        for i in range(len(outputs)):
+            if torch.is_tensor(outputs[i]) and outputs[i].requires_grad:
+                outputs_with_grad.append(outputs[i])
+                args_with_grad.append(args[i])
+        if len(outputs_with_grad) == 0:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
+        torch.autograd.backward(outputs_with_grad, args_with_grad)
+        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else None for inp in detached_inputs)
+        return (None,) + grads
+
+
+def _checkpoint_reentrant2x(fn, *args):
+    """torch.utils.checkpoint(fn, *args, use_reentrant=True, preserve_rng_state=False), 2.x's
+    CheckpointFunction (_CheckpointFunction2x).  2.x's checkpoint() warns when no argument requires grad
+    ("None of the inputs have requires_grad=True. Gradients will be None"): the output then needs none."""
+    return _CheckpointFunction2x.apply(fn, *args)
+
+
 class _Block(nn.Module):
     """One layer entry: `repeat` copies in sequence, optional checkpointing."""
 

@@ -568,6 +568,12 @@ typedef struct {
      * (every other one, from the first) and SDPA kernels kept from forward, the rest recomputed,
      * the recompute run to the region's end (early_stop=False); 0, everything recomputed */
     int ckpt_ops;
+    /* --grad-ckpt-kind (docs/llm.md "Gradient checkpointing"): 1, the model's checkpointed layers run
+     * torch.utils.checkpoint's reentrant variant (use_reentrant=True, CheckpointFunction: the forward under
+     * no_grad keeping the inputs, the backward recomputing the whole layer under enable_grad and running
+     * torch.autograd.backward inside it); 0, the non-reentrant one (early stop). The loss's own
+     * checkpoints stay non-reentrant. */
+    int ckpt_reentrant;
     /* --act-offload (docs/llm.md): torchtune's OffloadActivations around the model's forward
      * (torchtune/training/_activation_offloading.py): VC_ACT_OFFLOAD_STREAMS (use_streams=True,
      * its default) or _SYNC (use_streams=False); _NONE (0) none */

@@ -347,6 +347,9 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_HOLD_OUTPUT: o->hold_output = on; return VC_OK;
     case VC_OPT_OPTIM_IN_BWD: o->optim_in_bwd = on; return VC_OK;
     case VC_OPT_GRAD_CKPT_OPS: o->ckpt_ops = on; return VC_OK;
+    case VC_OPT_GRAD_CKPT_KIND:
+        o->ckpt_reentrant = !strcmp(v, "reentrant") ? 1 : !strcmp(v, "non-reentrant") ? 0 : -1;
+        return choose(name, v, o->ckpt_reentrant, info->choices, err);
     case VC_OPT_ACT_OFFLOAD:
         o->act_offload = !strcmp(v, "none") ? VC_ACT_OFFLOAD_NONE : !strcmp(v, "streams") ? VC_ACT_OFFLOAD_STREAMS
                        : !strcmp(v, "sync") ? VC_ACT_OFFLOAD_SYNC : -1;
@@ -637,6 +640,17 @@ static vc_status check_applies(const vc_request *q, vc_error *err)
                      : q->o.parallel != VC_PARALLEL_NONE ? O("parallel") : q->o.keep_grads ? OV("zero_grad", "zero") : O("accumulate"));
     if (q->given[VC_OPT_GRAD_CKPT_EVERY] && !q->hf.checkpoint)
         return usage(err, O("grad_ckpt_every") " says which decoder layers are checkpointed: it needs " O("grad_ckpt"));
+    /* --grad-ckpt-kind reentrant (torch/utils/checkpoint.py CheckpointFunction @0008d771a4015b0b43165ea470653b52e92b2148):
+     * torchtitan's op-level policy is a context_fn, which checkpoint() takes only with use_reentrant=False (its
+     * docstring: "This argument is only supported if use_reentrant=False"); torchtune's activation offloading runs
+     * with its set_activation_checkpointing (torchtune/training/memory.py @03317787: apply_activation_checkpointing,
+     * whose checkpoint_wrapper is CheckpointImpl.NO_REENTRANT), and the offload hooks around a reentrant forward
+     * (ctx.save_for_backward of the layer's inputs) are not modelled */
+    if (q->o.ckpt_reentrant && (q->o.ckpt_ops || q->o.act_offload))
+        return usage(err, OV("grad_ckpt_kind", "reentrant") " is not modelled with %s: %s", q->o.ckpt_ops ? O("grad_ckpt_ops") : O("act_offload"),
+                     q->o.ckpt_ops ? "torchtitan's op-level policy is a context_fn, which torch.utils.checkpoint takes only with "
+                                     "use_reentrant=False"
+                                   : "torchtune offloads around its non-reentrant checkpoint_wrapper (CheckpointImpl.NO_REENTRANT)");
     if (q->given[VC_OPT_LOSS_CHUNKS] && q->hf.loss != VC_LOSS_IMPL_CHUNKED)
         return usage(err, O("loss_chunks") " is torchtune's num_output_chunks: it needs " OV("loss", "chunked"));
     /* --serve sizes vLLM's pool after its own profiling run, whose encoder batch is vLLM's dummy images of the
@@ -1516,6 +1530,20 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;
         }
+        /* --grad-ckpt-kind: the checkpointed layers' torch.utils.checkpoint. Not told (nor by a --recipe): what the library in
+         * use does -- TRL's trainers (--loss grpo, chunked-nll) pass use_reentrant=False (docs/llm.md), torchtune
+         * (--loss chunked, --act-offload, --grad-ckpt-every) and torchtitan (--grad-ckpt-ops) wrap with
+         * checkpoint_wrapper's NO_REENTRANT; otherwise transformers' gradient_checkpointing_enable() at the
+         * --transformers release (release.c VC_TF_CKPT_REENTRANT); a model file's "checkpoint" is non-reentrant */
+        if (q->given[VC_OPT_GRAD_CKPT_KIND] && m->nregions == 0) {
+            st = usage(err, O("grad_ckpt_kind") " says how the checkpointed layers run: the model has none (add %s)",
+                       vc_model_generated_json(m) ? O("grad_ckpt") : "\"checkpoint\": true to its layers");
+            goto fail;
+        }
+        if (!q->given[VC_OPT_GRAD_CKPT_KIND])
+            o->ckpt_reentrant = vc_model_generated_json(m) && q->hf.loss != VC_LOSS_IMPL_GRPO && q->hf.loss != VC_LOSS_IMPL_CHUNKED_NLL &&
+                                q->hf.loss != VC_LOSS_IMPL_CHUNKED && !o->act_offload && !o->ckpt_ops && q->hf.ckpt_every <= 1 &&
+                                vc_transformers_value(q->transformers, VC_TF_CKPT_REENTRANT);
         if (q->input && vc_model_generated_json(m)) { /* a config's input is its token ids: [seq] */
             st = usage(err, O("input") " sets a vramcalc model file's input shape; a config.json's input is its tokens: use %s",
                        o->mode == VC_MODE_GENERATE || q->serve ? O("prompt") : O("seq"));

@@ -166,6 +166,10 @@ static int op_packs(vc_build *b, int32_t k)
  * loss.c emit_chunked_nll, are plain torch.utils.checkpoint calls) */
 static bool sac_region(const vc_build *b, int r) { return b->o.ckpt_ops && r < b->m->nregions; }
 
+/* --grad-ckpt-kind reentrant applies to region r: one of the model's checkpointed layers (the loss's
+ * checkpoints, loss.c emit_chunked_nll, pass use_reentrant=False themselves) */
+static bool reent(const vc_build *b, int r) { return b->o.ckpt_reentrant && b->train && r >= 0 && r < b->m->nregions; }
+
 /* --grad-ckpt-ops: op k's output storage s kept from forward for its recompute
  * (torch/utils/checkpoint.py _CachingTorchDispatchMode: a MUST_SAVE op's outputs, each
  * detached, appended to storage[func]) */
@@ -565,6 +569,59 @@ static void kvd_drop(vc_build *b, int32_t inst)
     b->nkvd_hold = 0;
 }
 
+/* --grad-ckpt-kind reentrant (torch/utils/checkpoint.py @0008d771a4015b0b43165ea470653b52e92b2148
+ * CheckpointFunction): what the modelled variant covers, else VC_ERR_USAGE naming the option.
+ *  - The layer's output requires grad only when an input does: CheckpointFunction is an autograd.Function over
+ *    the positional tensors (`*args`), not over the parameters, and its forward runs under no_grad; with no
+ *    input requiring grad its parameters get no gradient (checkpoint.py warns "None of the inputs have
+ *    requires_grad=True. Gradients will be None"), which is why PEFT and transformers hook the input
+ *    embeddings (enable_input_require_grads, vc_peft_input_grads). A layer none of whose inputs requires grad
+ *    while its parameters train is refused.
+ *  - transformers' GradientCheckpointingLayer passes the hidden states positionally and the rest as keywords
+ *    bound in a partial (modeling_layers.py): one input requiring grad. A keyword tensor that requires grad (an
+ *    encoder-decoder's encoder states, Gemma 4's shared_kv_states, a block's leaf: T5's position bias) would
+ *    keep the outer graph inside the recompute (the partial's tensors are not detached): not modelled. */
+static int reent_check(vc_build *b)
+{
+    for (int r = 0; r < b->m->nregions && b->o.ckpt_reentrant && b->train; r++) {
+        const region_t *R = &b->reg[r];
+        int32_t rg_in[4] = {-1, -1, -1, -1}; /* the distinct tensors requiring grad it takes from outside */
+        int nrg = 0;
+        bool trains = false, leaf = false;
+        for (int32_t k = R->first; k >= 0 && k <= R->last; k++) {
+            const item_t *its = op_items(b, k);
+            leaf |= b->op[k].region == r && b->op[k].leaf;
+            for (int32_t i = 0; i < b->op[k].nit; i++) {
+                if (its[i].type != IT_IN) continue;
+                const tens_t *t = &b->t[its[i].t];
+                trains |= t->param >= 0 && t->rg;
+                if (t->persistent || (t->op >= 0 && b->op[t->op].region == r) || !t->rg) continue;
+                int32_t id = t->base >= 0 ? t->base : its[i].t; /* a view: its base's tensor */
+                bool seen = false;
+                for (int j = 0; j < nrg && j < 4; j++) seen |= rg_in[j] == id;
+                if (!seen && nrg < 4) rg_in[nrg] = id;
+                if (!seen) nrg++;
+            }
+        }
+        /* (b->why holds 200 bytes) */
+        const char *why = leaf || b->nkvd > 0 || nrg > 1
+                              ? "reentrant: a checkpointed layer takes more than its hidden states requiring grad (encoder "
+                                "states, shared_kv_states, a leaf), not modelled; for use_reentrant=False: "
+                                OV("grad_ckpt_kind", "non-reentrant")
+                          : trains && nrg == 0
+                              ? "reentrant: no input of a checkpointed layer requires grad, so its parameters get none "
+                                "(\"None of the inputs have requires_grad=True\"); for use_reentrant=False: "
+                                OV("grad_ckpt_kind", "non-reentrant")
+                              : NULL;
+        if (why) {
+            b->why_opt = O("grad_ckpt_kind");
+            snprintf(b->why, sizeof b->why, "%s", why);
+            return b->st = VC_ERR_USAGE;
+        }
+    }
+    return 0;
+}
+
 /* Liveness: per-op release lists for the forward (rel) and the checkpoint
  * recompute (rrel: region-local last uses). */
 static int build_liveness(vc_build *b)
@@ -593,7 +650,10 @@ static int build_liveness(vc_build *b)
             R->last = (int32_t)k;
             if (op_packs(b, (int32_t)k)) R->last_save = (int32_t)k;
         }
-        for (int r = 0; r < b->nreg; r++) b->reg[r].stop = sac_region(b, r) ? b->reg[r].last : b->reg[r].last_save;
+        /* the reentrant CheckpointFunction.backward runs ctx.run_function whole: no early stop */
+        for (int r = 0; r < b->nreg; r++)
+            b->reg[r].stop = sac_region(b, r) || reent(b, r) ? b->reg[r].last : b->reg[r].last_save;
+        if (reent_check(b)) { free(last); free(rlast); return b->st; }
         if (b->o.ckpt_ops && sac_policy(b)) { free(last); free(rlast); return b->st; }
     }
     if (kvd_setup(b)) { free(last); free(rlast); return b->st; }
@@ -655,6 +715,7 @@ static int build_liveness(vc_build *b)
          * stop */
         if (r >= 0 && b->op[t->op].leaf && b->train) rlast[i] = b->reg[r].stop;
         if (r < 0 || t->op > b->reg[r].stop) rlast[i] = -1;
+        else if (reent(b, r) && (last[i] > b->reg[r].last || t->held)) rlast[i] = -1; /* an output: reentrant_hold */
         else if (rlast[i] > b->reg[r].stop) rlast[i] = b->reg[r].stop;
     }
     for (size_t i = 0; i < nt; i++) {
@@ -782,7 +843,10 @@ static void forward(vc_build *b)
         tens_t *t = &b->t[b->val_t[i]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
-    for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
+    for (int r = 0; r < b->nreg; r++) {
+        b->reg[r].recomputed = false;
+        b->reg[r].o0 = -1;
+    }
     for (int32_t k = b->npre; k < (int32_t)b->nop && !b->st; k++) {
         int r = b->op[k].region;
         if (b->acc_pass && k >= b->once_from && k < b->once_to) continue; /* grpo.c: micro-step 1's alone */
@@ -831,12 +895,64 @@ static void recompute(vc_build *b, int r)
     b->recomputing = true;
     for (int32_t k = R->first; k <= R->stop && !b->st; k++) {
         /* --grad-ckpt-ops: torchtitan's early_stop=False, the region run to its end */
-        if (k == R->last_save && !sac_region(b, r) && op_packs(b, k) == 1) save_inputs_only(b, k);
+        if (k == R->last_save && !sac_region(b, r) && !reent(b, r) && op_packs(b, k) == 1) save_inputs_only(b, k);
         else fwd_op(b, k, true);
         if (b->op[k].kvd) kvd_recomputed(b, k);
         release_list(b, b->rrel_off, b->rrel, k);
     }
     b->recomputing = false;
+}
+
+/* --grad-ckpt-kind reentrant: storage s held by CheckpointFunction.backward until it returns (the reference
+ * moves to b->rhold) */
+static void reentrant_hold(vc_build *b, int32_t s)
+{
+    if (s < 0) return;
+    GROW(b->rhold, b->nrhold, b->crhold, b);
+    if (!b->st) b->rhold[b->nrhold++] = s;
+}
+
+/* ... and released when it returns: its `args` and `outputs` go */
+static void reentrant_release(vc_build *b, region_t *R, int32_t inst)
+{
+    if (R->o0 < 0) return;
+    for (size_t j = (size_t)R->o0; j < b->nrhold; j++) s_unref(b, b->rhold[j], inst);
+    b->nrhold = (size_t)R->o0;
+    R->o0 = -1;
+}
+
+/* torch.utils.checkpoint, use_reentrant=True (torch/utils/checkpoint.py @0008d771a4015b0b43165ea470653b52e92b2148
+ * CheckpointFunction.backward), when the engine runs the layer's CheckpointFunctionBackward node, i.e. when its
+ * output's gradient is complete: `args`, that gradient, is held until backward returns; the saved inputs are
+ * detached (detach_variable: the same storage) and ctx.run_function runs on them whole under enable_grad (no
+ * early stop), recording the layer's graph, its `outputs` held until it returns; then
+ * torch.autograd.backward(outputs_with_grad, args_with_grad) runs the layer's nodes (autograd.c's loop goes on
+ * through them: each frees its saved tensors after it runs, retain_graph False, and accumulates its parameters'
+ * gradients), the inputs' gradients accumulating in the detached inputs' .grad, returned as the node's
+ * gradients (deliver). Region r's first node ends it (run_node). */
+static void reentrant_begin(vc_build *b, int r, int32_t inst)
+{
+    region_t *R = &b->reg[r];
+    R->o0 = (int32_t)b->nrhold;
+    for (int32_t k = R->first; k <= R->last; k++) { /* args: the outputs' gradients */
+        const item_t *its = op_items(b, k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            const tens_t *t = &b->t[its[i].t];
+            if (its[i].type == IT_OUT && t->grad >= 0 && (t->last > R->last || t->held)) {
+                s_ref(b, t->grad);
+                reentrant_hold(b, t->grad);
+            }
+        }
+    }
+    recompute(b, r);
+    for (int32_t k = R->first; k <= R->last; k++) { /* outputs: the recomputed ones (build_liveness: rlast -1) */
+        const item_t *its = op_items(b, k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            const tens_t *t = &b->t[its[i].t];
+            if (its[i].type == IT_OUT && !t->persistent && (t->last > R->last || t->held)) reentrant_hold(b, t->stor);
+        }
+    }
+    (void)inst;
 }
 
 /* AccumulateGrad for parameter p runs once its InputBuffer has every
@@ -921,7 +1037,12 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
      * recomputed (frame.recompute_fn, once per graph task: frame.is_recomputed[gid]) when backward
      * first unpacks one of its saved tensors (_Holder), i.e. in the first of its nodes that saved
      * something; the nodes before it (a sum, an add, a view: nothing saved) run without it */
-    if (op->region >= 0 && !b->reg[op->region].recomputed && op_packs(b, k) > 0) {
+    if (reent(b, op->region) && !b->reg[op->region].recomputed) {
+        reentrant_begin(b, op->region, op->inst);
+        b->cur_op = k;
+        op = &b->op[k];
+        its = op_items(b, k);
+    } else if (op->region >= 0 && !b->reg[op->region].recomputed && op_packs(b, k) > 0) {
         /* --act-offload: the recompute's first unpack brings the block's offloaded input
          * back (its frame's `args`, from ctx.saved_tensors) for the recomputed forward to read;
          * this node is the current autograd node then */
@@ -1003,7 +1124,7 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
      * its backward holds (2.x checkpoint drops the handle on unpack):
      * they go when apply returns. Other nodes release theirs after the
      * engine's validate_outputs (Engine::evaluate_function). */
-    bool early_release = op->region >= 0;
+    bool early_release = op->region >= 0 && !reent(b, op->region); /* reentrant: an ordinary graph's nodes */
     if (early_release) {
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
         op->nsv = 0;
@@ -1066,6 +1187,7 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], op->inst);
         b->reg[r].nh = 0;
         if (r == b->kvd_death) kvd_drop(b, op->inst);
+        reentrant_release(b, &b->reg[r], op->inst);
     }
 }
 
@@ -1152,9 +1274,10 @@ static void backward(vc_build *b)
         for (int32_t j = 0; j < b->op[k].nsv; j++) s_unref(b, b->sv[b->op[k].sv0 + j], -1);
         b->op[k].nsv = 0;
     }
-    for (int r = 0; r < b->nreg; r++) {
+    for (int r = b->nreg - 1; r >= 0; r--) {
         for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], -1);
         b->reg[r].nh = 0;
+        reentrant_release(b, &b->reg[r], -1);
     }
     for (size_t j = 0; j < b->nleafkeep; j++) s_unref(b, b->leafkeep[j], -1);
     b->nleafkeep = 0;

@@ -421,7 +421,7 @@ void vc_plan_free(vc_plan *p)
     if (!b) return;
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
     free(b->amp_cache); free(b->part); free(b->comp); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
-    free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->sac); free(b->stash); free(b->bwd); free(b->leafkeep); free(b->kvd_hold); free(b->pgrad); free(b->fwd_live);
+    free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->rhold); free(b->sac); free(b->stash); free(b->bwd); free(b->leafkeep); free(b->kvd_hold); free(b->pgrad); free(b->fwd_live);
     vc__compile_free(b->cmp);
     free(b->pedges); free(b->ref_t); free(b->parrived); free(b->ppending); free(b->owned);
     free(b->flat); free(b->unit_of); free(b->lay_mask);

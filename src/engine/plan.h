@@ -116,6 +116,8 @@ typedef struct {
     int32_t stop;    /* the recompute's last op: last_save (early stop), or last (--grad-ckpt-ops) */
     int32_t h0, nh;  /* external input tensors held (in rel pool) */
     int32_t off_t, off_s; /* --act-offload: its first input (tensor, storage) offloaded, -1 none */
+    int32_t o0;      /* --grad-ckpt-kind reentrant: where its held recomputed outputs and output gradients begin in
+                      * b->rhold (autograd.c reentrant_hold), -1 none */
     bool recomputed;
 } region_t;
 
@@ -363,6 +365,9 @@ struct vc_build {
     int32_t *leafkeep; size_t nleafkeep, cleafkeep; /* storages op_t.leaf keeps until backward ends */
     bool recomputing;                 /* a region's forward runs again */
     int32_t *hold; size_t nhold;
+    /* --grad-ckpt-kind reentrant: what CheckpointFunction.backward holds until it returns (its `args`, the output
+     * gradients; its recomputed `outputs`), region by region (region_t.o0) */
+    int32_t *rhold; size_t nrhold, crhold;
     int32_t *pgrad;                   /* parameter -> grad storage (.grad) */
     int32_t *pedges;                  /* parameter -> gradient edges into its AccumulateGrad */
     int32_t *parrived;                /* parameter -> gradients arrived in this backward */

@@ -20,7 +20,13 @@
  *   optimizer torch.optim.AdamW fused: True  -> --optim adamw --optim-impl fused
  *   optimizer bitsandbytes.optim.PagedAdamW8bit -> --optim paged_adamw8bit
  *   optimizer_in_bwd True                   -> --optim-in-bwd
- *   enable_activation_checkpointing True    -> --grad-ckpt (every decoder layer)
+ *   enable_activation_checkpointing True    -> --grad-ckpt (every decoder layer) --grad-ckpt-kind
+ *                              non-reentrant: training.set_activation_checkpointing
+ *                              (torchtune/training/memory.py @033177875786d2530912185c5c7ceccaadd1d615, the stored
+ *                              version; bd2a0fc7's was not stored) calls torch's apply_activation_checkpointing
+ *                              with no checkpoint_wrapper_fn, whose checkpoint_wrapper defaults to
+ *                              CheckpointImpl.NO_REENTRANT (torch/distributed/algorithms/_checkpoint/
+ *                              checkpoint_wrapper.py; that file not read at a pinned commit here)
  *   enable_activation_offloading False, compile False: vramcalc's defaults (eager,
  *                              nothing offloaded)
  *   loss torchtune.modules.loss.LinearCrossEntropyLoss (num_output_chunks=8 in
@@ -37,6 +43,10 @@
 #define TT "pytorch/torchtune@bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1 recipes/configs/"
 #define TT_LORA_TARGETS {"lora_targets", "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}
 #define TT_LOSS {"loss", "chunked"}, {"loss_chunks", "8", "loss"}
+/* every decoder layer checkpointed, non-reentrant: torchtune's enable_activation_checkpointing (the header), and
+ * TRL's gradient_checkpointing True with use_reentrant False (sft_trainer.py l.1332-1334 at the commit of the trl
+ * rows; its GRPO trainer the same, docs/llm.md "GRPO") */
+#define CKPT_NON_REENTRANT {"grad_ckpt", "true"}, {"grad_ckpt_kind", "non-reentrant", "grad_ckpt"}
 /* LinearCrossEntropyLoss against CEWithChunkedOutputLoss (what --loss chunked models) */
 #define TT_LOSS_NOTE                                                                                                     \
     "loss LinearCrossEntropyLoss is estimated as --loss chunked (CEWithChunkedOutputLoss: 8 chunks, the fp32 upcast); "  \
@@ -54,26 +64,26 @@ static const vc_recipe_row recipes[] = {
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"lora", "8"}, {"lora_alpha", "16"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
       {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"},
-      {"grad_ckpt", "true"}, TT_LOSS}},
+      CKPT_NON_REENTRANT, TT_LOSS}},
     {"torchtune:llama3_1/8B_qlora_single_device", TT "llama3_1/8B_qlora_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
      TT_SEQ_NOTE "; the base weights are torchao's NF4Tensor (to_nf4: blocks of 64, int8 scalers per 256 blocks), "
      "estimated as --qlora's bitsandbytes nf4 with double quantization; " TT_LOSS_NOTE,
      {{"qlora", "true"}, {"lora", "8"}, {"lora_alpha", "16"}, {"lora_dropout", "0"}, TT_LORA_TARGETS,
       {"lora_dtype", "model"}, {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"},
-      {"optim_impl", "fused", "optim"}, {"grad_ckpt", "true"}, TT_LOSS}},
+      {"optim_impl", "fused", "optim"}, CKPT_NON_REENTRANT, TT_LOSS}},
     {"torchtune:llama3_1/8B_full_single_device", TT "llama3_1/8B_full_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"precision", "bf16"}, {"batch", "2"}, {"optim", "paged_adamw8bit"}, {"optim_in_bwd", "true"},
-      {"grad_ckpt", "true"}, TT_LOSS}},
+      CKPT_NON_REENTRANT, TT_LOSS}},
     {"torchtune:llama3_2/3B_lora_single_device", TT "llama3_2/3B_lora_single_device.yaml", "meta-llama/Llama-3.2-3B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"lora", "64"}, {"lora_alpha", "128"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
       {"precision", "bf16"}, {"batch", "4"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"},
-      {"grad_ckpt", "true"}, TT_LOSS}},
+      CKPT_NON_REENTRANT, TT_LOSS}},
     {"torchtune:llama3_2/3B_full_single_device", TT "llama3_2/3B_full_single_device.yaml", "meta-llama/Llama-3.2-3B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"precision", "bf16"}, {"batch", "4"}, {"optim", "paged_adamw8bit"}, {"optim_in_bwd", "true"},
-      {"grad_ckpt", "true"}, TT_LOSS}},
+      CKPT_NON_REENTRANT, TT_LOSS}},
     /* full_finetune_distributed (recipes/full_finetune_distributed.py _setup_model l.584-720 at the same
      * commit): the model built in dtype bf16 (training.set_default_dtype, no MixedPrecisionPolicy), every
      * TransformerSelfAttentionLayer checkpointed (enable_activation_checkpointing True), then
@@ -84,12 +94,12 @@ static const vc_recipe_row recipes[] = {
      * params. --gpus: the config's launch line (tune run --nproc_per_node N). */
     {"torchtune:llama3_1/8B_full", TT "llama3_1/8B_full.yaml", "meta-llama/Llama-3.1-8B-Instruct",
      TT_SEQ_NOTE "; " TT_CUSTOM_SHARDED_NOTE "; " TT_LOSS_NOTE,
-     {{"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"}, {"grad_ckpt", "true"},
+     {{"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"}, CKPT_NON_REENTRANT,
       {"parallel", "fsdp2"}, {"gpus", "4"}, TT_LOSS}},
     {"torchtune:llama3_1/70B_full", TT "llama3_1/70B_full.yaml", "meta-llama/Llama-3.1-70B-Instruct",
      TT_SEQ_NOTE "; " TT_CUSTOM_SHARDED_NOTE "; fsdp_cpu_offload True also runs the optimizer step on the CPU "
      "(offload_ops_to_cpu); " TT_LOSS_NOTE,
-     {{"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, {"grad_ckpt", "true"},
+     {{"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, CKPT_NON_REENTRANT,
       {"parallel", "fsdp2"}, {"gpus", "8"}, {"offload", "params"}, TT_LOSS}},
     /* lora_finetune_distributed (recipes/lora_finetune_distributed.py _setup_model l.472-600 at the same
      * commit): the LoRA model built in dtype bf16 (training.set_default_dtype: base and adapters bf16, no
@@ -111,7 +121,7 @@ static const vc_recipe_row recipes[] = {
     {"torchtune:llama3_1/70B_lora", TT "llama3_1/70B_lora.yaml", "meta-llama/Llama-3.1-70B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"lora", "16"}, {"lora_alpha", "32"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
-      {"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"}, {"grad_ckpt", "true"},
+      {"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"}, CKPT_NON_REENTRANT,
       {"parallel", "fsdp2"}, {"gpus", "8"}, TT_LOSS}},
     /* TRL's SFTTrainer with SFTConfig's defaults (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8):
      * trl/trainer/base_config.py _BaseConfig: gradient_checkpointing True (non-reentrant:
@@ -129,7 +139,7 @@ static const vc_recipe_row recipes[] = {
      "sample, a batch is padded to its longest; later transformers releases default optim to adamw_torch_fused from "
      "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s temporaries are not modelled",
      {{"precision", "bf16"}, {"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"},
-      {"grad_ckpt", "true"}, {"loss", "chunked-nll"}}},
+      CKPT_NON_REENTRANT, {"loss", "chunked-nll"}}},
     /* transformers' Trainer with TrainingArguments' defaults (huggingface/transformers @ fd798335,
      * src/transformers/training_args.py): per_device_train_batch_size 8, gradient_accumulation_steps 1,
      * optim default_optim = "adamw_torch" (torch.optim.AdamW, foreach left to torch: foreach on CUDA),
@@ -156,7 +166,7 @@ static const vc_recipe_row recipes[] = {
      "without autocast; the prompt's length (--prompt) is the data's; max_grad_norm 1.0: clip_grad_norm_'s "
      "temporaries are not modelled",
      {{"loss", "grpo"}, {"num_generations", "8", "loss"}, {"new_tokens", "512", "loss"}, {"batch", "8"},
-      {"precision", "bf16"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, {"grad_ckpt", "true"}}},
+      {"precision", "bf16"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, CKPT_NON_REENTRANT}},
 };
 
 size_t vc__recipe_count(void) { return sizeof recipes / sizeof *recipes; }

@@ -137,6 +137,16 @@ static const vc_tf_row tf_rows[] = {
      * not read: the two commits above stand for them. docs/llm.md "The sliding-window mask under sdpa". */
     {VC_TF_SLIDING_FLOAT_MASK, 446, 1},
     {VC_TF_SLIDING_FLOAT_MASK, 453, 0},
+    /* gradient_checkpointing_enable(gradient_checkpointing_kwargs=None), what transformers' Trainer calls with
+     * TrainingArguments' gradient_checkpointing_kwargs None (and PEFT's prepare_model_for_kbit_training without
+     * kwargs). 4.x: `if gradient_checkpointing_kwargs is None: gradient_checkpointing_kwargs = {"use_reentrant":
+     * True}` (modeling_utils.py PreTrainedModel.gradient_checkpointing_enable @040ba146759afc625c77f49d04982bb54873995f,
+     * a 4.4x main commit; PR #28538, merged 2024-01, first in 4.37), then, with adapters loaded through the PEFT
+     * integration (_hf_peft_config_loaded), enable_input_require_grads(). 5.0: use_reentrant=False by default (PR
+     * #43203 "Switch gradient checkpointing default to use_reentrant=False", merged 2026-01-09; the 5.0 tag's
+     * modeling_utils.py was not stored to read: the PR thread is the source). docs/llm.md "Gradient checkpointing". */
+    {VC_TF_CKPT_REENTRANT, 446, 1},
+    {VC_TF_CKPT_REENTRANT, 500, 0},
 };
 
 int vc_transformers_value(int version, vc_tf_what what)

@@ -34,6 +34,8 @@ def args_for(case):
         a += ["--grad-ckpt-every", str(case["ckpt_every"])]
     if case.get("ckpt_ops"):  # torchtitan's op-level selective AC
         a.append("--grad-ckpt-ops")
+    if case.get("gradient_checkpointing"):  # the harness's variant (measure_llm.py --ckpt-kind; default non-reentrant)
+        a += ["--grad-ckpt-kind", case.get("ckpt_kind", "non-reentrant")]
     if case.get("target_seq"):  # t5: the decoder's tokens (measure_llm.py --target-seq, t5_replica.py)
         a += ["--target-seq", str(case["target_seq"])]
     if case.get("image"):  # qwen2_5_vl: measure_llm.py --image (qwen25vl_replica.py)

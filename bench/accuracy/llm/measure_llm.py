@@ -59,6 +59,9 @@ def parse_args(argv):
     ap.add_argument("--ckpt-every", type=int, default=1,
                     help="with --ckpt: only every N-th decoder layer checkpointed, counting from 1 (torchtune's "
                     "ac_mode selective, ac_option N)")
+    ap.add_argument("--ckpt-kind", choices=["non-reentrant", "reentrant"], default="non-reentrant",
+                    help="with --ckpt: torch.utils.checkpoint's variant (reentrant: vctorch._checkpoint_reentrant2x, "
+                         "reference.py's decoder-only families, full or LoRA)")
     ap.add_argument("--ckpt-ops", action="store_true",
                     help="with --ckpt: torchtitan's op-level selective AC in each checkpointed layer (ac_replica.py)")
     ap.add_argument("--lora", type=int, default=0, help="LoRA rank (0: full fine-tuning)")
@@ -371,6 +374,11 @@ def main(argv):
         # with offloading, the checkpoint's input goes through the offload hooks, as 2.x's
         # _NoopSaveInputs saves it (the harness's _checkpoint2x keeps it in its closure)
         model.ckpt_save_inputs = args.act_offload != "none"
+        if args.ckpt_kind == "reentrant":
+            if args.ckpt_ops or args.act_offload != "none" or args.loss == "grpo" or not hasattr(model, "ckpt_reentrant"):
+                raise SystemExit("measure_llm.py: --ckpt-kind reentrant: reference.py's decoder layers, without --ckpt-ops, "
+                                 "--act-offload or --loss grpo")
+            model.ckpt_reentrant = True
     if args.peft != "lora" or args.modules_to_save:  # peft_replica.py: DoRA, IA3, LN tuning, modules_to_save
         import peft_replica
         adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
@@ -671,6 +679,7 @@ def main(argv):
             **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
             **({"ckpt_every": args.ckpt_every} if args.ckpt and args.ckpt_every != 1 else {}),
             **({"ckpt_ops": True} if args.ckpt and args.ckpt_ops else {}),
+            **({"ckpt_kind": "reentrant"} if args.ckpt and args.ckpt_kind == "reentrant" else {}),
             **({"hold_output": True} if args.hold_output else {}),
             **({"packing": True} if args.packing else {}),
             **({"prompt": args.prompt, "new_tokens": args.new_tokens, "beta": args.beta,

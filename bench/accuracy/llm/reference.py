@@ -747,6 +747,9 @@ class CausalLM(nn.Module):
         self.ckpt_every = 1
         self.ckpt_ops = False  # torchtitan's op-level selective AC in each checkpointed layer (ac_replica.py)
         self.ckpt_save_inputs = False  # the checkpoint's input saved under outer hooks (ac_replica.py)
+        # torch.utils.checkpoint's reentrant variant (use_reentrant=True: vctorch._checkpoint_reentrant2x), what
+        # transformers 4.x's gradient_checkpointing_enable() runs without gradient_checkpointing_kwargs
+        self.ckpt_reentrant = False
         H, V = cfg.hidden_size, cfg.vocab_size
         if self.neox:
             self.embed_in = nn.Embedding(V, H)
@@ -810,6 +813,8 @@ class CausalLM(nn.Module):
                 if self.ckpt_save_inputs:
                     import ac_replica
                     return ac_replica.checkpoint_saving_inputs(layer.__call__, *args)
+                if self.ckpt_reentrant:
+                    return vctorch._checkpoint_reentrant2x(layer.__call__, *args)
                 return vctorch._checkpoint2x(layer.__call__, *args)
         return layer(*args)
 

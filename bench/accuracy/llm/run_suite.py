@@ -1585,6 +1585,25 @@ def cases():
     for i, (cfg, b, s, o, p, n) in enumerate(beams):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
                         num_beams=n, held_out=(i % 3 == 2)))
+    # issue 26: torch.utils.checkpoint's reentrant variant (--grad-ckpt-kind reentrant; measure_llm.py --ckpt-kind
+    # reentrant: vctorch._checkpoint_reentrant2x, 2.x's CheckpointFunction), what transformers 4.37-4.57's
+    # gradient_checkpointing_enable() runs by default: llama_small, qwen2_small and mixtral_small (a MoE, 4.x's
+    # per-expert loop), full and LoRA r=8 (PEFT's input-embeddings hook: the layers' input requires grad), fp32 and
+    # bf16, AdamW. Every third held out.
+    rc = [
+        ("llama_small", 2, 64, "fp32", 0),
+        ("llama_small", 2, 128, "bf16", 8),
+        ("llama_small", 1, 160, "fp32", 8),
+        ("qwen2_small", 2, 96, "bf16", 0),
+        ("qwen2_small", 2, 64, "fp32", 8),
+        ("qwen2_small", 4, 48, "bf16", 8),
+        ("mixtral_small", 2, 64, "fp32", 0),
+        ("mixtral_small", 1, 128, "bf16", 8),
+        ("mixtral_small", 2, 96, "bf16", 0),
+    ]
+    for i, (cfg, b, s, p, l) in enumerate(rc):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim="adamw", precision=p,
+                        ckpt=True, ckpt_kind="reentrant", lora=l, held_out=(i % 3 == 2)))
     return out
 
 
@@ -1603,6 +1622,8 @@ def argv_of(c):
             a += ["--ckpt-every", str(c["ckpt_every"])]
         if c.get("ckpt_ops"):
             a.append("--ckpt-ops")
+        if c.get("ckpt_kind"):
+            a += ["--ckpt-kind", c["ckpt_kind"]]
         if c.get("act_offload"):
             a += ["--act-offload", c["act_offload"]]
         if c["lora"]:
