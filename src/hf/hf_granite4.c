@@ -1,5 +1,6 @@
 /*
- * hf_granite4.c — IBM Granite 4.0 (model_type granitemoehybrid; issue 31): Granite-4.0-H-Small,
+ * hf_granite4.c — IBM Granite 4.0 (model_type granitemoehybrid; issue 31), and Mamba2ForCausalLM (model_type
+ * mamba2: the same Mamba2 mixer; its sources and what is modelled in the section "mamba2" at the end): Granite-4.0-H-Small,
  * H-Tiny, H-Micro (Mamba2 and attention layers) and Granite-4.0-Micro (attention only): the keys of
  * GraniteMoeHybridConfig the row's generic reading (hf_read.c) cannot check, the parameters, the layers.
  *
