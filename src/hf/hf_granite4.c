@@ -330,6 +330,33 @@ static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
                "attn_residual");
 }
 
+/* The decoder layers in runs of one type (same(a, i), NULL: one type) and one checkpointing, one Sequential with
+ * `repeat` each (hf_layers.c's layer_stack), the last named `name`: a run after the first is a loop, `keep` (the
+ * first run's input, `first_in` when not the layer before) alive to the loop's end; body writes layer i. */
+static void g_stack(rd *r, cJSON *arr, const arch *a, const char *name, const char *first_in, const char *keep,
+                    bool (*same)(const arch *, int64_t), void (*body)(rd *, cJSON *, const arch *, int64_t))
+{
+    for (int64_t i = 0; i < a->N && !r->oom;) {
+        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
+        int64_t j = i + 1;
+        while (j < a->N && (!same || same(a, j) == same(a, i)) && (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck) j++;
+        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? name : NULL);
+        if (!seq) return;
+        if (i == 0 && first_in) vc__hf_ins(r, seq, first_in, NULL, NULL, NULL);
+        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
+        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
+        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", keep);
+        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
+        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
+        if (!layers) {
+            r->oom = true;
+            return;
+        }
+        body(r, layers, a, i);
+        i = j;
+    }
+}
+
 void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
 {
     cJSON *o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens");
@@ -343,29 +370,7 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
         vc__hf_num(r, o, "head_dim", (double)a->D);
         vc__hf_num(r, o, "rotary_dim", (double)a->D);
     }
-    /* the layers in runs of one type and one checkpointing, one Sequential with `repeat` each (hf_layers.c's
-     * layer_stack): a run after the first is a loop, the first run's input alive to the loop's end */
-    for (int64_t i = 0; i < a->N && !r->oom;) {
-        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
-        int64_t j = i + 1;
-        while (j < a->N && vc__hf_granite4_mamba(a, j) == vc__hf_granite4_mamba(a, i) &&
-               (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck)
-            j++;
-        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? "model.layers" : NULL);
-        if (!seq) return;
-        if (i == 0) vc__hf_ins(r, seq, "model.embedding_multiplier", NULL, NULL, NULL);
-        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
-        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
-        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", "model.embedding_multiplier");
-        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
-        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
-        if (!layers) {
-            r->oom = true;
-            return;
-        }
-        g_layer(r, layers, a, i);
-        i = j;
-    }
+    g_stack(r, arr, a, "model.layers", "model.embedding_multiplier", "model.embedding_multiplier", vc__hf_granite4_mamba, g_layer);
     g_norm(r, arr, a, "model.norm", NULL);
     o = vc__hf_layer(r, arr, "Linear", "lm_head");
     vc__hf_num(r, o, "in_features", (double)a->H);
@@ -494,9 +499,10 @@ static void m2_cast(rd *r, cJSON *arr, const char *name, const char *in, const c
     vc__hf_str(r, o, "dtype", dtype);
 }
 
-/* Mamba2Block.forward */
-static void m2_block(rd *r, cJSON *arr, const arch *a)
+/* Mamba2Block.forward (every block the same: i unused) */
+static void m2_block(rd *r, cJSON *arr, const arch *a, int64_t i)
 {
+    (void)i;
     m2_cast(r, arr, "norm_input", NULL, "parameters"); /* hidden_states.to(dtype=self.norm.weight.dtype) */
     g_norm(r, arr, a, "norm", "mixer");
     if (a->gh.resid_f32) m2_cast(r, arr, "residual", "input", "float32"); /* residual.to(torch.float32) */
@@ -509,25 +515,7 @@ void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a)
     cJSON *o = vc__hf_layer(r, arr, "Embedding", "backbone.embeddings");
     vc__hf_num(r, o, "num_embeddings", (double)a->V);
     vc__hf_num(r, o, "embedding_dim", (double)a->H);
-    /* the blocks in runs of one checkpointing (as vc__hf_granite4_write) */
-    for (int64_t i = 0; i < a->N && !r->oom;) {
-        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
-        int64_t j = i + 1;
-        while (j < a->N && (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck) j++;
-        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? "backbone.layers" : NULL);
-        if (!seq) return;
-        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
-        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
-        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", "backbone.embeddings");
-        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
-        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
-        if (!layers) {
-            r->oom = true;
-            return;
-        }
-        m2_block(r, layers, a);
-        i = j;
-    }
+    g_stack(r, arr, a, "backbone.layers", NULL, "backbone.embeddings", NULL, m2_block); /* the blocks in runs of one checkpointing */
     g_norm(r, arr, a, "backbone.norm_f", NULL);
     m2_cast(r, arr, "lm_head_input", NULL, "parameters"); /* .to(self.lm_head.weight.dtype) */
     o = vc__hf_layer(r, arr, "Linear", "lm_head");
