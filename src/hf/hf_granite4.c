@@ -409,8 +409,9 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
  * Not modelled, refused in one line: --tp; --serve (vLLM's Mamba2ForCausalLM is attention-free: its
  * MambaSpec pages alone, src/engine/serve.c models state pages beside attention layers only); hidden_act
  * other than silu; rms_norm false (a checkpoint without norm.weight, which transformers cannot load).
- * generate(): the engine slices the head's input after the .to(lm_head dtype) cast (a [B, P, H] copy in the
- * 16-bit prefill where transformers copies one row). */
+ * generate(): the head's .to(lm_head dtype) after the slice (src/engine/generate.c: a Cast before the last Linear
+ * is part of the head). Not modelled: apply_mask_to_padding_states's products when generate's attention mask has
+ * more than one row (batch > 1 prefill). */
 
 static int m2_num(rd *r, const char *key, double min, double max)
 {
