@@ -20,7 +20,7 @@ extern const vc_kind vc_kind_Dropout, vc_kind_Dropout2d, vc_kind_StochasticDepth
 extern const vc_kind vc_kind_Upsample, vc_kind_PixelShuffle; /* resample.c */
 extern const vc_kind vc_kind_Add, vc_kind_Mul, vc_kind_Cat; /* merge.c */
 extern const vc_kind vc_kind_RotaryEmbedding, vc_kind_RotaryAttention, vc_kind_HFRMSNorm, vc_kind_GatedActivation, vc_kind_Scale, vc_kind_PositionEmbedding, vc_kind_SparseMoE, vc_kind_NewGELU, vc_kind_LayerScalar; /* llm.c */
-extern const vc_kind vc_kind_Reshape, vc_kind_Permute, vc_kind_Transpose, vc_kind_Select, vc_kind_Slice, vc_kind_Mean, vc_kind_Matmul, vc_kind_Parameter, vc_kind_TopK, vc_kind_Gather; /* tensor.c */
+extern const vc_kind vc_kind_Reshape, vc_kind_Permute, vc_kind_Transpose, vc_kind_Select, vc_kind_Slice, vc_kind_Mean, vc_kind_Matmul, vc_kind_Parameter, vc_kind_TopK, vc_kind_Gather, vc_kind_Cast; /* tensor.c */
 extern const vc_kind vc_kind_ShiftedWindowAttention, vc_kind_ShiftedWindowAttentionV2, vc_kind_RelativePositionBias; /* window.c */
 extern const vc_kind vc_kind_MultiscaleAttention, vc_kind_MViTPool, vc_kind_MViTPositionalEncoding; /* mvit.c */
 extern const vc_kind vc_kind_MLAttention; /* mla.c */
@@ -49,7 +49,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_Upsample, &vc_kind_PixelShuffle,
     &vc_kind_Add, &vc_kind_Mul, &vc_kind_Cat,
     &vc_kind_RotaryEmbedding, &vc_kind_RotaryAttention, &vc_kind_HFRMSNorm, &vc_kind_GatedActivation, &vc_kind_Scale, &vc_kind_PositionEmbedding, &vc_kind_SparseMoE, &vc_kind_NewGELU, &vc_kind_LayerScalar,
-    &vc_kind_Reshape, &vc_kind_Permute, &vc_kind_Transpose, &vc_kind_Select, &vc_kind_Slice, &vc_kind_Mean, &vc_kind_Matmul, &vc_kind_Parameter, &vc_kind_TopK, &vc_kind_Gather,
+    &vc_kind_Reshape, &vc_kind_Permute, &vc_kind_Transpose, &vc_kind_Select, &vc_kind_Slice, &vc_kind_Mean, &vc_kind_Matmul, &vc_kind_Parameter, &vc_kind_TopK, &vc_kind_Gather, &vc_kind_Cast,
     &vc_kind_ShiftedWindowAttention, &vc_kind_ShiftedWindowAttentionV2, &vc_kind_RelativePositionBias,
     &vc_kind_MultiscaleAttention, &vc_kind_MViTPool, &vc_kind_MViTPositionalEncoding,
     &vc_kind_MLAttention,

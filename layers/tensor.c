@@ -1,6 +1,6 @@
 /*
  * tensor.c — the tensor ops between modules: Reshape, Permute, Transpose,
- * Select, Slice, Mean, Matmul, Parameter, TopK, Gather.
+ * Select, Slice, Mean, Matmul, Parameter, TopK, Gather, Cast.
  *
  * View ops allocate nothing; they make a tensor non-contiguous where
  * PyTorch would, and the next op that needs contiguous memory copies
@@ -502,4 +502,40 @@ const vc_kind vc_kind_Gather = {
     .name = "Gather", .summary = "torch.gather(x, dim, index) with an int64 index input (saves x and the index)",
     .min_inputs = 2, .max_inputs = 2, .flags = VC_KIND_INDEX_INPUT, .cfg_size = sizeof(tensor_cfg),
     .parse = gather_parse, .setup = gather_setup, .emit = gather_emit,
+};
+
+/* ---- Cast: x.to(dtype)
+ *
+ * Tensor.to(dtype) (aten _to_copy): a new tensor in the target dtype, x itself when it already has it;
+ * ToCopyBackward0 saves nothing and casts the gradient back. dtype "float32" is x.float() /
+ * x.to(torch.float32); "parameters" is x.to(module.weight.dtype), the dtype the parameters are stored in
+ * (Mamba2Block.forward's hidden_states.to(dtype=self.norm.weight.dtype), Mamba2ForCausalLM.forward's
+ * hidden_states.to(self.lm_head.weight.dtype): modeling_mamba2.py @ 020a37d2). */
+enum { CAST_F32, CAST_PARAMS };
+static const char *const cast_names[] = {"float32", "parameters", NULL};
+
+static int cast_parse(vc_args *a, void *p)
+{
+    if (vc_arg_type(a, "dtype") == 0) return vc_arg_fail(a, "dtype", "missing (\"float32\" or \"parameters\")");
+    return vc_arg_enum(a, "dtype", cast_names, CAST_F32, &((tensor_cfg *)p)->output);
+}
+
+static int cast_setup(vc_setup *s, void *p)
+{
+    (void)p;
+    s->out = s->in[0];
+    return 0;
+}
+
+static void cast_emit(vc_build *b, const void *p)
+{
+    const tensor_cfg *c = p;
+    vc_set_output(b, vc__op_cast(b, vc_input(b, 0), c->output == CAST_F32 ? VC_DT_F32 : vc_param_dt(b)));
+}
+
+const vc_kind vc_kind_Cast = {
+    .ops = 1,
+    .name = "Cast", .summary = "x.to(dtype): float32 or the parameters' dtype; a new tensor unless x has it, saves nothing",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = cast_parse, .setup = cast_setup, .emit = cast_emit,
 };

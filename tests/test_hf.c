@@ -1006,7 +1006,7 @@ static void test_family_table(void **state)
         const hf_family *f = &vc__hf_families[i];
         assert_non_null(f->config_class);
         assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef || f->block == BLK_T5); /* t5: feed_forward_proj (hf_t5.c) */
-        assert_true(f->block <= BLK_GRANITE4);
+        assert_true(f->block <= BLK_MAMBA2);
         assert_true(!f->moe || f->keys[K_EXPERTS].key);
         assert_true(!f->lora_targets || *f->lora_targets);
         char js[128];

@@ -585,7 +585,7 @@ void report_table(FILE *f, const vc_report *rep)
     else if (r->peak.layer[0]) snprintf(note, sizeof note, "(%s, %s %s)", vc_phase_name(r->peak.phase), r->peak.layer, r->peak.kind);
     else snprintf(note, sizeof note, "(%s%s%s)", vc_phase_name(r->peak.phase), r->peak.kind[0] ? ", " : "", r->peak.kind);
     row(f, t, "peak allocated", m->peak_allocated, note);
-    if (o->mode == VC_MODE_GENERATE && r->generate.kv_tokens) { /* issue 13: the phases apart */
+    if (o->mode == VC_MODE_GENERATE && (r->generate.kv_tokens || r->generate.ssm_layers)) { /* issue 13: the phases apart */
         row(f, t, "  prefill peak", r->generate.prefill_peak,
             r->generate.cross_cache ? "(the encoder over the prompt, the decoder's first token)"
                                     : "(the prompt's forward, logits of its last token)");
@@ -605,7 +605,7 @@ void report_table(FILE *f, const vc_report *rep)
         if (r->generate.cross_cache) /* an encoder-decoder: EncoderDecoderCache's two parts */
             snprintf(note, sizeof note, "(%" PRId64 " decoder + %" PRId64 " encoder tokens, all decoder layers)",
                      r->generate.kv_tokens, r->generate.cross_tokens);
-        row(f, t, "  KV cache", r->generate.kv_cache, note);
+        if (r->generate.kv_tokens) row(f, t, "  KV cache", r->generate.kv_cache, note); /* none in mamba2's Mamba2Cache */
         if (r->generate.cross_cache) {
             row(f, t, "    cross K/V", r->generate.cross_cache, "(of it: K/V of the encoder output)");
         }
@@ -1013,9 +1013,10 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 r->generate.kv_tokens);
         if (r->generate.kv_mla) /* MLA layers: transformers caches their full per-head K/V (layers/mla.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_full_kv\", \"mla_layers\": %" PRId64, r->generate.kv_mla);
-        if (r->generate.ssm_mamba) /* Mamba2 layers (granitemoehybrid) */
-            fprintf(f, ", \"cache_class\": \"HybridMambaAttentionDynamicCache\", \"mamba_state\": %" PRId64
-                       ", \"mamba_layers\": %" PRId64, r->generate.ssm_state, r->generate.ssm_mamba);
+        if (r->generate.ssm_mamba) /* Mamba2 layers: granitemoehybrid's hybrid cache, mamba2's Mamba2Cache (no attention) */
+            fprintf(f, ", \"cache_class\": \"%s\", \"mamba_state\": %" PRId64 ", \"mamba_layers\": %" PRId64,
+                    r->generate.kv_tokens ? "HybridMambaAttentionDynamicCache" : "Mamba2Cache", r->generate.ssm_state,
+                    r->generate.ssm_mamba);
         else if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */
             fprintf(f, ", \"cache_class\": \"Qwen3NextDynamicCache\", \"deltanet_state\": %" PRId64 ", \"deltanet_layers\": %" PRId64,
                     r->generate.ssm_state, r->generate.ssm_layers);

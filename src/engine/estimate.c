@@ -111,7 +111,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     mm->activations = s->activations;
     mm->peak_allocated = s->peak;
     mm->reserved = s->reserved;
-    if (s->kv_tokens > 0) {
+    if (s->kv_tokens > 0 || s->ssm_layers > 0) { /* a model of Mamba2 layers alone (mamba2): its states, no tokens */
         r->generate.prefill_peak = s->peak_pre;
         r->generate.decode_peak = s->decode_step ? s->peak_post : 0;
         r->generate.decode_step = s->decode_step;

@@ -716,6 +716,9 @@ void vc__gen_emit(vc_build *b)
             break;
         }
     if (head == m->ninst) head = m->ninst - 1;
+    /* Mamba2ForCausalLM.forward (modeling_mamba2.py @ 020a37d2): lm_head(hidden_states[:, slice_indices, :].to(
+     * self.lm_head.weight.dtype)): the slice before the cast, so the cast is part of the head */
+    if (head > 0 && head < m->ninst && !strcmp(m->inst[head - 1].kind->name, "Cast")) head--;
     const int64_t P = g->prompt, M = g->steps;
     const vc_t prompt = b->val_t[0];
     int64_t vocab = vc_shape_numel(&g->twin[1]->val[m->output].shape) / g->head_rows;

@@ -906,6 +906,13 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
             vc__mamba2_vllm_state(m->inst[i].cfg, &m2_conv, &m2_ssm);
             m2_n++;
         }
+    /* a model of Mamba2 layers alone (mamba2: Mamba2ForCausalLM, vllm/model_executor/models/mamba2.py, IsAttentionFree):
+     * vLLM's cache is Mamba state pages alone, not the pages beside attention layers of mamba_state below */
+    bool attn = false;
+    for (size_t i = 0; i < m->ninst && m2_n > 0 && !attn; i++) attn = !strcmp(m->inst[i].kind->name, "RotaryAttention");
+    if (m2_n > 0 && !attn)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "a model of Mamba2 layers without attention (mamba2) under vLLM "
+                            "(attention-free: Mamba state pages alone) is not modelled");
     vc_hf_dsa dsa;
     bool v32 = false;
     /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is

@@ -890,6 +890,16 @@ const hf_family vc__hf_families[] = {
               [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0), [K_SHARED_INTER] = DEF("shared_intermediate_size", 1024)},
      LLAMA_BLOCK, .block = BLK_GRANITE4, .mup = true, .lora_targets = NULL,
      .experts_fixed = true /* GraniteMoeHybridParallelExperts: the same loop in every release */},
+    /* Mamba2Config (configuration_mamba2.py @ f2a39d49: every key has a default) and modeling_mamba2.py @ 4711664e
+     * / 020a37d2 (src/hf/hf_granite4.c: the mixer's keys, residual_in_fp32; layers/mamba2.c): Mamba2ForCausalLM,
+     * backbone.embeddings, Mamba2Block (norm, Mamba2Mixer, the residual) x num_hidden_layers, norm_f, lm_head; no
+     * attention, no MLP, no positions (num_attention_heads, intermediate_size, max_position_embeddings: none).
+     * PEFT's mapping has no mamba2: --lora-targets. */
+    {.model_type = "mamba2", .config_class = "Mamba2Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32768), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 64), [K_HEADS] = FIXED(1), [K_INTER] = FIXED(1),
+              [K_EPS] = DEF("layer_norm_epsilon", 1e-5), [K_MAXPOS] = FIXED(2048), [K_P_ATTN] = FIXED(0)},
+     LLAMA_BLOCK, .block = BLK_MAMBA2, .lora_targets = NULL},
     /* OlmoeConfig (configuration_olmoe.py @ 008e5743: the class defaults, intermediate_size 2048 the experts' width;
      * clip_qkv, head_dim, output_router_logits: hf_olmoe.c); OlmoeDecoderLayer (modeling_olmoe.py @ 0233e509):
      * LlamaDecoderLayer's OlmoeRMSNorms, OlmoeAttention (q/k/v/o with attention_bias, q_norm = OlmoeRMSNorm(hidden_size)
@@ -1152,6 +1162,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (vc__hf_gemma4_unmodelled(&a, r.fam, split, err)) return err->code;
     }
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
+    if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
@@ -1291,7 +1302,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     bool slides = false;
     for (int64_t i = 0; i < a.N && !slides; i++) slides = vc__hf_layer_window(&a, i) > 0;
-    if (ok && a.maxpos > 0 && !slides && !encoder && a.f->block != BLK_WHISPER && a.f->block != BLK_BART)
+    if (ok && a.maxpos > 0 && !slides && !encoder && a.f->block != BLK_WHISPER && a.f->block != BLK_BART &&
+        a.f->block != BLK_MAMBA2 /* no positions: Mamba2ForCausalLM */)
         ok = cJSON_AddNumberToObject(m, "max_positions", (double)a.maxpos) != NULL;
     if (!ok || !cJSON_AddItemToObject(m, "layers", layers)) {
         cJSON_Delete(layers);

@@ -1,5 +1,6 @@
 /*
- * hf_granite4.c — IBM Granite 4.0 (model_type granitemoehybrid; issue 31): Granite-4.0-H-Small,
+ * hf_granite4.c — IBM Granite 4.0 (model_type granitemoehybrid; issue 31), and Mamba2ForCausalLM (model_type
+ * mamba2: the same Mamba2 mixer; its sources and what is modelled in the section "mamba2" at the end): Granite-4.0-H-Small,
  * H-Tiny, H-Micro (Mamba2 and attention layers) and Granite-4.0-Micro (attention only): the keys of
  * GraniteMoeHybridConfig the row's generic reading (hf_read.c) cannot check, the parameters, the layers.
  *
@@ -72,6 +73,8 @@ static int gh_bool(rd *r, const char *key, bool def, bool *out)
     *out = cJSON_IsTrue(v);
     return 0;
 }
+
+static int params_bound(rd *r, const arch *a, int64_t inter);
 
 bool vc__hf_granite4_mamba(const arch *a, int64_t i)
 {
@@ -164,7 +167,13 @@ int vc__hf_granite4_read(rd *r, arch *a)
     if (gh_bool(r, "output_router_logits", false, &router_logits)) return -1;
     if (router_logits && a->gh.E > 0)
         return vc__hf_bad(r, "output_router_logits", "true (the auxiliary load-balancing loss in training) is not modelled");
-    /* the whole model within 2^56 parameters (hf_read.c check_total's bound does not see the Mamba layers) */
+    return params_bound(r, a, inter);
+}
+
+/* The whole model within 2^56 parameters (hf_read.c check_total's bound does not see the Mamba layers):
+ * the experts, shared_mlp and the mixer of every layer, the embeddings and lm_head. */
+static int params_bound(rd *r, const arch *a, int64_t inter)
+{
     int64_t tot = 0;
     const int64_t lim = INT64_C(1) << 56;
     int64_t per = 0, m;
@@ -257,25 +266,32 @@ static void g_residual(rd *r, cJSON *arr, const arch *a, const char *scale, cons
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", add), residual, scale, NULL, NULL);
 }
 
+/* A Mamba2 mixer (GraniteMoeHybridMambaLayer, Mamba2Mixer: the same modules): in_proj (on `in`, NULL the layer
+ * before), then the rest in layers/mamba2.c */
+static void g_mixer(rd *r, cJSON *arr, const arch *a, const char *in, const char *in_proj, const char *name)
+{
+    const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
+    g_linear(r, arr, in_proj, in, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
+    cJSON *o = vc__hf_layer(r, arr, "Mamba2Mixer", name);
+    vc__hf_num(r, o, "num_heads", (double)a->gh.mh);
+    vc__hf_num(r, o, "head_dim", (double)a->gh.mp);
+    vc__hf_num(r, o, "n_groups", (double)a->gh.mg);
+    vc__hf_num(r, o, "state_size", (double)a->gh.mn);
+    vc__hf_num(r, o, "conv_kernel", (double)a->gh.mk);
+    vc__hf_num(r, o, "chunk_size", (double)a->gh.chunk);
+    vc__hf_num(r, o, "hidden_size", (double)a->H);
+    vc__hf_flag(r, o, "conv_bias", a->gh.conv_bias);
+    vc__hf_flag(r, o, "bias", a->gh.proj_bias);
+    vc__hf_num(r, o, "eps", a->eps);
+}
+
 static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
 {
     const bool mamba = vc__hf_granite4_mamba(a, i);
     const char *mixer_end = mamba ? "mamba" : "self_attn.o_proj";
     g_norm(r, arr, a, "input_layernorm", mixer_end);
     if (mamba) { /* GraniteMoeHybridMambaLayer: in_proj, then the rest in layers/mamba2.c */
-        const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
-        g_linear(r, arr, "mamba.in_proj", NULL, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
-        cJSON *o = vc__hf_layer(r, arr, "Mamba2Mixer", "mamba");
-        vc__hf_num(r, o, "num_heads", (double)a->gh.mh);
-        vc__hf_num(r, o, "head_dim", (double)a->gh.mp);
-        vc__hf_num(r, o, "n_groups", (double)a->gh.mg);
-        vc__hf_num(r, o, "state_size", (double)a->gh.mn);
-        vc__hf_num(r, o, "conv_kernel", (double)a->gh.mk);
-        vc__hf_num(r, o, "chunk_size", (double)a->gh.chunk);
-        vc__hf_num(r, o, "hidden_size", (double)a->H);
-        vc__hf_flag(r, o, "conv_bias", a->gh.conv_bias);
-        vc__hf_flag(r, o, "bias", a->gh.proj_bias);
-        vc__hf_num(r, o, "eps", a->eps);
+        g_mixer(r, arr, a, NULL, "mamba.in_proj", "mamba");
     } else { /* GraniteMoeHybridAttention: q/k/v_proj, the attention (no rotary with position_embedding_type nope), o_proj */
         const int64_t q = a->NH * a->D, kv = a->KV * a->D;
         g_linear(r, arr, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
@@ -314,6 +330,33 @@ static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
                "attn_residual");
 }
 
+/* The decoder layers in runs of one type (same(a, i), NULL: one type) and one checkpointing, one Sequential with
+ * `repeat` each (hf_layers.c's layer_stack), the last named `name`: a run after the first is a loop, `keep` (the
+ * first run's input, `first_in` when not the layer before) alive to the loop's end; body writes layer i. */
+static void g_stack(rd *r, cJSON *arr, const arch *a, const char *name, const char *first_in, const char *keep,
+                    bool (*same)(const arch *, int64_t), void (*body)(rd *, cJSON *, const arch *, int64_t))
+{
+    for (int64_t i = 0; i < a->N && !r->oom;) {
+        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
+        int64_t j = i + 1;
+        while (j < a->N && (!same || same(a, j) == same(a, i)) && (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck) j++;
+        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? name : NULL);
+        if (!seq) return;
+        if (i == 0 && first_in) vc__hf_ins(r, seq, first_in, NULL, NULL, NULL);
+        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
+        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
+        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", keep);
+        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
+        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
+        if (!layers) {
+            r->oom = true;
+            return;
+        }
+        body(r, layers, a, i);
+        i = j;
+    }
+}
+
 void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
 {
     cJSON *o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens");
@@ -327,29 +370,7 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
         vc__hf_num(r, o, "head_dim", (double)a->D);
         vc__hf_num(r, o, "rotary_dim", (double)a->D);
     }
-    /* the layers in runs of one type and one checkpointing, one Sequential with `repeat` each (hf_layers.c's
-     * layer_stack): a run after the first is a loop, the first run's input alive to the loop's end */
-    for (int64_t i = 0; i < a->N && !r->oom;) {
-        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
-        int64_t j = i + 1;
-        while (j < a->N && vc__hf_granite4_mamba(a, j) == vc__hf_granite4_mamba(a, i) &&
-               (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck)
-            j++;
-        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? "model.layers" : NULL);
-        if (!seq) return;
-        if (i == 0) vc__hf_ins(r, seq, "model.embedding_multiplier", NULL, NULL, NULL);
-        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
-        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
-        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", "model.embedding_multiplier");
-        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
-        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
-        if (!layers) {
-            r->oom = true;
-            return;
-        }
-        g_layer(r, layers, a, i);
-        i = j;
-    }
+    g_stack(r, arr, a, "model.layers", "model.embedding_multiplier", "model.embedding_multiplier", vc__hf_granite4_mamba, g_layer);
     g_norm(r, arr, a, "model.norm", NULL);
     o = vc__hf_layer(r, arr, "Linear", "lm_head");
     vc__hf_num(r, o, "in_features", (double)a->H);
@@ -358,4 +379,150 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
     if (a->tie) vc__hf_str(r, o, "tie", "model.embed_tokens");
     o = vc__hf_layer(r, arr, "Scale", "logits_scaling"); /* logits / config.logits_scaling */
     vc__hf_num(r, o, "factor", 1.0 / a->logits_scale);
+}
+
+/* ================================================== mamba2: Mamba2ForCausalLM
+ *
+ * Sources, huggingface/transformers:
+ *  - configuration_mamba2.py @ f2a39d495c8c365996a33c6ae9506ad9c9339f4b, Mamba2Config.__init__: num_heads 128,
+ *    head_dim 64, vocab_size 32768, hidden_size 4096, state_size 128, num_hidden_layers 64, layer_norm_epsilon
+ *    1e-5, expand 2, conv_kernel 4, n_groups 8, use_bias False, use_conv_bias True, hidden_act silu,
+ *    residual_in_fp32 True, time_step_rank "auto" (math.ceil(hidden_size / 16)), time_step_min 0.001,
+ *    time_step_max 0.1, time_step_floor 1e-4, time_step_limit (0.0, inf), rescale_prenorm_residual False,
+ *    rms_norm True, chunk_size 256, tie_word_embeddings False; no check of num_heads x head_dim;
+ *  - modeling_mamba2.py @ 4711664e1c9dabe4e13b5bd6fe337507050f2157: Mamba2Mixer.__init__ (intermediate_size =
+ *    int(expand x hidden_size), conv_dim = intermediate + 2 n_groups x state_size, conv1d depthwise with
+ *    use_conv_bias, in_proj nn.Linear(hidden, intermediate + conv_dim + num_heads, bias=use_bias), dt_bias,
+ *    A_log, norm MambaRMSNormGated(intermediate) whatever rms_norm says (self.rms_norm is stored, never read),
+ *    D, out_proj nn.Linear(intermediate, hidden, bias=use_bias)): the modules and the fast path of
+ *    GraniteMoeHybridMambaLayer (layers/mamba2.c), time_step_limit only a dt_limit argument of the kernels;
+ *    cuda_kernels_forward runs causal_conv1d_fn only for hidden_act silu / swish (self.act(self.conv1d(...))
+ *    otherwise, not modelled); Mamba2Cache: conv_states [layers, B, conv_dim, conv_kernel] and ssm_states
+ *    [layers, B, heads, head_dim, state] zeros in the embeddings' dtype, made by Mamba2Model.forward before
+ *    the first layer, written in place (src/engine/generate.c's per-layer states: the same bytes);
+ *    Mamba2Block.forward: residual = hidden_states; self.norm(hidden_states.to(dtype=self.norm.weight.dtype));
+ *    residual.to(torch.float32) under residual_in_fp32; the mixer; residual + hidden_states (float32 then);
+ *    Mamba2Model: embeddings, layers, norm_f (Mamba2RMSNorm: LlamaRMSNorm's code);
+ *  - modeling_mamba2.py @ 020a37d2264e60dc7beb9634c3e87ad870073e2c, Mamba2ForCausalLM.forward:
+ *    self.lm_head(hidden_states[:, slice_indices, :].to(self.lm_head.weight.dtype)).float(); _tied_weights_keys
+ *    {"lm_head.weight": "backbone.embeddings.weight"} (tied under tie_word_embeddings).
+ * Not modelled, refused in one line: --tp; --serve (vLLM's Mamba2ForCausalLM is attention-free: its
+ * MambaSpec pages alone, src/engine/serve.c models state pages beside attention layers only); hidden_act
+ * other than silu; rms_norm false (a checkpoint without norm.weight, which transformers cannot load).
+ * generate(): the head's .to(lm_head dtype) after the slice (src/engine/generate.c: a Cast before the last Linear
+ * is part of the head). Not modelled: apply_mask_to_padding_states's products when generate's attention mask has
+ * more than one row (batch > 1 prefill). */
+
+static int m2_num(rd *r, const char *key, double min, double max)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min || v->valuedouble > max)
+        return vc__hf_bad(r, key, "expected a number from %g to %g", min, max);
+    return 0;
+}
+
+int vc__hf_mamba2_read(rd *r, arch *a)
+{
+    bool rms = true, rescale = false;
+    a->gh.types = NULL;
+    a->gh.E = a->gh.K = 0;
+    a->gh.rope = false;
+    a->R = 0;
+    if (gh_int(r, "num_heads", 128, 1, &a->gh.mh) || gh_int(r, "head_dim", 64, 1, &a->gh.mp) ||
+        gh_int(r, "n_groups", 8, 1, &a->gh.mg) || gh_int(r, "state_size", 128, 1, &a->gh.mn) ||
+        gh_int(r, "conv_kernel", 4, 1, &a->gh.mk) || gh_int(r, "chunk_size", 256, 1, &a->gh.chunk) ||
+        gh_bool(r, "use_conv_bias", true, &a->gh.conv_bias) || gh_bool(r, "use_bias", false, &a->gh.proj_bias) ||
+        gh_bool(r, "residual_in_fp32", true, &a->gh.resid_f32) || gh_bool(r, "rms_norm", true, &rms) ||
+        gh_bool(r, "rescale_prenorm_residual", false, &rescale))
+        return -1;
+    if (!rms)
+        return vc__hf_bad(r, "rms_norm", "false: Mamba2Mixer builds its gated RMSNorm whatever rms_norm says, so a checkpoint "
+                          "without norm.weight does not load; not modelled");
+    if (a->act != A_SILU)
+        return vc__hf_bad(r, "hidden_act", "only silu is modelled for mamba2 (cuda_kernels_forward's causal_conv1d_fn; other "
+                          "activations run nn.Conv1d)");
+    /* the init-only keys: numbers (time_step_min / max / floor), time_step_rank an integer or "auto" */
+    if (m2_num(r, "time_step_min", 0, 1e9) || m2_num(r, "time_step_max", 0, 1e9) || m2_num(r, "time_step_floor", 0, 1e9))
+        return -1;
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(r->cfg, "time_step_rank");
+    int64_t rank;
+    if (tr && cJSON_IsString(tr) && strcmp(tr->valuestring, "auto"))
+        return vc__hf_bad(r, "time_step_rank", "expected an integer or \"auto\"");
+    if (tr && !cJSON_IsString(tr) && gh_int(r, "time_step_rank", 1, 1, &rank)) return -1;
+    /* time_step_limit: (min, max), the kernels' dt_limit */
+    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(r->cfg, "time_step_limit");
+    if (tl && !cJSON_IsNull(tl)) {
+        const cJSON *lo = cJSON_GetArrayItem(tl, 0), *hi = cJSON_GetArrayItem(tl, 1);
+        if (!cJSON_IsArray(tl) || cJSON_GetArraySize(tl) != 2 || !cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) ||
+            lo->valuedouble < 0 || hi->valuedouble < lo->valuedouble)
+            return vc__hf_bad(r, "time_step_limit", "expected [min, max] with 0 <= min <= max");
+    }
+    /* intermediate_size = int(expand x hidden_size): the norm's width; the kernels view it as num_heads x head_dim */
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, "expand");
+    double expand = 2;
+    if (ex && !cJSON_IsNull(ex)) {
+        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
+            return vc__hf_bad(r, "expand", "expected a number above 0");
+        expand = ex->valuedouble;
+    }
+    const double inter_f = floor(expand * (double)a->H);
+    if (inter_f < 1 || inter_f > (double)MAX_SIZE)
+        return vc__hf_bad(r, "expand", "int(%g x hidden_size (%lld)) must be from 1 to 2^40", expand, (long long)a->H);
+    const int64_t inter = (int64_t)inter_f;
+    if (a->gh.mh > MAX_SIZE / a->gh.mp || a->gh.mh * a->gh.mp != inter)
+        return vc__hf_bad(r, "num_heads", "%lld x head_dim (%lld) must equal int(expand x hidden_size) (%lld): the kernels "
+                          "view the intermediate as num_heads x head_dim", (long long)a->gh.mh, (long long)a->gh.mp,
+                          (long long)inter);
+    if (a->gh.mh % a->gh.mg) /* mamba_split_conv1d_scan_combined: assert nheads % ngroups == 0 */
+        return vc__hf_bad(r, "n_groups", "%lld must divide num_heads (%lld)", (long long)a->gh.mg, (long long)a->gh.mh);
+    if (a->gh.mg > MAX_SIZE / a->gh.mn || inter > (INT64_C(1) << 48) / a->gh.mn)
+        return vc__hf_bad(r, "state_size", "%lld: the Mamba state (intermediate x state) would pass 2^48 elements",
+                          (long long)a->gh.mn);
+    return params_bound(r, a, inter);
+}
+
+int vc__hf_mamba2_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
+{
+    (void)a;
+    if (split.vllm)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "mamba2 under vLLM (Mamba2ForCausalLM, attention-free: Mamba state "
+                            "pages alone) is not modelled");
+    if (split.tp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mamba2: tensor parallelism of the Mamba2 layers is not modelled");
+    return 0;
+}
+
+static void m2_cast(rd *r, cJSON *arr, const char *name, const char *in, const char *dtype)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Cast", name);
+    if (in) vc__hf_ins(r, o, in, NULL, NULL, NULL);
+    vc__hf_str(r, o, "dtype", dtype);
+}
+
+/* Mamba2Block.forward (every block the same: i unused) */
+static void m2_block(rd *r, cJSON *arr, const arch *a, int64_t i)
+{
+    (void)i;
+    m2_cast(r, arr, "norm_input", NULL, "parameters"); /* hidden_states.to(dtype=self.norm.weight.dtype) */
+    g_norm(r, arr, a, "norm", "mixer");
+    if (a->gh.resid_f32) m2_cast(r, arr, "residual", "input", "float32"); /* residual.to(torch.float32) */
+    g_mixer(r, arr, a, "norm", "mixer.in_proj", "mixer");
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "residual_add"), a->gh.resid_f32 ? "residual" : "input", "mixer", NULL, NULL);
+}
+
+void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Embedding", "backbone.embeddings");
+    vc__hf_num(r, o, "num_embeddings", (double)a->V);
+    vc__hf_num(r, o, "embedding_dim", (double)a->H);
+    g_stack(r, arr, a, "backbone.layers", NULL, "backbone.embeddings", NULL, m2_block); /* the blocks in runs of one checkpointing */
+    g_norm(r, arr, a, "backbone.norm_f", NULL);
+    m2_cast(r, arr, "lm_head_input", NULL, "parameters"); /* .to(self.lm_head.weight.dtype) */
+    o = vc__hf_layer(r, arr, "Linear", "lm_head");
+    vc__hf_num(r, o, "in_features", (double)a->H);
+    vc__hf_num(r, o, "out_features", (double)a->V);
+    vc__hf_flag(r, o, "bias", false);
+    if (a->tie) vc__hf_str(r, o, "tie", "backbone.embeddings");
+    m2_cast(r, arr, "logits_float", NULL, "float32"); /* .float() */
 }

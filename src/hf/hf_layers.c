@@ -1002,6 +1002,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_GRANITE4: /* GraniteMoeHybridForCausalLM (hf_granite4.c) */
         vc__hf_granite4_write(w->r, w->arr, a);
         return;
+    case BLK_MAMBA2: /* Mamba2ForCausalLM (hf_granite4.c) */
+        vc__hf_mamba2_write(w->r, w->arr, a);
+        return;
     default:
         break;
     }

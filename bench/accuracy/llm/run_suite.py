@@ -1604,6 +1604,35 @@ def cases():
     for i, (cfg, b, s, p, l) in enumerate(rc):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim="adamw", precision=p,
                         ckpt=True, ckpt_kind="reentrant", lora=l, held_out=(i % 3 == 2)))
+    # issue 31: Mamba2ForCausalLM (mamba2, mamba2_replica.py: granite4_replica's Mamba2 mixer through the mamba_ssm
+    # kernels' allocations, Mamba2Block's casts under residual_in_fp32, Mamba2Cache, the .float() logits).
+    # mamba2_small (2 groups, chunk 16, residual_in_fp32, untied) and mamba2_tied_small (1 group, chunk 32, biases,
+    # residual in the model's dtype, tied). Training (full, LoRA on in_proj, checkpointing), inference, generate at
+    # batch 1 (apply_mask_to_padding_states multiplies a mask of more than one row). Every third held out.
+    m2 = [
+        ("train", "mamba2_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "mamba2_small", 2, 40, "adamw", "bf16", False, 0),
+        ("train", "mamba2_small", 1, 96, "sgd", "fp32", True, 0),
+        ("train", "mamba2_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "mamba2_tied_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "mamba2_tied_small", 4, 48, "adam", "bf16", True, 0),
+        ("train", "mamba2_tied_small", 1, 128, "adamw", "fp32", False, 8),
+        ("infer", "mamba2_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "mamba2_tied_small", 2, 100, None, "bf16", False, 0),
+        ("infer", "mamba2_small", 4, 32, None, "bf16", False, 0),
+        ("generate", "mamba2_small", 1, 40, 8, "fp32", False, 0),
+        ("generate", "mamba2_tied_small", 1, 64, 12, "bf16", False, 0),
+        ("generate", "mamba2_small", 1, 24, 16, "bf16", False, 0),
+    ]
+    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(m2):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2), **({"lora_targets": "in_proj"} if l else {})))
+        elif mode == "infer":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
+                            held_out=(i % 3 == 2)))
     return out
 
 

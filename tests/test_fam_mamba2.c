@@ -1,0 +1,225 @@
+/*
+ * test_fam_mamba2.c — Mamba2ForCausalLM (model_type "mamba2", issue 31): the family row of src/hf/hf.c and the keys
+ * src/hf/hf_granite4.c reads for it (vc__hf_mamba2_read), the Mamba2 mixer of layers/mamba2.c, the Cast kind
+ * (layers/tensor.c) of Mamba2Block's and Mamba2ForCausalLM's dtype changes, Mamba2Cache under generate.
+ *
+ * Sources: huggingface/transformers configuration_mamba2.py @ f2a39d49 (Mamba2Config's defaults), modeling_mamba2.py
+ * @ 4711664e (Mamba2Mixer, Mamba2Cache, Mamba2Block, Mamba2Model) and @ 020a37d2 (Mamba2ForCausalLM.forward).
+ *
+ * tests/data/hf/Mamba-Codestral-7B-v0.1.json is not the checkpoint's file, which is not in reach here: it is written
+ * from the model card's sizes and Mamba2Config's defaults (which were set from that checkpoint: num_heads 128,
+ * head_dim 64, n_groups 8, state_size 128, 64 layers of 4096, vocab 32768, untied, residual_in_fp32).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+#include "cli_run.h"
+#include "fam_hf.h"
+#include "cli_spelt.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+/* hidden 64, expand 2 (intermediate 128 = 8 heads x 16), 2 groups of state 16 (conv_dim 128 + 64 = 192), 2 layers */
+#define BASE "{\"model_type\":\"mamba2\",\"vocab_size\":256,\"hidden_size\":64,\"num_hidden_layers\":2"
+#define TINY BASE ",\"num_heads\":8,\"head_dim\":16,\"n_groups\":2,\"state_size\":16,\"chunk_size\":16"
+
+/* 1. Parameters by hand from Mamba2Mixer.__init__'s modules (named_parameters()). Mamba-Codestral-7B-v0.1: H 4096,
+ * intermediate 8192, conv_dim 8192 + 2 x 8 x 128 = 10,240, 128 heads; a block: norm 4,096, in_proj 4096 x (8192 +
+ * 10240 + 128) = 76,021,760, conv1d 10,240 x 4 + 10,240 (use_conv_bias) = 51,200, dt_bias + A_log + D 384, the gated
+ * norm 8,192, out_proj 8192 x 4096 = 33,554,432: 109,640,064; x 64 = 7,016,964,096; embeddings and the untied lm_head
+ * 2 x 32768 x 4096 = 268,435,456; norm_f 4,096. Total 7,285,403,648, the published 7.29B (the model card's size).
+ * Mamba2Config's defaults are the same model. */
+static void test_counts(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file_hf(HF "Mamba-Codestral-7B-v0.1.json", NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(vc_model_parameters(m), INT64_C(7285403648));
+    vc_model_free(m);
+    assert_int_equal(count_of("{\"model_type\":\"mamba2\"}"), INT64_C(7285403648));
+    /* the tiny one: a block norm 64, in_proj 64 x (128 + 192 + 8) = 20,992, conv1d 192 x 4 + 192 = 960, 3 x 8 = 24,
+     * gated norm 128, out_proj 128 x 64 = 8,192: 30,360; x 2; embeddings 16,384, lm_head 16,384, norm_f 64 */
+    assert_int_equal(count_of(TINY "}"), 2 * 30360 + 2 * 16384 + 64);
+    /* tie_word_embeddings: lm_head is the embeddings' matrix */
+    assert_int_equal(count_of(TINY ",\"tie_word_embeddings\":true}"), 2 * 30360 + 16384 + 64);
+    /* use_bias: in_proj's 328 and out_proj's 64 a layer; use_conv_bias false: conv1d's 192 less */
+    assert_int_equal(count_of(TINY ",\"use_bias\":true}"), 2 * (30360 + 392) + 2 * 16384 + 64);
+    assert_int_equal(count_of(TINY ",\"use_conv_bias\":false}"), 2 * (30360 - 192) + 2 * 16384 + 64);
+    /* the keys only the initialisation reads change nothing */
+    assert_int_equal(count_of(TINY ",\"time_step_rank\":\"auto\",\"time_step_min\":0.01,\"time_step_limit\":[0.0,100.0],"
+                                   "\"rescale_prenorm_residual\":true}"),
+                     2 * 30360 + 2 * 16384 + 64);
+}
+
+/* 2. The layers: a block's hidden_states.to(norm.weight.dtype) and residual.to(float32) (residual_in_fp32), then
+ * lm_head's .to(lm_head.weight.dtype) and .float(): 4 Cast layers (the two blocks one Sequential with repeat 2); 3
+ * without residual_in_fp32; the mixer's sizes */
+static void test_layers(void **state)
+{
+    (void)state;
+    assert_int_equal(emitted(TINY "}", "\"type\":\t\"Cast\""), 4);
+    assert_int_equal(emitted(TINY ",\"residual_in_fp32\":false}", "\"type\":\t\"Cast\""), 3);
+    assert_int_equal(emitted(TINY "}", "\"dtype\":\t\"float32\""), 2);
+    assert_int_equal(emitted(TINY "}", "\"type\":\t\"Mamba2Mixer\""), 1);
+    assert_int_equal(emitted(TINY "}", "\"repeat\":\t2"), 1);
+    assert_int_equal(emitted(TINY "}", "\"out_features\":\t328"), 1); /* in_proj */
+    assert_int_equal(emitted(TINY "}", "max_positions"), 0);          /* no positions bound generate() */
+}
+
+/* 3. Every bad or inconsistent value of a key the row reads for mamba2 exits 2 naming the key. */
+static void test_bad_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kv, *key;
+    } bad[] = {
+        /* the mixer's sizes on BASE (the others their defaults: 128 heads of 64, 8 groups, state 128) */
+        {"B\"num_heads\":7,\"head_dim\":16", "num_heads"}, /* 7 x 16 is not int(2 x 64) */
+        {"B\"num_heads\":0", "num_heads"},
+        {"B\"num_heads\":8,\"head_dim\":\"16\"", "head_dim"},
+        {"B\"num_heads\":8,\"head_dim\":32", "num_heads"},         /* 8 x 32 is not 128 */
+        {"B\"num_heads\":8,\"head_dim\":16,\"n_groups\":3", "n_groups"}, /* does not divide 8 heads */
+        {"B\"num_heads\":8,\"head_dim\":16,\"n_groups\":0", "n_groups"},
+        {"B\"num_heads\":8,\"head_dim\":16,\"n_groups\":1,\"state_size\":0", "state_size"},
+        {"B\"num_heads\":8,\"head_dim\":16,\"n_groups\":1,\"chunk_size\":0", "chunk_size"},
+        {"\"conv_kernel\":0", "conv_kernel"},
+        {"\"expand\":0", "expand"},
+        {"\"expand\":\"2\"", "expand"},
+        {"\"use_bias\":1", "use_bias"},
+        {"\"use_conv_bias\":\"true\"", "use_conv_bias"},
+        {"\"residual_in_fp32\":\"yes\"", "residual_in_fp32"},
+        {"\"rms_norm\":false", "rms_norm"}, /* Mamba2Mixer builds its norm whatever it says */
+        {"\"rms_norm\":1", "rms_norm"},
+        {"\"rescale_prenorm_residual\":2", "rescale_prenorm_residual"},
+        {"\"hidden_act\":\"gelu\"", "hidden_act"}, /* nn.Conv1d and act instead of causal_conv1d_fn */
+        {"\"time_step_rank\":\"big\"", "time_step_rank"},
+        {"\"time_step_rank\":0", "time_step_rank"},
+        {"\"time_step_min\":-1", "time_step_min"},
+        {"\"time_step_max\":\"0.1\"", "time_step_max"},
+        {"\"time_step_floor\":-0.5", "time_step_floor"},
+        {"\"time_step_limit\":[1.0,0.5]", "time_step_limit"},
+        {"\"time_step_limit\":[0.0]", "time_step_limit"},
+        {"\"time_step_limit\":\"inf\"", "time_step_limit"},
+    };
+    char js[1024];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (bad[i].kv[0] == 'B') snprintf(js, sizeof js, BASE ",%s}", bad[i].kv + 1);
+        else snprintf(js, sizeof js, TINY ",%s}", bad[i].kv);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+    }
+    char path[] = "/tmp/vc_mamba2_XXXXXX";
+    fam_write(path, TINY ",\"rms_norm\":false}");
+    assert_usage(path, "rms_norm");
+    remove(path);
+}
+
+/* 4. generate: Mamba2Cache's conv_states [layers, B, conv_dim, conv_kernel] and ssm_states [layers, B, heads,
+ * head_dim, state] in the model's dtype, no keys or values: the tiny one fp32 2 x (192 x 4 + 8 x 16 x 16) x 4 B =
+ * 22,528 B; Mamba-Codestral-7B-v0.1 bf16 64 x (10,240 x 4 + 128 x 64 x 128) x 2 B = 139,460,608 B. */
+static void test_generate(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(TINY "}", &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.ssm_state, 22528);
+    assert_int_equal(r.generate.ssm_mamba, 2);
+    assert_int_equal(r.generate.kv_cache, 0);
+    assert_true(r.generate.prefill_peak > 0 && r.generate.decode_peak > 0);
+    vc_result_free(&r);
+    vc_model_free(m);
+    const char *out = cli_output(HF "Mamba-Codestral-7B-v0.1.json -m generate -p bf16 -f json");
+    assert_non_null(strstr(out, "\"cache_class\": \"Mamba2Cache\", \"mamba_state\": 139460608, \"mamba_layers\": 64"));
+}
+
+/* 5. What is not modelled is refused in one line naming the option: vLLM's attention-free Mamba2ForCausalLM under
+ * --serve, --tp */
+static void test_refused(void **state)
+{
+    (void)state;
+    assert_usage(HF "Mamba-Codestral-7B-v0.1.json --serve --gpu h100-80gb", "--serve");
+    assert_usage(HF "Mamba-Codestral-7B-v0.1.json --tp 2 --gpus 2", "--tp");
+}
+
+/* 6. The Cast kind (layers/tensor.c): Tensor.to(dtype) is _to_copy, a new tensor in the target dtype, x itself when
+ * it has it. After a Linear's [64, 1024] output in a bf16 forward (-m infer), Cast float32 adds its fp32 copy,
+ * 64 x 1024 x 4 B = 262,144 B at the peak (the Linear's output its input, alive); in fp32 nothing; "parameters" in
+ * bf16 (pure bf16: the parameters' dtype) nothing. Its bad values name dtype. */
+static int64_t cast_peak(const char *cast, vc_precision p)
+{
+    char js[512];
+    snprintf(js, sizeof js, "{\"input\":[8],\"layers\":[{\"type\":\"Linear\",\"in_features\":8,\"out_features\":1024}%s]}",
+             cast);
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(js, strlen(js), "cast", &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.batch = 64;
+    o.workspace = 0;
+    o.mode = VC_MODE_INFER;
+    o.precision = p;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    int64_t peak = r.memory.peak_allocated;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return peak;
+}
+
+static void test_cast(void **state)
+{
+    (void)state;
+    const char *f32 = ",{\"type\":\"Cast\",\"dtype\":\"float32\"}", *par = ",{\"type\":\"Cast\",\"dtype\":\"parameters\"}";
+    assert_int_equal(cast_peak(f32, VC_PREC_BF16) - cast_peak("", VC_PREC_BF16), 262144);
+    assert_int_equal(cast_peak(f32, VC_PREC_FP32), cast_peak("", VC_PREC_FP32));
+    assert_int_equal(cast_peak(par, VC_PREC_BF16), cast_peak("", VC_PREC_BF16));
+    static const char *const bad[] = {
+        "{\"input\":[8],\"layers\":[{\"type\":\"Cast\"}]}",
+        "{\"input\":[8],\"layers\":[{\"type\":\"Cast\",\"dtype\":\"int8\"}]}",
+        "{\"input\":[8],\"layers\":[{\"type\":\"Cast\",\"dtype\":32}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_not_equal(vc_model_load_string(bad[i], strlen(bad[i]), "cast", &m, &err), VC_OK);
+        assert_null(m);
+        if (!strstr(err.path, "dtype")) fail_msg("%s: path %s (%s)", bad[i], err.path, err.msg);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_bad_keys),
+        cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_cast),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
