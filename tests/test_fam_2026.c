@@ -1,6 +1,6 @@
 /*
  * test_fam_2026.c — near-llama families of 2026 (issue 31, "the models people run in 2026"): the rows of src/hf/hf.c
- * for exaone4 (EXAONE 4.0).
+ * for exaone4 (EXAONE 4.0) and seed_oss (Seed-OSS).
  *
  * Sources: huggingface/transformers models/exaone4/modeling_exaone4.py @ 948448a0267c036370ef15663ac42dc15fbfa682 and
  * configuration_exaone4.py @ f503927de04b3c1dd739a6c6af54e36f68b777d7 (Exaone4DecoderLayer: post_attention_layernorm /
@@ -12,8 +12,15 @@
  * 131072 context, hybrid attention 3:1 sliding (window 4096) : global; 1.2B: 30 layers, 32 heads / 8 kv heads, hidden
  * 2048, FFN 4096, tied embeddings, 65536 context, global attention only), the keys public test fixtures of the two
  * configs carry ("sliding_window_pattern": "LLLG", llama3 rope_scaling, head_dim) and Exaone4Config's defaults.
- * The measured peaks are bench/accuracy/llm/measured.json's exaone4_small cases (near_llama_replica.py's Exaone4
- * classes, written from the same files, measured with the accuracy harness's allocator counter on torch 1.13 CPU).
+ * seed_oss: models/seed_oss/modular_seed_oss.py @ 6e4054ae4d2748051a0080ccb6eebfbcc0848d88 and configuration_seed_oss.py
+ * @ d9aa776fdbff67b32efa19e622bdb36756f99caf (SeedOssAttention: q/k/v bias=attention_bias, o_proj
+ * bias=attention_out_bias, dropout(residual_dropout) after o_proj; SeedOssMLP: mlp_bias, dropout(residual_dropout) after
+ * down_proj; LlamaDecoderLayer). tests/data/hf/seed-oss-36b-instruct.json is NOT the Hub's config.json either: the model
+ * card's figures (64 layers, 80 query / 8 kv heads of 128, hidden 5120, FFN 27648, vocab 155136, 512K context, rope
+ * theta 1e7, untied) with SeedOssConfig's defaults for the rest (attention_bias true, attention_out_bias false,
+ * mlp_bias false, attention_dropout and residual_dropout 0.1, rms_norm_eps 1e-6).
+ * The measured peaks are bench/accuracy/llm/measured.json's exaone4_small and seed_oss_small cases (near_llama_replica.py's Exaone4
+ * and SeedOss classes, written from the same files, measured with the accuracy harness's allocator counter on torch 1.13 CPU).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -167,6 +174,111 @@ static void test_exaone4_measured(void **state)
     assert_measured(c, sizeof c / sizeof *c, "", 0.1);
 }
 
+/* a tiny Seed-OSS: vocab 1000, hidden 64, FFN 128, 2 layers, 4 heads / 2 kv heads of 16 (head_dim given: the class's
+ * default is 128) */
+#define SO_BASE "{\"model_type\":\"seed_oss\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128," \
+                "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"head_dim\":16"
+#define SO SO_BASE ",\"num_key_value_heads\":2"
+
+/* SeedOssForCausalLM's named_parameters() (modular_seed_oss.py @ 6e4054ae), by hand. Seed-OSS-36B: embed_tokens and
+ * lm_head 2 x 155136 x 5120 = 1,588,592,640, model.norm 5,120; a layer: q_proj 5120 x 10240 + bias 10,240 =
+ * 52,439,040, k_proj and v_proj 2 x (5120 x 1024 + 1,024) = 10,487,808, o_proj (no bias) 52,428,800, MLP 3 x 5120 x
+ * 27648 = 424,673,280, two RMSNorms 10,240: 540,039,168; x 64 = 34,562,506,752. Total 36,151,104,512 (the model card's
+ * 36B, 36.2B on the Hub page) */
+static void test_seed_oss_counts(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file_hf(HF "seed-oss-36b-instruct.json", NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(vc_model_parameters(m), INT64_C(36151104512));
+    vc_model_free(m);
+    /* tiny: embeddings and lm_head 2 x 64,000, norm 64; a layer: q 4,096 + 64, k/v 2 x (2,048 + 32), o 4,096, MLP
+     * 3 x 8,192, norms 128: 37,120 */
+    assert_int_equal(count_of(SO "}"), 128000 + 64 + 2 * 37120);
+    /* attention_out_bias: o_proj's 64; mlp_bias: gate/up 2 x 128 + down 64; attention_bias false: q/k/v's 128 less */
+    assert_int_equal(count_of(SO ",\"attention_out_bias\":true}"), 128000 + 64 + 2 * (37120 + 64));
+    assert_int_equal(count_of(SO ",\"mlp_bias\":true}"), 128000 + 64 + 2 * (37120 + 320));
+    assert_int_equal(count_of(SO ",\"attention_bias\":false}"), 128000 + 64 + 2 * (37120 - 128));
+    /* num_key_value_heads null: the heads (SeedOssConfig.__init__), k/v 2 x (4,096 + 64) */
+    assert_int_equal(count_of(SO_BASE ",\"num_key_value_heads\":null}"), 128000 + 64 + 2 * (37120 + 2 * 2080));
+    /* the residual dropouts after o_proj and the MLP, and the attention's, at the class's 0.1 */
+    assert_int_equal(emitted(SO "}", "\"p\":\t0.1"), 2);
+    assert_int_equal(emitted(SO "}", "\"dropout\":\t0.1"), 1);
+    assert_int_equal(emitted(SO ",\"residual_dropout\":0}", "\"p\":\t0.1"), 0);
+}
+
+/* Every bad value of the keys the row reads exits 2 naming the key */
+static void test_seed_oss_bad_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kv, *key;
+    } bad[] = {
+        {"\"attention_out_bias\":\"no\"", "attention_out_bias"},
+        {"\"attention_bias\":2", "attention_bias"},
+        {"\"mlp_bias\":\"x\"", "mlp_bias"},
+        {"\"residual_dropout\":1.5", "residual_dropout"},
+        {"\"residual_dropout\":-0.1", "residual_dropout"},
+        {"\"attention_dropout\":\"0.1\"", "attention_dropout"},
+        {"\"head_dim\":0", "head_dim"},
+    };
+    char js[512];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(js, sizeof js, SO ",%s}", bad[i].kv);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+    }
+    char path[] = "/tmp/vc_seed_oss_XXXXXX";
+    fam_write(path, SO ",\"residual_dropout\":2}");
+    assert_usage(path, "residual_dropout");
+    remove(path);
+}
+
+/* --serve as vLLM's seed_oss.py loads it (SeedOssForCausalLM: Qwen2's layers with the checkpoint's head_dim): a
+ * 16-token block is 64 layers x 2 x 8 kv heads x 128 x 2 B x 16 = 4 MiB on one GPU. generate: DynamicCache of the
+ * tiny one, fp32, prompt 16 + 4 new tokens: 19 x 2 x 2 layers x 2 kv heads x 16 x 4 B */
+static void test_seed_oss_generate_serve(void **state)
+{
+    (void)state;
+    const char *out = cli_output(HF "seed-oss-36b-instruct.json --serve --gpu h100-80gb");
+    assert_non_null(strstr(out, "4.0 MiB per block"));
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(SO "}", &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * 2 * 16 * 4);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* seed_oss_small's measured cases (q/k/v biases, attention and residual dropouts 0.1) within 0.1% */
+static void test_seed_oss_measured(void **state)
+{
+    (void)state;
+#define LQV " --lora 8 --lora-alpha 16 --lora-dropout 0.0 --lora-targets q_proj,v_proj"
+    static const cli_measured c[] = {
+        {"seed_oss_small.json --seq 96 -b 2 -o adamw -p bf16", 16571392},
+        {"seed_oss_small.json --seq 64 -b 2 -o adamw -p fp32", 18206208},
+        {"seed_oss_small.json --seq 128 -b 1 -o sgd -p bf16 --grad-ckpt" LQV, 4066816},
+        {"seed_oss_small.json --seq 48 -b 4 -o adamw -p bf16" LQV, 9971200},
+        {"seed_oss_small.json --seq 80 -b 2 -o adamw -p bf16 --grad-ckpt", 8220672},
+        {"seed_oss_small.json -m infer --seq 128 -b 2 -p bf16", 4908032},
+        {"seed_oss_small.json -m infer --seq 256 -b 1 -p fp32", 9160704},
+    };
+#undef LQV
+    assert_measured(c, sizeof c / sizeof *c, "", 0.1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +287,10 @@ int main(void)
         cmocka_unit_test(test_exaone4_bad_keys),
         cmocka_unit_test(test_exaone4_generate_serve),
         cmocka_unit_test(test_exaone4_measured),
+        cmocka_unit_test(test_seed_oss_counts),
+        cmocka_unit_test(test_seed_oss_bad_keys),
+        cmocka_unit_test(test_seed_oss_generate_serve),
+        cmocka_unit_test(test_seed_oss_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -461,6 +461,65 @@ class Starcoder2DecoderLayer(nn.Module):
         return hidden_states
 
 
+# --------------------------------------------------------------------------
+# Seed-OSS: models/seed_oss/modular_seed_oss.py @ 6e4054ae (configuration_seed_oss.py @ d9aa776f; the generated
+# modeling_seed_oss.py is its copy)
+# --------------------------------------------------------------------------
+
+class SeedOssAttention(Starcoder2Attention):
+    """SeedOssAttention.__init__ / forward: q/k/v_proj with bias=config.attention_bias, o_proj with
+    bias=config.attention_out_bias, head_dim config.head_dim, llama's apply_rotary_pos_emb, the attention interface,
+    then nn.functional.dropout(attn_output, p=residual_dropout): Starcoder2Attention's statements with these modules."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        nn.Module.__init__(self)
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.d.get("head_dim", 128)
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.d.get("attention_dropout", 0.1)
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.d.get("attention_bias", True)
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=cfg.d.get("attention_out_bias", False))
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.1)
+
+
+class SeedOssMLP(nn.Module):
+    """SeedOssMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x)) (bias=config.mlp_bias), then
+    nn.functional.dropout(down_proj, p=residual_dropout)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        b = cfg.d.get("mlp_bias", False)
+        self.gate_proj = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=b)
+        self.up_proj = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=b)
+        self.down_proj = R.Linear(cfg.intermediate_size, cfg.hidden_size, bias=b)
+        self.act_fn = R.act_fn(cfg.d.get("hidden_act", "silu"))
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.1)
+
+    def forward(self, x):
+        down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        return R.vctorch.dropout2x(down_proj, self.residual_dropout, self.training)
+
+
+class SeedOssDecoderLayer(nn.Module):
+    """SeedOssDecoderLayer = LlamaDecoderLayer: input_layernorm, self_attn, + residual, post_attention_layernorm, mlp,
+    + residual (SeedOssRMSNorm = LlamaRMSNorm); the statements of Starcoder2DecoderLayer.forward."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = SeedOssAttention(cfg, layer_idx, attn_impl)
+        self.mlp = SeedOssMLP(cfg)
+        self.input_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_attention_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    forward = Starcoder2DecoderLayer.forward
+
+
 def layer_and_norm(model_type, cfg=None):
     """The decoder layer class and the final norm class (called as Norm(hidden, eps=...)) of a family here."""
     if model_type == "glm4":
@@ -474,6 +533,8 @@ def layer_and_norm(model_type, cfg=None):
         return olmoe_replica.OlmoeDecoderLayer, R.LlamaRMSNorm
     if model_type == "exaone4":
         return Exaone4DecoderLayer, R.LlamaRMSNorm  # Exaone4Model.norm: Exaone4RMSNorm
+    if model_type == "seed_oss":
+        return SeedOssDecoderLayer, R.LlamaRMSNorm  # SeedOssModel.norm (LlamaModel's): SeedOssRMSNorm
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -490,4 +551,4 @@ def layer_types(cfg):
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss")
