@@ -916,6 +916,41 @@ const hf_family vc__hf_families[] = {
               [K_TOPK] = DEF("num_experts_per_tok", 8), [K_MOE_INTER] = DEF("intermediate_size", 2048),
               [K_NORM_TOPK] = DEF("norm_topk_prob", 0), [K_SPARSE_STEP] = FIXED(1) /* every layer */},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_WHOLE, .lora_targets = NULL},
+    /* Exaone4Config (configuration_exaone4.py @ f503927d: vocab_size 102400, hidden_size 4096, intermediate_size 16384,
+     * num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, max_position_embeddings 2048, rms_norm_eps
+     * 1e-5, tie_word_embeddings False, sliding_window 4096, sliding_window_pattern 4; layer_types None: "sliding_attention"
+     * where (i + 1) % sliding_window_pattern, a string pattern ("LLLG") only read with layer_types) and Exaone4ForCausalLM
+     * (modeling_exaone4.py @ 948448a0): Exaone4DecoderLayer's post_attention_layernorm / post_feedforward_layernorm after
+     * the sublayers, none before (olmo2's places, Exaone4RMSNorm = LlamaRMSNorm's ops); Exaone4Attention: q/k/v/o
+     * without bias, head_dim getattr(config, "head_dim", hidden // heads), q_norm / k_norm = Exaone4RMSNorm(head_dim)
+     * per head, apply_rotary_pos_emb only `if self.sliding_window is None or self.is_sliding` (the global layers NoPE
+     * when a window is set); Exaone4MLP: LlamaMLP without bias. PEFT's mapping has no exaone4: --lora-targets */
+    {.model_type = "exaone4", .config_class = "Exaone4Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 102400), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 16384), [K_LAYERS] = DEF("num_hidden_layers", 32),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_KV_HEADS] = DEF("num_key_value_heads", 32),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_LAYER_TYPES] = DEF("layer_types", 0),
+              [K_WINDOW_PATTERN] = DEF("sliding_window_pattern", 4)},
+     LLAMA_BLOCK, .place = PLACE_SUBLAYER, .qk_norm = QK_PER_HEAD, .window = WIN_PATTERN, .nope_full = true,
+     .lora_targets = NULL},
+    /* SeedOssConfig (configuration_seed_oss.py @ d9aa776f: vocab_size 155136, hidden_size 4096, intermediate_size 27648,
+     * num_hidden_layers 64, num_attention_heads 80, num_key_value_heads 8 (None: the heads), max_position_embeddings
+     * 524288, rms_norm_eps 1e-6, attention_bias True, attention_out_bias False, attention_dropout 0.1, residual_dropout
+     * 0.1, mlp_bias False, head_dim 128) and SeedOssForCausalLM (modular_seed_oss.py @ 6e4054ae): LlamaDecoderLayer with
+     * SeedOssAttention (q/k/v with attention_bias, o_proj with attention_out_bias, dropout(residual_dropout) on o_proj's
+     * output) and SeedOssMLP (gate/up/down with mlp_bias, dropout(residual_dropout) on down_proj's output): phi3's
+     * residual dropouts at the same places. PEFT's mapping has no seed_oss: --lora-targets */
+    {.model_type = "seed_oss", .config_class = "SeedOssConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 155136), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 27648), [K_LAYERS] = DEF("num_hidden_layers", 64),
+              [K_HEADS] = DEF("num_attention_heads", 80),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL},
+              [K_MAXPOS] = DEF("max_position_embeddings", 524288), [K_HEAD_DIM] = DEF("head_dim", 128),
+              [K_QKV_BIAS] = DEF("attention_bias", 1), [K_O_BIAS] = DEF("attention_out_bias", 0),
+              [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_P_ATTN] = DEF("attention_dropout", 0.1),
+              [K_P_RESID] = DEF("residual_dropout", 0.1)},
+     LLAMA_BLOCK, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -208,6 +208,7 @@ int64_t vc__hf_layer_window(const arch *a, int64_t i)
 
 bool vc__hf_layer_rope(const arch *a, int64_t i)
 {
+    if (a->f->nope_full) return !a->window || vc__hf_layer_window(a, i) > 0; /* exaone4: global NoPE with a window */
     if (!a->f->nope) return true;
     if (a->no_rope) return cJSON_GetArrayItem(a->no_rope, (int)i)->valuedouble != 0; /* no_rope_layers[i]: use_rope */
     return (i + 1) % a->nope_interval != 0; /* SmolLM3Config: int((layer_idx + 1) % no_rope_layer_interval != 0) */

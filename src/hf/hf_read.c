@@ -363,6 +363,8 @@ static int read_family(rd *r, arch *a)
     for (int role = 0; role < K_COUNT; role++) {
         /* Qwen2Config: sliding_window (and max_window_layers) only with use_sliding_window */
         if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue;
+        /* Exaone4Config.__init__: sliding_window_pattern only computes layer_types when the config has none */
+        if (role == K_WINDOW_PATTERN && f->nope_full && a->layer_types) continue;
         if (read_key(r, a, role)) return -1;
         /* a class default the config lacks (D_KV_NULL: MistralConfig's 8, Qwen2Config's 32) is named as such */
         const bool kv_def = role == K_KV_HEADS && f->keys[K_KV_HEADS].how == D_KV_NULL &&
@@ -420,6 +422,10 @@ static int read_family(rd *r, arch *a)
     if (!strcmp(f->model_type, "olmoe") && vc__hf_olmoe_read(r, a)) return -1; /* clip_qkv and the rest (hf_olmoe.c) */
     if (f->block == BLK_GRANITE4 && vc__hf_granite4_read(r, a)) return -1; /* the mamba_* keys and the rest (hf_granite4.c) */
     if (f->block == BLK_MAMBA2 && vc__hf_mamba2_read(r, a)) return -1; /* the mixer's keys (hf_granite4.c) */
+    /* Exaone4Config.__init__ (configuration_exaone4.py @ f503927d): sliding_window None sets the pattern to 0, and
+     * without layer_types `(i + 1) % sliding_window_pattern` divides by it (ZeroDivisionError) */
+    if (f->nope_full && !a->window && !a->layer_types)
+        return vc__hf_bad(r, "sliding_window", "null without layer_types: Exaone4Config divides by the pattern it zeroes");
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;

@@ -300,6 +300,80 @@ class Olmo2DecoderLayer(nn.Module):
 
 
 # --------------------------------------------------------------------------
+# EXAONE 4.0: models/exaone4/modeling_exaone4.py @ 948448a0 (configuration_exaone4.py @ f503927d)
+# --------------------------------------------------------------------------
+
+def exaone4_layer_types(cfg):
+    """Exaone4Config.__init__: the config's layer_types, else "sliding_attention" where (i + 1) % sliding_window_pattern
+    (default 4) and i < num_hidden_layers."""
+    if cfg.d.get("layer_types"):
+        return list(cfg.d["layer_types"])
+    pattern = cfg.d.get("sliding_window_pattern", 4)
+    return ["sliding_attention" if (i + 1) % pattern != 0 else "full_attention" for i in range(cfg.num_hidden_layers)]
+
+
+class Exaone4Attention(nn.Module):
+    """Exaone4Attention.__init__ / forward: q/k/v/o without bias, q_norm / k_norm = Exaone4RMSNorm(head_dim) on the
+    [b, heads, s, head_dim] states after the transpose, apply_rotary_pos_emb (llama's) only
+    `if self.sliding_window is None or self.is_sliding`, sliding_window passed to the interface on sliding layers."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.d.get("head_dim") or cfg.hidden_size // cfg.num_attention_heads
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        self.sliding_window = cfg.d.get("sliding_window", 4096)
+        self.is_sliding = exaone4_layer_types(cfg)[layer_idx] == "sliding_attention"
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        self.q_proj = R.Linear(H, nh * hd, bias=False)
+        self.k_proj = R.Linear(H, nkv * hd, bias=False)
+        self.v_proj = R.Linear(H, nkv * hd, bias=False)
+        self.o_proj = R.Linear(nh * hd, H, bias=False)
+        self.q_norm = R.LlamaRMSNorm(hd, eps=cfg.rms_norm_eps)  # Exaone4RMSNorm: LlamaRMSNorm's statements
+        self.k_norm = R.LlamaRMSNorm(hd, eps=cfg.rms_norm_eps)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        query_states = self.q_norm(query_states)
+        key_states = self.k_norm(key_states)
+        cos, sin = position_embeddings
+        if self.sliding_window is None or self.is_sliding:
+            query_states, key_states = R.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Exaone4DecoderLayer(nn.Module):
+    """Exaone4DecoderLayer.forward: self_attn, post_attention_layernorm, + residual; mlp (Exaone4MLP: LlamaMLP's ops
+    without bias), post_feedforward_layernorm, + residual (no norm before the sublayers; Exaone4RMSNorm)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = Exaone4Attention(cfg, layer_idx, attn_impl)
+        self.mlp = R.GatedMLP(cfg, cfg.hidden_act)
+        self.post_attention_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_feedforward_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    forward = Olmo2DecoderLayer.forward  # the same statements (Exaone4DecoderLayer.forward)
+
+
+# --------------------------------------------------------------------------
 # StarCoder2: models/starcoder2/modeling_starcoder2.py @ 73faa33f (the shared rotary_emb of Starcoder2Model),
 # masks as masking_utils makes them (@ 00d4b3d2: create_sliding_window_causal_mask when sliding_window is set)
 # --------------------------------------------------------------------------
@@ -387,6 +461,65 @@ class Starcoder2DecoderLayer(nn.Module):
         return hidden_states
 
 
+# --------------------------------------------------------------------------
+# Seed-OSS: models/seed_oss/modular_seed_oss.py @ 6e4054ae (configuration_seed_oss.py @ d9aa776f; the generated
+# modeling_seed_oss.py is its copy)
+# --------------------------------------------------------------------------
+
+class SeedOssAttention(Starcoder2Attention):
+    """SeedOssAttention.__init__ / forward: q/k/v_proj with bias=config.attention_bias, o_proj with
+    bias=config.attention_out_bias, head_dim config.head_dim, llama's apply_rotary_pos_emb, the attention interface,
+    then nn.functional.dropout(attn_output, p=residual_dropout): Starcoder2Attention's statements with these modules."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        nn.Module.__init__(self)
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.d.get("head_dim", 128)
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.d.get("attention_dropout", 0.1)
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.d.get("attention_bias", True)
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=cfg.d.get("attention_out_bias", False))
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.1)
+
+
+class SeedOssMLP(nn.Module):
+    """SeedOssMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x)) (bias=config.mlp_bias), then
+    nn.functional.dropout(down_proj, p=residual_dropout)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        b = cfg.d.get("mlp_bias", False)
+        self.gate_proj = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=b)
+        self.up_proj = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=b)
+        self.down_proj = R.Linear(cfg.intermediate_size, cfg.hidden_size, bias=b)
+        self.act_fn = R.act_fn(cfg.d.get("hidden_act", "silu"))
+        self.residual_dropout = cfg.d.get("residual_dropout", 0.1)
+
+    def forward(self, x):
+        down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        return R.vctorch.dropout2x(down_proj, self.residual_dropout, self.training)
+
+
+class SeedOssDecoderLayer(nn.Module):
+    """SeedOssDecoderLayer = LlamaDecoderLayer: input_layernorm, self_attn, + residual, post_attention_layernorm, mlp,
+    + residual (SeedOssRMSNorm = LlamaRMSNorm); the statements of Starcoder2DecoderLayer.forward."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = SeedOssAttention(cfg, layer_idx, attn_impl)
+        self.mlp = SeedOssMLP(cfg)
+        self.input_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_attention_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    forward = Starcoder2DecoderLayer.forward
+
+
 def layer_and_norm(model_type, cfg=None):
     """The decoder layer class and the final norm class (called as Norm(hidden, eps=...)) of a family here."""
     if model_type == "glm4":
@@ -398,6 +531,10 @@ def layer_and_norm(model_type, cfg=None):
     if model_type == "olmoe":  # olmoe_replica.py; OlmoeModel.norm: OlmoeRMSNorm (LlamaRMSNorm's code)
         import olmoe_replica
         return olmoe_replica.OlmoeDecoderLayer, R.LlamaRMSNorm
+    if model_type == "exaone4":
+        return Exaone4DecoderLayer, R.LlamaRMSNorm  # Exaone4Model.norm: Exaone4RMSNorm
+    if model_type == "seed_oss":
+        return SeedOssDecoderLayer, R.LlamaRMSNorm  # SeedOssModel.norm (LlamaModel's): SeedOssRMSNorm
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -407,9 +544,11 @@ def layer_types(cfg):
     """(layer_types, sliding_window) of a family here, as DynamicCache(config=...) and the mask mapping read them."""
     if cfg.model_type == "olmo3":
         return olmo3_layer_types(cfg), cfg.d.get("sliding_window", 4096)
+    if cfg.model_type == "exaone4" and cfg.d.get("sliding_window", 4096) is not None:  # Exaone4Config's layer_types
+        return exaone4_layer_types(cfg), cfg.d.get("sliding_window", 4096)
     if cfg.model_type == "starcoder2" and cfg.d.get("sliding_window"):  # every layer (Starcoder2Config: no layer_types)
         return ["sliding_attention"] * cfg.num_hidden_layers, cfg.d["sliding_window"]
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss")

@@ -731,7 +731,7 @@ class CausalLM(nn.Module):
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
-                     "granitemoe", "granitemoeshared", "olmoe"):
+                     "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -769,7 +769,7 @@ class CausalLM(nn.Module):
         elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
-        elif t in ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe"):  # near_llama_replica.py (issue 31), olmoe_replica.py
+        elif t in ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss"):  # near_llama_replica.py (issue 31), olmoe_replica.py
             import near_llama_replica
             Layer, Norm = near_llama_replica.layer_and_norm(t, cfg)
         else:
@@ -860,7 +860,7 @@ class CausalLM(nn.Module):
         # "sliding_attention" entry, a bool mask once the kv length reaches sliding_window (else None)
         lts, sliding_mask = None, None
         if self.attn_impl == "sdpa" and not packed and cfg.model_type in ("mistral", "mixtral", "qwen2", "qwen3", "gemma2",
-                                                                          "olmo3", "starcoder2"):
+                                                                          "olmo3", "starcoder2", "exaone4"):
             import sliding_replica
             lts = sliding_replica.layer_types(cfg)
             if "sliding_attention" in lts:

@@ -1633,6 +1633,34 @@ def cases():
         else:
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
                             held_out=(i % 3 == 2)))
+    # issue 31, the near-llama families of 2026 (near_llama_replica.py), each config the same ten cases: EXAONE 4.0
+    # (exaone4_small, modeling_exaone4.py @ 948448a0: norms after the sublayers, q_norm / k_norm per head after the
+    # transpose, layers 0-2 sliding (window 32) with the rotary, layer 3 full attention without it (global NoPE));
+    # Seed-OSS (seed_oss_small, modular_seed_oss.py @ 6e4054ae: q/k/v biases, attention_dropout 0.1 and
+    # residual_dropout 0.1 after o_proj and down_proj). bf16 and fp32 training (full, LoRA on q_proj / v_proj,
+    # checkpointed), --mode infer, generate. Every third held out.
+    ex = [
+        ("train", 2, 96, "adamw", "bf16", False, 0),
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 1, 128, "sgd", "bf16", True, 8),
+        ("train", 4, 48, "adamw", "bf16", False, 8),
+        ("train", 2, 80, "adamw", "bf16", True, 0),
+        ("infer", 2, 128, None, "bf16", False, 0),
+        ("infer", 1, 256, None, "fp32", False, 0),
+        ("generate", 2, 64, 16, "fp32", False, 0),
+        ("generate", 1, 128, 8, "bf16", False, 0),
+        ("generate", 4, 24, 16, "bf16", False, 0),
+    ]
+    for cf in ("configs/exaone4_small.json", "configs/seed_oss_small.json"):
+        for i, (mode, b, s, o, p, c, l) in enumerate(ex):
+            if mode == "train":
+                out.append(dict(config=cf, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c, lora=l,
+                                lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None, held_out=(i % 3 == 2)))
+            elif mode == "infer":
+                out.append(dict(config=cf, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+            else:
+                out.append(dict(config=cf, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
+                                held_out=(i % 3 == 2)))
     return out
 
 

@@ -113,4 +113,7 @@ def layer_types(cfg):
     if t == "olmo3":  # Olmo3Config.__post_init__ (near_llama_replica.py)
         import near_llama_replica
         return near_llama_replica.olmo3_layer_types(cfg)
+    if t == "exaone4" and cfg.sliding_window is not None:  # Exaone4Config.__init__ (near_llama_replica.py)
+        import near_llama_replica
+        return near_llama_replica.exaone4_layer_types(cfg)
     return ["full_attention"] * n
