@@ -530,6 +530,9 @@ int vc__hf_phimoe_read(rd *r, arch *a);
 /* hf_olmoe.c: OlmoeConfig's keys the row does not read (clip_qkv, a head_dim other than hidden / heads,
  * output_router_logits) checked against what OlmoeForCausalLM builds; -1 with r->err naming the key. */
 int vc__hf_olmoe_read(rd *r, arch *a);
+/* hf_olmoe.c: output_router_logits, a bool whose true (the auxiliary load_balancing_loss_func) is refused naming it
+ * (OlmoeForCausalLM's and Ernie4_5_MoeForCausalLM's); -1 with r->err. */
+int vc__hf_no_router_logits(rd *r);
 
 /* hf_ernie.c: Ernie4_5_MoeConfig's keys the ernie4_5_moe row does not read (moe_layer_end_index,
  * moe_num_shared_experts, moe_norm_min, use_bias, output_router_logits) checked against what Ernie4_5_MoeForCausalLM

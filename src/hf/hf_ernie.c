@@ -54,10 +54,5 @@ int vc__hf_ernie_moe_read(rd *r, arch *a)
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(r->cfg, "moe_norm_min");
     if (nm && !cJSON_IsNull(nm) && (!cJSON_IsNumber(nm) || !isfinite(nm->valuedouble) || nm->valuedouble <= 0))
         return vc__hf_bad(r, "moe_norm_min", "expected a positive number (the clamp of the top-k weights' sum)");
-    const cJSON *orl = cJSON_GetObjectItemCaseSensitive(r->cfg, "output_router_logits");
-    if (orl && !cJSON_IsNull(orl) && !cJSON_IsBool(orl)) return vc__hf_bad(r, "output_router_logits", "expected true or false");
-    if (cJSON_IsTrue(orl))
-        return vc__hf_bad(r, "output_router_logits", "true: the auxiliary load-balancing loss (load_balancing_loss_func) is "
-                          "not modelled");
-    return 0;
+    return vc__hf_no_router_logits(r); /* hf_olmoe.c */
 }
