@@ -321,9 +321,9 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask) ||
         vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32))
         return -1;
-    if (c->rope_f32 && (c->rope_style || c->falcon || c->kv_shared || c->R != c->D))
-        return vc_arg_fail(a, "rope_f32", "is Olmo2Attention's: llama's rotation of the whole head (rotary_dim = head_dim), "
-                           "separate q, k, v, no kv sharing");
+    if (c->rope_f32 && ((c->rope_style && c->rope_style != 3) || c->falcon || c->kv_shared || c->R != c->D))
+        return vc_arg_fail(a, "rope_f32", "is Olmo2Attention's (rope_style llama) or Ernie4_5Attention's (rope_style glm4): "
+                           "the rotation of the whole head (rotary_dim = head_dim), separate q, k, v, no kv sharing");
     if (c->image_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared))
         return vc_arg_fail(a, "image_mask", "is Gemma 3's causal sdpa attention with images (\"causal\", no \"eager\", "
                            "\"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\" or kv sharing)");
@@ -442,11 +442,16 @@ static vc_t rope_apply_half(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t
  * Partial rotary (modeling_gpt_neox.py / modeling_phi3.py
  * apply_rotary_pos_emb): q_rot = q[..., :R], q_pass = q[..., R:], the above
  * on q_rot, then cat((q_embed, q_pass), dim=-1). */
-static vc_t rope_apply_dt(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R, vc_dtype pdt)
+/* upcast: Ernie4_5's apply_rotary_pos_emb (models/ernie4_5/modeling_ernie4_5.py @
+ * 0233e509531ace915c8241b4c16c8032a583279c; ernie4_5_moe's the same): (q.float() * cos) + (rotate_half(q).float() * sin),
+ * q.float() and rotate_half(q).float() explicit float32 copies (no-ops in float32), each a temporary its product
+ * consumes (the product saves cos / sin only). */
+static vc_t rope_apply_dt(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R, vc_dtype pdt,
+                          bool upcast)
 {
     vc_numel rot = vc_n_sample(heads * L * R), half = vc_n_sample(heads * L * R / 2);
     vc_t xr = R < D ? vc__op_select(b, x, rot, false) : x;
-    vc_t a = vc__op_mul_dt(b, xr, cs, rot, pdt);
+    vc_t a = vc__op_mul_dt(b, upcast ? vc__op_cast(b, xr, pdt) : xr, cs, rot, pdt);
     vc_t x2 = vc__op_select(b, xr, half, false);
     vc_t x1 = vc__op_select(b, xr, half, false);
     vc_t nx2 = vc__op_unary(b, "neg", x2, VC_SAVE_NONE, false);
@@ -455,7 +460,7 @@ static vc_t rope_apply_dt(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L
     vc_op_grad(o, vc_op_in(o, x1), VC_GRAD_PASS);
     vc_t rh = vc_op_out(o, rot, vc_dt_of(b, x));
     vc_op_end(o);
-    vc_t c = vc__op_mul_dt(b, rh, cs, rot, pdt);
+    vc_t c = vc__op_mul_dt(b, upcast ? vc__op_cast(b, rh, pdt) : rh, cs, rot, pdt);
     vc_t e = vc__op_add(b, a, c, rot, false);
     if (R == D) return e;
     vc_t pass = vc__op_select(b, x, vc_n_sample(heads * L * (D - R)), false);
@@ -470,7 +475,7 @@ static vc_t rope_apply_dt(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L
 /* The products in x's dtype (cos / sin cast to it by the rotary embedding). */
 static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R)
 {
-    return rope_apply_dt(b, x, cs, heads, L, D, R, vc_dt_of(b, x));
+    return rope_apply_dt(b, x, cs, heads, L, D, R, vc_dt_of(b, x), false);
 }
 
 vc_t vc__hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant) { return hf_rmsnorm(b, x, w, rows, variant); }
@@ -1290,11 +1295,17 @@ static void ra_emit(vc_build *b, const void *p)
          * k.dtype; q_embed = (q * cos) + (rotate_half(q) * sin) with Olmo2RotaryEmbedding's float32 cos / sin:
          * float32 products and sum (type promotion), k_embed likewise; `return q_embed.to(q_type),
          * k_embed.to(k_type)`: both float32 sums alive until it returns, each cast a new tensor (none in float32) */
+        /* rope_style glm4 (Ernie4_5's apply_rotary_pos_emb @ 0233e509): the float32 cos / sin [..., : D // 2]
+         * .repeat_interleave(2) first (locals until it returns, as Glm4's below), the explicit .float() upcasts
+         * (rope_apply_dt's upcast), the sums .to(original_dtype) */
         vc_t q0 = q, k0 = k;
-        vc_t qe = rope_apply_dt(b, q, cs, H, L, D, c->R, VC_DT_F32);
-        vc_t ke = rope_apply_dt(b, k, cs, KV, L, D, c->R, VC_DT_F32);
+        const bool ernie = c->rope_style == 3;
+        vc_t ci = ernie ? vc__op_nograd(b, "repeat_interleave", cs, -1, vc_n_fixed(2 * L * c->R), vc_dt_of(b, cs)) : cs;
+        vc_t qe = rope_apply_dt(b, q, ci, H, L, D, c->R, VC_DT_F32, ernie);
+        vc_t ke = rope_apply_dt(b, k, ci, KV, L, D, c->R, VC_DT_F32, ernie);
         q = vc__op_cast(b, qe, vc_dt_of(b, q0));
         k = vc__op_cast(b, ke, vc_dt_of(b, k0));
+        if (ci != cs) vc_release(b, ci);
         if (q != qe) vc_release(b, qe);
         if (locals) {
             vc_release(b, q0);
@@ -1750,9 +1761,9 @@ const vc_kind vc_kind_NewGELU = {
 /* ================================================== SparseMoE */
 
 enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_DEEPSEEK_V2, MOE_MINIMAX, MOE_PHIMOE,
-       MOE_GRANITE };
+       MOE_GRANITE, MOE_ERNIE };
 static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "deepseek_v2",
-                                         "minimax_m2", "phimoe", "granitemoe", NULL};
+                                         "minimax_m2", "phimoe", "granitemoe", "ernie4_5_moe", NULL};
 /* style deepseek_v2's topk_method (DeepseekV2Moe.route_tokens_to_experts) */
 enum { TOPK_GREEDY, TOPK_GROUP_LIMITED };
 static const char *const topk_methods[] = {"greedy", "group_limited_greedy", NULL};
@@ -1791,8 +1802,9 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_enum(a, "topk_method", topk_methods, TOPK_GREEDY, &c->topk_method) ||
         vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32))
         return -1;
-    if (c->style != MOE_MINIMAX && c->router_f32)
-        return vc_arg_fail(a, "router_f32", "only style minimax_m2 (vLLM's MiniMaxM2MoE) has a float32 router");
+    if (c->style != MOE_MINIMAX && c->style != MOE_ERNIE && c->router_f32)
+        return vc_arg_fail(a, "router_f32", "only styles minimax_m2 (vLLM's MiniMaxM2MoE) and ernie4_5_moe (transformers' "
+                           "Ernie4_5_MoeTopKRouter) have a float32 router");
     if (c->style != MOE_PHIMOE && vc_arg_type(a, "input_jitter_noise"))
         return vc_arg_fail(a, "input_jitter_noise", "only style phimoe jitters its input");
     if (c->style != MOE_DEEPSEEK_V2 && vc_arg_type(a, "topk_method"))
@@ -1863,6 +1875,12 @@ static int moe_parse(vc_args *a, void *p)
         return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : c->shared ? "shared_expert_intermediate_size"
                            : vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "style minimax_m2 (MiniMaxM2TopKRouter, "
                            "MiniMaxM2Experts) is modelled with grouped_mm (transformers 5), no shared expert and no groups");
+    } else if (c->style == MOE_ERNIE && (c->impl != MOE_GROUPED_MM || vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))) {
+        /* Ernie4_5_MoeSparseMoeBlock (transformers 5): stacked Ernie4_5_MoeExperts; transformers 4.x's nn.ModuleList of
+         * Ernie4_5_MoeMLP (biased with use_bias) is not written */
+        return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : vc_arg_type(a, "n_group") ? "n_group"
+                           : "topk_group", "style ernie4_5_moe (Ernie4_5_MoeTopKRouter, Ernie4_5_MoeExperts) is modelled "
+                           "with grouped_mm (transformers 5) and no groups");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
         return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
@@ -1981,6 +1999,20 @@ static int moe_setup(vc_setup *s, void *p)
          * for FP8Expert whatever the model (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts,
          * Qwen3NextExperts, DeepseekV3's), unless modules_to_not_convert names it */
         bool ds = c->style == MOE_DEEPSEEK, ds2 = c->style == MOE_DEEPSEEK_V2;
+        if (c->style == MOE_ERNIE) /* Ernie4_5_MoeSparseMoeBlock.__init__ (modeling_ernie4_5_moe.py @ 0233e509): gate
+                                    * (Ernie4_5_MoeTopKRouter: weight [E, H] float32, moe_statics.e_score_correction_bias
+                                    * [1, E] float32 with requires_grad=False; both in _keep_in_fp32_modules_strict),
+                                    * experts (Ernie4_5_MoeExperts: [E, 2I, H], [E, H, I]), shared_experts
+                                    * (Ernie4_5_MoeMLP of moe_intermediate_size x moe_num_shared_experts) when any */
+            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, c->router_f32 ? VC_PARAM_F32 : 0) ||
+                   vc_param_shape(s, "gate.moe_statics.e_score_correction_bias", 2, (int64_t[2]){1, c->E},
+                                  (c->router_f32 ? VC_PARAM_F32 : 0) | VC_PARAM_FROZEN) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   (c->shared &&
+                    (vc_param_shape(s, "shared_experts.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                     vc_param_shape(s, "shared_experts.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                     vc_param_shape(s, "shared_experts.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR)));
         if (ds2) /* DeepseekV2Moe.__init__: experts (DeepseekV2Experts, stacked), gate (nn.Linear, no bias),
                   * shared_experts (DeepseekV2MLP of moe_intermediate_size x n_shared_experts); no correction bias */
             return vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
@@ -2013,11 +2045,16 @@ static int moe_setup(vc_setup *s, void *p)
  * one expert): mm saving x and the weight, as vc__op_linear does. */
 static vc_t lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out) { return vc__lin_rows(b, x, w, rows, out); }
 
+/* mm of x [rows, in] and the parameter w0 as w (its autocast copy, or w0 itself). */
+static vc_t mm_rows(vc_build *b, vc_t x, vc_t w, vc_t w0, vc_numel rows, int64_t out);
+
 vc_t vc__lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out)
 {
-    vc_t w0 = w; /* the parameter: its storage format's temporaries */
-    x = vc__op_autocast(b, x);
-    w = vc__op_autocast_weight(b, w);
+    return mm_rows(b, vc__op_autocast(b, x), vc__op_autocast_weight(b, w), w, rows, out);
+}
+
+static vc_t mm_rows(vc_build *b, vc_t x, vc_t w, vc_t w0, vc_numel rows, int64_t out)
+{
     vc_op *o = vc_op_begin(b, "mm");
     int ix = vc_op_in(o, x);
     int iw = vc_op_in(o, w);
@@ -2708,8 +2745,74 @@ static void moe_phimoe_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* Ernie4_5_MoeSparseMoeBlock.forward (models/ernie4_5_moe/modeling_ernie4_5_moe.py @
+ * 0233e509531ace915c8241b4c16c8032a583279c, transformers 5): view(-1, H); shared_output = self.shared_experts(x)
+ * first (Ernie4_5_MoeMLP), a local until the sum; `_, top_k_index, top_k_weights = self.gate(x)` (the logits bound
+ * to `_` until the block returns); Ernie4_5_MoeTopKRouter.forward under maybe_autocast(enabled=False):
+ * router_logits = F.linear(x.float(), weight.float()) (the weight float32 already: the input's copy is what the mm
+ * saves), softmax(dim=1, dtype=float) (saves its result), self.moe_statics(routing_weights) = routing_weights +
+ * e_score_correction_bias.squeeze() (a new [T, E] tensor, the choice only: an unnamed temporary topk consumes;
+ * topk's values are bound to `_` until the router returns), gather(routing_weights, -1, idx) (saves the index),
+ * routing_weights / torch.clamp(sum(-1, keepdim), min=moe_norm_min) (the sum, the clamp (saving its input) and the quotient (saving both) new tensors),
+ * .to(x.dtype); Ernie4_5_MoeExperts under @use_experts_implementation (experts_grouped); then
+ * final_hidden_states + shared_output (a new tensor). Parameters: gate.weight 0, moe_statics 1, experts 2-3,
+ * shared_experts 4-6. */
+static void moe_ernie_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
+    vc_t x = vc_input(b, 0);
+    vc_t se = -1;
+    if (c->shared) {
+        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 4), vc_weight(b, 5), vc_weight(b, 6));
+        vc_hold(b, se);
+    }
+    /* router_f32 (what hf_layers.c writes for transformers): the float32 gate off autocast; without it vLLM's
+     * ReplicatedLinear gate in the model's dtype (ernie45_moe.py @ 0028a751 Ernie4_5_MoeMoE: self.gate(hidden_states)) */
+    vc_t logits = c->router_f32 ? mm_rows(b, vc__op_cast(b, x, VC_DT_F32), vc_weight(b, 0), vc_weight(b, 0), T, E)
+                                : lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* the block's `_` */
+    vc_t sm = vc__op_unary(b, "_softmax", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false); /* dtype=torch.float */
+    vc_t choice = add_b(b, sm, vc_weight(b, 1), TE, VC_DT_F32); /* moe_statics(routing_weights) */
+    vc_t idx;
+    vc_t top = topk_op(b, choice, S, VC_DT_F32, &idx); /* `_, selected_experts` */
+    vc_op *o = vc_op_begin(b, "gather");
+    vc_op_in(o, sm);
+    vc_op_in_nodiff(o, idx);
+    vc_t rw = vc_op_out(o, S, VC_DT_F32);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    vc_hold(b, top); /* the router's `_`; the choice's scores an unnamed temporary topk consumed */
+    vc_t den = vc__op_unary(b, "clamp", vc__op_mean(b, rw, T), VC_SAVE_IN, false);
+    o = vc_op_begin(b, "div");
+    vc_op_in(o, rw);
+    int id = vc_op_in(o, den);
+    vc_t q = vc_op_out(o, S, VC_DT_F32);
+    vc_op_save(o, rw);
+    vc_op_save(o, den);
+    vc_op_grad(o, id, VC_GRAD_NEW_REDUCE); /* -grad * self / other^2, output-sized, reduced to [T, 1] */
+    vc_op_end(o);
+    vc_release(b, top);
+    rw = vc__op_cast(b, q, vc_dt_of(b, x)); /* routing_weights.to(hidden_states.dtype) */
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 2, 3);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    if (c->shared) {
+        vc_release(b, se);
+        out = vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false);
+    }
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_ERNIE) {
+        moe_ernie_emit(b, c);
+        return;
+    }
     if (c->style == MOE_PHIMOE) {
         moe_phimoe_emit(b, c);
         return;

@@ -951,6 +951,40 @@ const hf_family vc__hf_families[] = {
               [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_P_ATTN] = DEF("attention_dropout", 0.1),
               [K_P_RESID] = DEF("residual_dropout", 0.1)},
      LLAMA_BLOCK, .lora_targets = NULL},
+    /* Ernie4_5Config (configuration_ernie4_5.py @ 008e5743: the class defaults are ERNIE-4.5-0.3B's; head_dim 128,
+     * None -> hidden_size // num_attention_heads); Ernie4_5ForCausalLM (modeling_ernie4_5.py @ 0233e509):
+     * LlamaDecoderLayer's template with Ernie4_5RMSNorm (Llama's), q/k/v/o and the MLP's three projections with
+     * bias=use_bias, lm_head without bias (tied by default); Ernie4_5RotaryEmbedding returns float32 cos / sin and
+     * apply_rotary_pos_emb rotates interleaved pairs (cos[..., :D // 2].repeat_interleave(2), rotate_half over
+     * x[..., 0::2] / x[..., 1::2]) on q.float() / rotate_half(q).float(), cast back (RotaryAttention rope_style glm4
+     * with rope_f32). PEFT's mapping was not read for ernie4_5: --lora-targets. */
+    {.model_type = "ernie4_5", .config_class = "Ernie4_5Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 103424), [K_HIDDEN] = DEF("hidden_size", 1024),
+              [K_INTER] = DEF("intermediate_size", 3072), [K_LAYERS] = DEF("num_hidden_layers", 18),
+              [K_HEADS] = DEF("num_attention_heads", 16), [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 2, .how = D_KV_NULL},
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_HEAD_DIM] = {.key = "head_dim", .def = 128, .how = D_SPLIT_NULL},
+              [K_QKV_BIAS] = DEF("use_bias", 0), [K_O_BIAS] = DEF("use_bias", 0), [K_MLP_BIAS] = DEF("use_bias", 0),
+              [K_P_ATTN] = FIXED(0) /* Ernie4_5Attention.attention_dropout = 0.0 */},
+     LLAMA_BLOCK, .interleaved_rope = true, .rope_f32 = true, .lora_targets = NULL},
+    /* Ernie4_5_MoeConfig (configuration_ernie4_5_moe.py @ 001f85b3: the class defaults are ERNIE-4.5-21B-A3B's;
+     * num_experts / num_experts_per_tok are attribute_map aliases of moe_num_experts / moe_k; moe_layer_end_index,
+     * moe_num_shared_experts, moe_norm_min, use_bias, output_router_logits: hf_ernie.c); Ernie4_5_MoeForCausalLM
+     * (modeling_ernie4_5_moe.py @ 0233e509): Ernie4_5's attention and rotation, head_dim getattr(config, "head_dim",
+     * hidden_size // num_attention_heads), Ernie4_5_MoeSparseMoeBlock where (i + 1) % moe_layer_interval == 0 and
+     * moe_layer_start_index <= i <= moe_layer_end_index (SparseMoE style ernie4_5_moe), Ernie4_5_MoeMLP of
+     * intermediate_size elsewhere. PEFT's mapping was not read for ernie4_5_moe: --lora-targets. */
+    {.model_type = "ernie4_5_moe", .config_class = "Ernie4_5_MoeConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 103424), [K_HIDDEN] = DEF("hidden_size", 2560),
+              [K_INTER] = DEF("intermediate_size", 12288), [K_LAYERS] = DEF("num_hidden_layers", 28),
+              [K_HEADS] = DEF("num_attention_heads", 20), [K_KV_HEADS] = DEF("num_key_value_heads", 4),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_QKV_BIAS] = DEF("use_bias", 0), [K_O_BIAS] = DEF("use_bias", 0), [K_MLP_BIAS] = DEF("use_bias", 0),
+              [K_P_ATTN] = FIXED(0), [K_EXPERTS] = DEF("moe_num_experts", 64), [K_TOPK] = DEF("moe_k", 6),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 1536), [K_FIRST_DENSE] = DEF("moe_layer_start_index", 1),
+              [K_SPARSE_STEP] = DEF("moe_layer_interval", 1)},
+     LLAMA_BLOCK, .moe = MOE_ERNIE, .interleaved_rope = true, .rope_f32 = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -61,6 +61,8 @@ enum {
     D_4H,       /* 4 x hidden size (GPT-2's n_inner) */
     D_RESID,    /* the residual dropout (classifier_dropout) */
     D_HIDDEN,   /* the hidden size (OPT's word_embed_proj_dim) */
+    D_SPLIT_NULL, /* .def when absent, hidden size / heads when null (Ernie4_5Config's head_dim 128, `self.head_dim if
+                   * self.head_dim is not None else self.hidden_size // self.num_attention_heads`) */
     D_KV_NULL,  /* .def when absent, the number of attention heads when null (MistralConfig's and
                  * Qwen2Config's num_key_value_heads: a default, and `if self.num_key_value_heads is None:
                  * self.num_key_value_heads = self.num_attention_heads` in __post_init__) */
@@ -138,6 +140,9 @@ enum {
                    * shared expert), every layer (hf_minimax_m2.c) */
     MOE_PHIMOE,   /* mlp: PhimoeSparseMoeBlock (sparsemixer's two experts, stacked experts), every layer (hf_phimoe.c) */
     MOE_GRANITE,  /* block_sparse_moe: GraniteMoeMoE (JetMoe's top-k gating and ParallelExperts loop), every layer */
+    MOE_ERNIE,    /* mlp: Ernie4_5_MoeSparseMoeBlock (float32 softmax router, e_score_correction_bias for the choice,
+                   * stacked experts, shared experts) where (i + 1) % moe_layer_interval == 0 and moe_layer_start_index
+                   * <= i <= moe_layer_end_index (hf_ernie.c) */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -288,6 +293,7 @@ typedef struct {
     /* deepseek_v3 / kimi_k2: MLA's ranks and head dims (the rope part is D), the MoE's shared experts,
      * groups and dense first layers, the MTP layers (not built: transformers and vLLM do not load them) */
     int64_t q_lora, kv_lora, qk_nope, v_head, n_shared, n_group, topk_group, first_dense, nextn;
+    int64_t moe_end; /* ernie4_5_moe: moe_layer_end_index (-1: num_hidden_layers - 1) */
     bool rope_interleave;
     double routed_scale;
     bool use_qk_norm; /* glm4_moe: use_qk_norm (rows without the key: the template's qk_norm alone) */
@@ -362,7 +368,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -536,6 +542,14 @@ int vc__hf_phimoe_read(rd *r, arch *a);
 /* hf_olmoe.c: OlmoeConfig's keys the row does not read (clip_qkv, a head_dim other than hidden / heads,
  * output_router_logits) checked against what OlmoeForCausalLM builds; -1 with r->err naming the key. */
 int vc__hf_olmoe_read(rd *r, arch *a);
+/* hf_olmoe.c: output_router_logits, a bool whose true (the auxiliary load_balancing_loss_func) is refused naming it
+ * (OlmoeForCausalLM's and Ernie4_5_MoeForCausalLM's); -1 with r->err. */
+int vc__hf_no_router_logits(rd *r);
+
+/* hf_ernie.c: Ernie4_5_MoeConfig's keys the ernie4_5_moe row does not read (moe_layer_end_index,
+ * moe_num_shared_experts, moe_norm_min, use_bias, output_router_logits) checked against what Ernie4_5_MoeForCausalLM
+ * builds; -1 with r->err naming the key. */
+int vc__hf_ernie_moe_read(rd *r, arch *a);
 
 /* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
 bool vc__hf_modernbert_local(const arch *a, int64_t i);

@@ -259,6 +259,8 @@ static bool layer_is_moe(const arch *a, int64_t i)
         return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
     if (a->f->moe == MOE_LLAMA4) return vc__hf_llama4_moe_layer(a, i); /* layer_idx in config.moe_layers */
+    if (a->f->moe == MOE_ERNIE) /* Ernie4_5_MoeDecoderLayer.__init__ (modeling_ernie4_5_moe.py @ 0233e509) */
+        return (i + 1) % a->sparse_step == 0 && i >= a->first_dense && i <= a->moe_end;
     if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
     for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
         if (cJSON_IsNumber(e) && e->valuedouble == (double)i) return false;
@@ -445,6 +447,23 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         str(w, o, "style", "phimoe");
         if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->jitter > 0) num(w, o, "input_jitter_noise", a->jitter);
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", "grouped_mm");
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_ERNIE) {
+        /* Ernie4_5_MoeSparseMoeBlock: gate (Ernie4_5_MoeTopKRouter, float32, moe_statics), experts
+         * (Ernie4_5_MoeExperts, stacked), shared_experts (layers/llm.c moe_ernie_emit) */
+        cJSON *o = add_layer(w, "SparseMoE", "mlp");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "ernie4_5_moe");
+        /* transformers: gate.weight and moe_statics float32 (_keep_in_fp32_modules_strict), the router off autocast;
+         * vLLM's Ernie4_5_MoeMoE (ernie45_moe.py @ 0028a751): a ReplicatedLinear gate and the bias in the model's
+         * dtype */
+        if (!a->vllm) flag(w, o, "router_f32", true);
+        if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
+        if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", "grouped_mm");
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_MINIMAX) {

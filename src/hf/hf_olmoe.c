@@ -34,6 +34,11 @@ int vc__hf_olmoe_read(rd *r, arch *a)
         return vc__hf_bad(r, "clip_qkv", "%g: OlmoeAttention's in-place clamp_ of the query, key and value states is "
                           "not modelled (OLMoE-1B-7B's is null)", clip->valuedouble);
     }
+    return vc__hf_no_router_logits(r);
+}
+
+int vc__hf_no_router_logits(rd *r)
+{
     const cJSON *orl = cJSON_GetObjectItemCaseSensitive(r->cfg, "output_router_logits");
     if (orl && !cJSON_IsNull(orl) && !cJSON_IsBool(orl)) return vc__hf_bad(r, "output_router_logits", "expected true or false");
     if (cJSON_IsTrue(orl))

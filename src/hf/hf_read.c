@@ -237,6 +237,10 @@ static int read_key(rd *r, arch *a, int role)
             *(int64_t *)field = cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r->cfg, key)) ? a->NH : (int64_t)k->def;
             return 0;
         case D_SPLIT: return split_heads(r, f, a->H, a->NH, field);
+        case D_SPLIT_NULL:
+            if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r->cfg, key))) return split_heads(r, f, a->H, a->NH, field);
+            *(int64_t *)field = (int64_t)k->def;
+            return 0;
         case D_4H: *(int64_t *)field = 4 * a->H; return 0;
         case D_HIDDEN: *(int64_t *)field = a->H; return 0;
         case D_RESID: *(double *)field = a->p_resid; return 0;
@@ -414,7 +418,10 @@ static int read_family(rd *r, arch *a)
     if (f->moe == MOE_LLAMA4 && vc__hf_llama4_read(r, a)) return -1; /* moe_layers and the rest (hf_llama4.c) */
     if (f->block == BLK_MODERNBERT && vc__hf_modernbert_read(r, a)) return -1; /* norm_bias and the rest (hf_modernbert.c) */
     if (f->block == BLK_GEMMA4 && vc__hf_gemma4_read(r, a)) return -1; /* layer_types and the rest (hf_gemma4.c) */
-    if (f->interleaved_rope && vc__hf_glm4_read(r, a)) return -1; /* the rotary dims (hf_glm4.c) */
+    /* the rotary dims (hf_glm4.c); Ernie4_5's rotation is the whole head (compute_default_rope_parameters: dim =
+     * head_dim, no partial_rotary_factor) */
+    if (f->interleaved_rope && !f->rope_f32 && vc__hf_glm4_read(r, a)) return -1;
+    if (f->moe == MOE_ERNIE && vc__hf_ernie_moe_read(r, a)) return -1; /* moe_layer_end_index and the rest (hf_ernie.c) */
     if (f->block == BLK_MPNET && vc__hf_mpnet_read(r, a)) return -1; /* the buckets, checkpointing (hf_mpnet.c) */
     if (f->block == BLK_BART && vc__hf_bart_read(r, a)) return -1; /* the decoder's keys and the rest (hf_bart.c) */
     if (f->moe == MOE_MINIMAX && vc__hf_minimax_m2_read(r, a)) return -1; /* rotary_dim and the rest (hf_minimax_m2.c) */

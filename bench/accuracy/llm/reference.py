@@ -731,7 +731,8 @@ class CausalLM(nn.Module):
         t = cfg.model_type
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
-                     "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss"):
+                     "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss", "ernie4_5",
+                     "ernie4_5_moe"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -772,6 +773,9 @@ class CausalLM(nn.Module):
         elif t in ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss"):  # near_llama_replica.py (issue 31), olmoe_replica.py
             import near_llama_replica
             Layer, Norm = near_llama_replica.layer_and_norm(t, cfg)
+        elif t in ("ernie4_5", "ernie4_5_moe"):  # ernie_replica.py; Ernie4_5Model.norm: LlamaRMSNorm's code
+            import ernie_replica
+            Layer, Norm = ernie_replica.Ernie4_5DecoderLayer, LlamaRMSNorm
         else:
             Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
@@ -787,7 +791,8 @@ class CausalLM(nn.Module):
             import deltanet_replica
             self.rotary_emb = deltanet_replica.Qwen3_5TextRotaryEmbedding(cfg, head_dim)
             self.visual = deltanet_replica.Qwen3_5VisionModel(cfg.d.get("vision_config") or {})
-        elif t == "olmo2":  # Olmo2RotaryEmbedding: float32 cos / sin (near_llama_replica.py)
+        elif t in ("olmo2", "ernie4_5", "ernie4_5_moe"):
+            # Olmo2RotaryEmbedding: float32 cos / sin (near_llama_replica.py); Ernie4_5RotaryEmbedding's statements alike
             import near_llama_replica
             self.rotary_emb = near_llama_replica.Olmo2RotaryEmbedding(cfg, head_dim)
         elif t == "deepseek_v2":  # DeepseekV2RotaryEmbedding: complex64 freqs_cis (mla_replica.py)
@@ -796,7 +801,9 @@ class CausalLM(nn.Module):
         else:
             self.rotary_emb = RotaryEmbedding(cfg, head_dim)
         # PhimoeForCausalLM: lm_head bias=config.lm_head_bias
-        self.lm_head = Linear(H, V, bias=bool(cfg.d.get("lm_head_bias")) if t == "phimoe" else False)
+        # Ernie4_5_MoeForCausalLM: lm_head bias=config.use_bias
+        self.lm_head = Linear(H, V, bias=bool(cfg.d.get("lm_head_bias")) if t == "phimoe" else
+                              bool(cfg.d.get("use_bias")) if t == "ernie4_5_moe" else False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
 

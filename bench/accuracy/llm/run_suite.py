@@ -1661,6 +1661,34 @@ def cases():
             else:
                 out.append(dict(config=cf, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
                                 held_out=(i % 3 == 2)))
+    # ERNIE 4.5 (issue 31) as transformers 5 runs it (ernie_replica.py, modeling_ernie4_5.py and
+    # modeling_ernie4_5_moe.py @ 0233e509): ernie_small (use_bias: q/k/v/o and MLP biases, head_dim 32 on hidden 64 /
+    # 4 heads, tied) and ernie_moe_small (16 experts top-4, 2 shared experts, MoE on layers 1 and 3 by
+    # moe_layer_interval 2, the float32 router); both rotate interleaved pairs on float32 upcasts. Train (full,
+    # --grad-ckpt, LoRA on q_proj / v_proj), the no_grad forward, then generate. Every third held out.
+    er = [
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 2, 64, "sgd", "bf16", False, 0),
+        ("train", 2, 128, "adamw", "fp32", True, 0),
+        ("train", 4, 64, "adamw", "bf16", False, 8),
+        ("train", 2, 96, "adamw", "fp32", True, 8),
+        ("infer", 2, 128, None, "bf16", False, 0),
+        ("infer", 4, 64, None, "fp32", False, 0),
+        ("generate", 2, 32, 12, "fp32", False, 0),
+        ("generate", 1, 64, 8, "bf16", False, 0),
+    ]
+    for cfg, ex in (("ernie_small", None), ("ernie_moe_small", "grouped_mm")):
+        for i, (mode, b, s, o, p, c, l) in enumerate(er):
+            if mode == "train":
+                out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p,
+                                ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts=ex,
+                                held_out=(i % 3 == 2)))
+            elif mode == "infer":
+                out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, experts=ex,
+                                held_out=(i % 3 == 2)))
+            else:
+                out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
+                                precision=p, experts=ex, held_out=(i % 3 == 2)))
     return out
 
 
