@@ -570,6 +570,7 @@ void vc__gen_emit(vc_build *b)
         g->ssm[g->nssm][0] = vc__op_new(b, "zeros", vc_n_sample(sc_state), vc_param_dt(b));
         g->ssm[g->nssm][1] = -1;
         g->nssm++;
+        g->nconv++;
     }
     g->pass = 0;
     g->past = 0;
