@@ -109,7 +109,9 @@ int vc__hf_lfm2_read(rd *r, arch *a)
         return vc__hf_bad(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "block_ff_dim") ? "block_ff_dim" : "intermediate_size",
                           "Lfm2MLP's width would be %lld (expected 1 to 2^40)", (long long)I);
     a->I = I;
-    if (a->D % 2) return vc__hf_bad(r, "num_attention_heads", "head_dim %lld: the rotary embedding needs an even head_dim", (long long)a->D);
+    if (a->D % 2)
+        return vc__hf_bad(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "head_dim") ? "head_dim" : "num_attention_heads",
+                          "head_dim %lld: the rotary embedding needs an even head_dim", (long long)a->D);
     /* the whole model within 2^56 parameters: per layer the MLP, and the larger of the attention and the
      * short convolution (4 H^2 + H L_cache) */
     int64_t per = 0, x, tot;
