@@ -26,6 +26,7 @@ extern const vc_kind vc_kind_MultiscaleAttention, vc_kind_MViTPool, vc_kind_MViT
 extern const vc_kind vc_kind_MLAttention; /* mla.c */
 extern const vc_kind vc_kind_GatedDeltaNet; /* deltanet.c */
 extern const vc_kind vc_kind_Mamba2Mixer; /* mamba2.c */
+extern const vc_kind vc_kind_ShortConv; /* shortconv.c */
 extern const vc_kind vc_kind_GraniteMoE; /* granitemoe.c */
 extern const vc_kind vc_kind_PixelValues, vc_kind_VisionWeights, vc_kind_VisionPosEmbed, vc_kind_VisionRotary,
     vc_kind_VisionAttention, vc_kind_VisionOutputs, vc_kind_DeepstackAdd; /* vision.c */
@@ -55,6 +56,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_MLAttention,
     &vc_kind_GatedDeltaNet,
     &vc_kind_Mamba2Mixer,
+    &vc_kind_ShortConv,
     &vc_kind_GraniteMoE,
     &vc_kind_PixelValues, &vc_kind_VisionWeights, &vc_kind_VisionPosEmbed, &vc_kind_VisionRotary,
     &vc_kind_VisionAttention, &vc_kind_VisionOutputs, &vc_kind_DeepstackAdd,

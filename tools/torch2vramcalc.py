@@ -620,7 +620,7 @@ _OP_KINDS = OrderedDict([
 ] + [(k, ([], "not exported: written by vramcalc's Hugging Face config.json reader (src/hf/hf.c) for the "
               "transformers modules it models; a traced model exports their ops"))
      for k in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale",
-               "PositionEmbedding", "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "Mamba2Mixer", "GraniteMoE", "PixelValues", "VisionWeights",
+               "PositionEmbedding", "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "Mamba2Mixer", "ShortConv", "GraniteMoE", "PixelValues", "VisionWeights",
                "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
                "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
                "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",

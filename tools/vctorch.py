@@ -1326,7 +1326,7 @@ def _llm_kind(name):
 
 
 for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale", "PositionEmbedding",
-           "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "Mamba2Mixer", "GraniteMoE", "PixelValues", "VisionWeights",
+           "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "Mamba2Mixer", "ShortConv", "GraniteMoE", "PixelValues", "VisionWeights",
            "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
            "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
            "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",

@@ -829,6 +829,8 @@ typedef struct {
         int64_t ssm_layers;
         int64_t ssm_mamba;    /* of ssm_layers, Mamba2 layers (granitemoehybrid): their conv_states and ssm_states in
                                * HybridMambaAttentionDynamicCache */
+        int64_t ssm_conv;     /* or LFM2's conv_cache entries (lfm2's Lfm2HybridConvCache: one [hidden, conv_L_cache]
+                               * per decoder layer, the attention layers' unused), ssm_layers of them */
         /* an encoder-decoder (t5): the cross-attention's keys and values of the encoder's output kept
          * beside the decoder's (part of kv_cache; every decoder layer, the whole batch) and the
          * encoder's tokens they hold; 0 and 0 otherwise */

@@ -613,6 +613,9 @@ void report_table(FILE *f, const vc_report *rep)
             snprintf(note, sizeof note, "(conv_states + ssm_states of %" PRId64 " Mamba2 layers, fixed size)",
                      r->generate.ssm_mamba);
             row(f, t, "  Mamba state", r->generate.ssm_state, note);
+        } else if (r->generate.ssm_conv) { /* lfm2's Lfm2HybridConvCache */
+            snprintf(note, sizeof note, "(conv_cache of %" PRId64 " layers, fixed size)", r->generate.ssm_conv);
+            row(f, t, "  conv state", r->generate.ssm_state, note);
         } else if (r->generate.ssm_layers) {
             snprintf(note, sizeof note, "(conv + recurrent state of %" PRId64 " Gated DeltaNet layers, fixed size)",
                      r->generate.ssm_layers);
@@ -1017,6 +1020,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
             fprintf(f, ", \"cache_class\": \"%s\", \"mamba_state\": %" PRId64 ", \"mamba_layers\": %" PRId64,
                     r->generate.kv_tokens ? "HybridMambaAttentionDynamicCache" : "Mamba2Cache", r->generate.ssm_state,
                     r->generate.ssm_mamba);
+        else if (r->generate.ssm_conv) /* lfm2's short convolutions */
+            fprintf(f, ", \"cache_class\": \"Lfm2HybridConvCache\", \"conv_state\": %" PRId64 ", \"conv_layers\": %" PRId64,
+                    r->generate.ssm_state, r->generate.ssm_conv);
         else if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */
             fprintf(f, ", \"cache_class\": \"Qwen3NextDynamicCache\", \"deltanet_state\": %" PRId64 ", \"deltanet_layers\": %" PRId64,
                     r->generate.ssm_state, r->generate.ssm_layers);

@@ -121,6 +121,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
         r->generate.ssm_state = s->ssm_state;
         r->generate.ssm_layers = s->ssm_layers;
         r->generate.ssm_mamba = s->ssm_mamba;
+        r->generate.ssm_conv = s->ssm_conv;
         r->generate.cross_cache = s->kv_cross;
         r->generate.cross_tokens = s->kv_cross_tokens;
     }

@@ -106,6 +106,8 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
         /* HybridMambaAttentionDynamicCache.update (modeling_granitemoehybrid.py @ 00511f5d): the first update
          * keeps key_states and value_states themselves, as Qwen3NextDynamicCache's (dynamic_update) */
         g->hybrid |= !strcmp(m->inst[i].kind->name, "Mamba2Mixer");
+        /* Lfm2HybridConvCache.update (modeling_lfm2.py @ 0096ba4f): the same */
+        g->hybrid |= !strcmp(m->inst[i].kind->name, "ShortConv");
     }
     /* Qwen3NextModel.forward makes its own Qwen3NextDynamicCache whenever use_cache and no cache is
      * passed (modeling_qwen3_next.py @7515843b); generate()'s other cache classes have no state for
@@ -118,6 +120,13 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     if ((mamba || g->hybrid) && g->beams > 1)
         return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "beam search over a model with Gated DeltaNet or Mamba2 "
                             "layers (their caches' reorder_cache) is not modelled");
+    /* Lfm2Model.forward makes its Lfm2HybridConvCache whenever use_cache and no cache is passed (generate()
+     * passes none: _supports_default_dynamic_cache is False for lfm2) */
+    bool shortconv = false;
+    for (size_t i = 0; i < m->ninst && !shortconv; i++) shortconv = !strcmp(m->inst[i].kind->name, "ShortConv");
+    if (shortconv && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with short convolution layers (lfm2) runs its own "
+                            "Lfm2HybridConvCache: only " OV("cache", "dynamic"));
     if (mamba && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid) runs its own "
                             "HybridMambaAttentionDynamicCache: only " OV("cache", "dynamic"));
@@ -768,6 +777,24 @@ void vc__gen_emit(vc_build *b)
         g->ssm[g->nssm][1] = vc__op_new(b, "zeros", vc_n_sample(ssm), vc_param_dt(b));
         g->nssm++;
         g->nmamba++;
+    }
+    /* Lfm2Model.forward: Lfm2HybridConvCache(config, batch, self.dtype) before the prefill, a conv_cache entry
+     * zeros [B, hidden, L_cache] for each of num_hidden_layers layers (modeling_lfm2.py @ 0096ba4f): one slot
+     * per ShortConv layer, which the layers fill in place, then the attention layers' entries (never read) */
+    int64_t sc_state = 0;
+    int nsc = 0;
+    for (size_t i = 0; i < m->ninst; i++)
+        if (!strcmp(m->inst[i].kind->name, "ShortConv")) {
+            sc_state = vc__shortconv_state(m->inst[i].cfg); /* hidden_size x conv_L_cache: the same in every layer */
+            nsc++;
+        }
+    for (int i = 0; sc_state > 0 && i < nsc + g->nkv && !b->st; i++) {
+        GROW(g->ssm, g->nssm, g->cssm, b);
+        if (b->st) break;
+        g->ssm[g->nssm][0] = vc__op_new(b, "zeros", vc_n_sample(sc_state), vc_param_dt(b));
+        g->ssm[g->nssm][1] = -1;
+        g->nssm++;
+        g->nconv++;
     }
     g->pass = 0;
     g->past = 0;

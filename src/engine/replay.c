@@ -1045,6 +1045,7 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
         }
     sim->ssm_layers = g->nssm;
     sim->ssm_mamba = g->nmamba;
+    sim->ssm_conv = g->nconv;
     return 0;
 }
 

@@ -985,6 +985,20 @@ const hf_family vc__hf_families[] = {
               [K_MOE_INTER] = DEF("moe_intermediate_size", 1536), [K_FIRST_DENSE] = DEF("moe_layer_start_index", 1),
               [K_SPARSE_STEP] = DEF("moe_layer_interval", 1)},
      LLAMA_BLOCK, .moe = MOE_ERNIE, .interleaved_rope = true, .rope_f32 = true, .lora_targets = NULL},
+    /* Lfm2Config (configuration_lfm2.py @ 05cd1ec1: every key has a default; layer_types / full_attn_idxs,
+     * conv_L_cache, conv_bias, tie_embedding, block_ff_dim and the MLP width: hf_lfm2.c) and modeling_lfm2.py
+     * @ 0096ba4f: Lfm2DecoderLayer's short-convolution (layers/shortconv.c) or attention layers (q_layernorm and
+     * k_layernorm per head, rotary; dropout 0.0 always), Lfm2MLP's w1 / w3 / w2 (SiLU: no hidden_act key),
+     * Lfm2RMSNorm, embedding_norm after the layers (hf_layers.c lfm2_layer). PEFT's mapping has no lfm2:
+     * --lora-targets. */
+    {.model_type = "lfm2", .config_class = "Lfm2Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 65536), [K_HIDDEN] = DEF("hidden_size", 2560),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_EPS] = DEF("norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 128000), [K_INTER] = DEF("intermediate_size", 12288),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_ACT] = FIXED(A_SILU), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = FIXED(0)},
+     LLAMA_BLOCK, .block = BLK_LFM2, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1232,6 +1246,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
+    if (a.f->block == BLK_LFM2 && vc__hf_lfm2_unmodelled(&a, split, err)) return err->code; /* hf_lfm2.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */

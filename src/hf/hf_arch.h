@@ -100,6 +100,7 @@ enum {
                      * model.decoder.layers.N.encoder_attn (hf_bart.c) */
     BLK_GRANITE4,   /* GraniteMoeHybridDecoderLayer: Mamba2 or attention, shared_mlp (hf_granite4.c) */
     BLK_MAMBA2,     /* Mamba2Block: norm, Mamba2 mixer, the residual (hf_granite4.c) */
+    BLK_LFM2,       /* Lfm2DecoderLayer: short convolution or attention, feed_forward (hf_lfm2.c, hf_layers.c lfm2_layer) */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -362,13 +363,20 @@ typedef struct {
         double attn_mult;
         bool resid_f32; /* mamba2 (the same mixer fields): residual_in_fp32 */
     } gh;
+    /* lfm2 (hf_lfm2.c): layer_types ("conv" / "full_attention"), else full_attn_idxs (both NULL: every layer
+     * attention), conv_L_cache, conv_bias */
+    struct {
+        const cJSON *types, *idxs;
+        int64_t k;
+        bool bias;
+    } lf;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -513,6 +521,13 @@ int vc__hf_mamba2_read(rd *r, arch *a);
 int vc__hf_mamba2_unmodelled(const arch *a, vc_hf_split split, vc_error *err);
 /* hf_granite4.c: Mamba2ForCausalLM's layers appended to arr. */
 void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a);
+/* hf_lfm2.c: Lfm2Config's keys the row does not read (layer_types / full_attn_idxs, conv_L_cache, conv_bias,
+ * tie_embedding, block_ff_dim and the MLP width's adjustment); 0, or -1 with the error naming the key. */
+int vc__hf_lfm2_read(rd *r, arch *a);
+/* hf_lfm2.c: whether decoder layer i is a short-convolution layer (layer_types[i] == "conv"). */
+bool vc__hf_lfm2_conv(const arch *a, int64_t i);
+/* hf_lfm2.c: 0, or -1 with err naming the option the layers do not model for lfm2. */
+int vc__hf_lfm2_unmodelled(const arch *a, vc_hf_split split, vc_error *err);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against

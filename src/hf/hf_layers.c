@@ -536,6 +536,39 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     residual_add(w, a, "mlp_residual", "attn_residual", "mlp_residual_multiplier");
 }
 
+/* Lfm2DecoderLayer.forward (modeling_lfm2.py @ 0096ba4f): operator_norm, then Lfm2Attention (q/k/v_proj,
+ * q_layernorm / k_layernorm per head, the rotary, sdpa, out_proj) or Lfm2ShortConv (in_proj, layers/shortconv.c,
+ * out_proj), + residual; ffn_norm, Lfm2MLP: w2(F.silu(w1(x)) * w3(x)) in Python's order, + residual */
+static void lfm2_layer(wr *w, const arch *a, int64_t i)
+{
+    const bool conv = vc__hf_lfm2_conv(a, i);
+    const int64_t q = a->NH * a->D, kv = a->KV * a->D;
+    str(w, rmsnorm(w, a, "operator_norm", NULL), "held_until", conv ? "conv.out_proj" : "self_attn.out_proj");
+    if (conv) {
+        linear(w, "conv.in_proj", NULL, a->H, 3 * a->H, a->lf.bias);
+        cJSON *o = add_layer(w, "ShortConv", "conv");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "L_cache", (double)a->lf.k);
+        flag(w, o, "bias", a->lf.bias);
+        linear(w, "conv.out_proj", NULL, a->H, a->H, a->lf.bias);
+    } else {
+        linear(w, "self_attn.q_proj", NULL, a->H, q, false);
+        linear(w, "self_attn.k_proj", "operator_norm", a->H, kv, false);
+        linear(w, "self_attn.v_proj", "operator_norm", a->H, kv, false);
+        attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                  "model.pos_emb", true, 0);
+        linear(w, "self_attn.out_proj", NULL, q, a->H, false);
+    }
+    residual_add(w, a, "operator_residual", "input", NULL);
+    str(w, rmsnorm(w, a, "ffn_norm", NULL), "held_until", "feed_forward.w2");
+    linear(w, "feed_forward.w1", NULL, a->H, a->I, false);
+    act_layer(w, a, "feed_forward.act");
+    linear(w, "feed_forward.w3", "ffn_norm", a->H, a->I, false);
+    ins(w, add_layer(w, "Mul", "feed_forward.mul"), "feed_forward.act", "feed_forward.w3", NULL, NULL);
+    linear(w, "feed_forward.w2", NULL, a->I, a->H, false);
+    residual_add(w, a, "ffn_residual", "operator_residual", NULL);
+}
+
 /* GPT2Block.forward (GPTBigCodeBlock.forward alike, with nn.Linear and one
  * kv head under multi_query): ln_1, attn (c_attn split into q, k, v; sdpa with
  * attn_pdrop; c_proj; resid_dropout), + residual, ln_2, mlp (c_fc, act,
@@ -788,7 +821,8 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         while (j < a->N && (ds == 0 || i > ds) && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
                vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i) &&
                layer_ckpt(a, j) == layer_ckpt(a, i) && vc__hf_layer_linear(a, j) == vc__hf_layer_linear(a, i) &&
-               (a->f->moe != MOE_LLAMA4 || vc__hf_llama4_chunk(a, j) == vc__hf_llama4_chunk(a, i)))
+               (a->f->moe != MOE_LLAMA4 || vc__hf_llama4_chunk(a, j) == vc__hf_llama4_chunk(a, i)) &&
+               (a->f->block != BLK_LFM2 || vc__hf_lfm2_conv(a, j) == vc__hf_lfm2_conv(a, i)))
             j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
@@ -815,6 +849,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_PHI: phi_layer(&inner, a); break;
         case BLK_DISTILBERT: distilbert_layer(&inner, a); break;
         case BLK_FALCON: falcon_layer(&inner, a); break;
+        case BLK_LFM2: lfm2_layer(&inner, a, i); break;
         default: decoder_layer(&inner, a, i); break;
         }
         if (ds > 0 && i <= ds) deepstack_add(w, a, seq, i, ds);
@@ -1018,6 +1053,16 @@ static void build_layers(wr *w, const arch *a)
     }
     case BLK_GEMMA4: /* Gemma4ForCausalLM (hf_gemma4.c) */
         vc__hf_gemma4_write(w->r, w->arr, a);
+        return;
+    case BLK_LFM2: /* Lfm2ForCausalLM: embed_tokens, pos_emb, the layers, embedding_norm, lm_head (tied) */
+        embedding(w, a, "model.embed_tokens");
+        o = add_layer(w, "RotaryEmbedding", "model.pos_emb");
+        ins(w, o, "input", NULL, NULL, NULL);
+        num(w, o, "head_dim", (double)a->D);
+        num(w, o, "rotary_dim", (double)a->R);
+        layer_stack(w, a, "model.layers", "model.embed_tokens");
+        rmsnorm(w, a, "model.embedding_norm", NULL);
+        lm_head(w, a, "model.embed_tokens", "lm_head");
         return;
     case BLK_GRANITE4: /* GraniteMoeHybridForCausalLM (hf_granite4.c) */
         vc__hf_granite4_write(w->r, w->arr, a);

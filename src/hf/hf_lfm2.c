@@ -1,0 +1,136 @@
+/*
+ * hf_lfm2.c — LiquidAI LFM2 (model_type lfm2; issue 31): LFM2-350M, 700M, 1.2B, 2.6B: short-convolution and
+ * attention layers. The keys of Lfm2Config the row's generic reading (hf_read.c) cannot check; the layers are
+ * written by hf_layers.c (lfm2_layer), the short convolution by layers/shortconv.c.
+ *
+ * Sources, huggingface/transformers:
+ *  - configuration_lfm2.py @ 05cd1ec1, Lfm2Config.__init__: vocab_size 65536, hidden_size 2560,
+ *    intermediate_size 12288 (kwargs block_ff_dim first: `kwargs.get("block_ff_dim", intermediate_size)`),
+ *    num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, max_position_embeddings 128000,
+ *    norm_eps 1e-5, tie_word_embeddings True (kwargs tie_embedding first), conv_bias False, conv_L_cache 3,
+ *    block_multiple_of 256, block_ffn_dim_multiplier 1.0, block_auto_adjust_ff_dim True, full_attn_idxs None,
+ *    layer_types None (then "full_attention" at full_attn_idxs, default every layer, "conv" elsewhere);
+ *    rope_theta (or theta) 1e6;
+ *  - modeling_lfm2.py @ 0096ba4f: Lfm2MLP (intermediate_size = int(2 x intermediate_size / 3) under
+ *    block_auto_adjust_ff_dim, then with block_ffn_dim_multiplier not None int(multiplier x it) rounded up to
+ *    block_multiple_of; w1, w3 nn.Linear(hidden, it), w2 nn.Linear(it, hidden), no bias; w2(silu(w1(x)) x
+ *    w3(x))); Lfm2Attention (head_dim getattr(config, "head_dim", hidden // heads), q/k/v_proj, out_proj no
+ *    bias, q_layernorm / k_layernorm Lfm2RMSNorm(head_dim) per head before the rotary; dropout 0.0);
+ *    Lfm2ShortConv (layers/shortconv.c); Lfm2DecoderLayer (operator_norm, self_attn or conv, + residual,
+ *    ffn_norm, feed_forward, + residual); Lfm2Model (embed_tokens, layers, pos_emb Lfm2RotaryEmbedding,
+ *    embedding_norm after the layers); Lfm2ForCausalLM (lm_head, tied by _tied_weights_keys).
+ *
+ * Refused in one line: --tp (no split of the short convolution written), --serve (layers/shortconv.c: vLLM's
+ * conv state pages not written).
+ */
+#include <math.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+static int lf_int(rd *r, const char *key, int64_t def, int64_t min, int64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *out = def;
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble) ||
+        v->valuedouble < (double)min || v->valuedouble > (double)MAX_SIZE)
+        return vc__hf_bad(r, key, "expected an integer from %lld to 2^40", (long long)min);
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static int lf_bool(rd *r, const char *key, bool *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    if (!v) return 0; /* *out keeps its default */
+    if (!cJSON_IsBool(v)) return vc__hf_bad(r, key, "expected true or false");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+bool vc__hf_lfm2_conv(const arch *a, int64_t i)
+{
+    if (a->lf.types) return strcmp(cJSON_GetArrayItem(a->lf.types, (int)i)->valuestring, "full_attention") != 0;
+    if (!a->lf.idxs) return false; /* full_attn_idxs None: every layer attention */
+    for (const cJSON *e = a->lf.idxs->child; e; e = e->next)
+        if (e->valuedouble == (double)i) return false;
+    return true;
+}
+
+int vc__hf_lfm2_read(rd *r, arch *a)
+{
+    /* layer_types, else full_attn_idxs */
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
+    a->lf.types = a->lf.idxs = NULL;
+    if (t && !cJSON_IsNull(t)) {
+        if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) < a->N)
+            return vc__hf_bad(r, "layer_types", "expected a list of at least %lld layer types (\"conv\" or \"full_attention\")",
+                              (long long)a->N);
+        for (const cJSON *e = t->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "conv") && strcmp(e->valuestring, "full_attention")))
+                return vc__hf_bad(r, "layer_types", "expected \"conv\" or \"full_attention\" for each layer");
+        a->lf.types = t;
+    } else if ((t = cJSON_GetObjectItemCaseSensitive(r->cfg, "full_attn_idxs")) && !cJSON_IsNull(t)) {
+        if (!cJSON_IsArray(t)) return vc__hf_bad(r, "full_attn_idxs", "expected a list of layer indices");
+        for (const cJSON *e = t->child; e; e = e->next)
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
+                e->valuedouble >= (double)a->N)
+                return vc__hf_bad(r, "full_attn_idxs", "expected layer indices from 0 to num_hidden_layers - 1 (%lld)",
+                                  (long long)a->N - 1);
+        a->lf.idxs = t;
+    }
+    if (lf_int(r, "conv_L_cache", 3, 1, &a->lf.k)) return -1;
+    if (a->lf.k > 4096) return vc__hf_bad(r, "conv_L_cache", "%lld: more than the 4096 taps modelled", (long long)a->lf.k);
+    a->lf.bias = false;
+    if (lf_bool(r, "conv_bias", &a->lf.bias)) return -1;
+    /* tie_embedding (the original key) before tie_word_embeddings */
+    if (lf_bool(r, "tie_embedding", &a->tie)) return -1;
+    /* the MLP's width: block_ff_dim (the original key) before intermediate_size, then Lfm2MLP's adjustment */
+    int64_t I = a->I, mult = 256;
+    if (cJSON_GetObjectItemCaseSensitive(r->cfg, "block_ff_dim") && lf_int(r, "block_ff_dim", 0, 1, &I)) return -1;
+    bool adjust = true;
+    if (lf_bool(r, "block_auto_adjust_ff_dim", &adjust) || lf_int(r, "block_multiple_of", 256, 1, &mult)) return -1;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(r->cfg, "block_ffn_dim_multiplier");
+    if (m && !cJSON_IsNull(m) && (!cJSON_IsNumber(m) || !isfinite(m->valuedouble) || m->valuedouble <= 0 || m->valuedouble > 1e6))
+        return vc__hf_bad(r, "block_ffn_dim_multiplier", "expected a number above 0 (at most 1e6) or null");
+    if (adjust) {
+        I = (int64_t)(2.0 * (double)I / 3.0); /* int(2 * intermediate_size / 3) */
+        if (!m || !cJSON_IsNull(m)) {           /* the multiplier's default 1.0 when absent */
+            I = (int64_t)((m ? m->valuedouble : 1.0) * (double)I);
+            if (I > MAX_SIZE) return vc__hf_bad(r, "block_ffn_dim_multiplier", "the MLP's width passes 2^40");
+            I = mult * ((I + mult - 1) / mult);
+        }
+    }
+    if (I < 1 || I > MAX_SIZE)
+        return vc__hf_bad(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "block_ff_dim") ? "block_ff_dim" : "intermediate_size",
+                          "Lfm2MLP's width would be %lld (expected 1 to 2^40)", (long long)I);
+    a->I = I;
+    if (a->D % 2)
+        return vc__hf_bad(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "head_dim") ? "head_dim" : "num_attention_heads",
+                          "head_dim %lld: the rotary embedding needs an even head_dim", (long long)a->D);
+    /* the whole model within 2^56 parameters: per layer the MLP, and the larger of the attention and the
+     * short convolution (4 H^2 + H L_cache) */
+    int64_t per = 0, x, tot;
+    const int64_t q = a->NH * a->D, kv = a->KV * a->D;
+    bool ovf = __builtin_mul_overflow(3 * a->I, a->H, &per) || __builtin_mul_overflow(a->H, 4 * a->H + a->lf.k + 8, &x) ||
+               __builtin_add_overflow(per, x, &per) || __builtin_mul_overflow(a->H, 2 * q + 2 * kv, &x) ||
+               __builtin_add_overflow(per, x, &per) || __builtin_mul_overflow(per, a->N, &tot) ||
+               __builtin_mul_overflow(a->V, 2 * a->H, &x) || __builtin_add_overflow(tot, x, &tot);
+    if (ovf || tot > (INT64_C(1) << 56))
+        return vc__hf_bad(r, "num_hidden_layers", "%lld layers: more than 2^56 parameters, byte counts would overflow 64-bit "
+                          "arithmetic", (long long)a->N);
+    return 0;
+}
+
+int vc__hf_lfm2_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
+{
+    (void)a;
+    if (split.tp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "lfm2: tensor parallelism of the short convolution layers is not "
+                            "modelled");
+    return 0;
+}

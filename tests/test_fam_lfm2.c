@@ -1,0 +1,228 @@
+/*
+ * test_fam_lfm2.c — LiquidAI LFM2 (model_type lfm2; issue 31; src/hf/hf_lfm2.c, hf_layers.c lfm2_layer,
+ * layers/shortconv.c, src/engine/generate.c's Lfm2HybridConvCache).
+ *
+ * The configs tests/data/hf/lfm2-1.2b.json and lfm2-2.6b.json are not the checkpoints' files (not in reach
+ * here). LFM2-1.2B's is written from the values public copies of its config.json give (16 layers,
+ * full_attn_idxs [2, 5, 8, 10, 12, 14], hidden_size 2048, 32 heads, 8 kv heads, block_ff_dim 12288 adjusted,
+ * conv_L_cache 3, vocab 65536, tie_embedding); LFM2-2.6B's from its model card's 30 layers (22 convolution,
+ * 8 attention), hidden_size 2048, 32 heads, 8 kv heads and its published parameter count, which fixes the MLP
+ * width at 10,752 (here block_ff_dim 16128 adjusted: int(2 x 16128 / 3) = 10752, a multiple of 256); its
+ * attention positions are assumed (the count does not depend on them). Lfm2Config's defaults
+ * (configuration_lfm2.py @ 05cd1ec1) for the rest.
+ *
+ * Parameters, by hand from modeling_lfm2.py @ 0096ba4f (Lfm2ForCausalLM.named_parameters(), lm_head tied):
+ *   embed_tokens V x H; per layer operator_norm + ffn_norm 2H, feed_forward w1, w3 [I', H] and w2 [H, I'];
+ *   a convolution layer conv.weight [H, 1, L_cache], in_proj [3H, H], out_proj [H, H] (biases 3H, H, H with
+ *   conv_bias); an attention layer q_proj, out_proj H x H (32 heads x 64), k_proj, v_proj H x 512 (8 x 64),
+ *   q_layernorm and k_layernorm head_dim each; embedding_norm H.
+ *   - LFM2-1.2B (I' = 8192): 134,217,728 + 16 x (4,096 + 50,331,648) + 10 x (6,144 + 12,582,912 + 4,194,304)
+ *     + 6 x (2 x 4,194,304 + 2 x 1,048,576 + 128) + 2,048 = 1,170,340,608, the count LFM2-1.2B's model card
+ *     publishes;
+ *   - LFM2-2.6B (I' = 10752): 134,217,728 + 30 x (4,096 + 66,060,288) + 22 x 16,783,360 + 8 x 10,485,888 +
+ *     2,048 = 2,569,272,320, the count its model card publishes;
+ *   - LFM2-350M (H 1024, 16 heads, 8 kv of 64, block_ff_dim 6656: int(2 x 6656 / 3) = 4437, rounded up to
+ *     4608; LFM2-1.2B's layout): 67,108,864 + 16 x (2,048 + 14,155,776) + 10 x 4,197,376 + 6 x 3,145,856 + 1,024
+ *     = 354,483,968 (the published 350M).
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+#include "cli_run.h"
+#include "fam_hf.h"
+#include "cli_spelt.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+/* a tiny LFM2 (bench/accuracy/llm/configs/lfm2_small.json's sizes): vocab 256, hidden 64, 5 layers, attention at
+ * 2 and 4, 4 heads / 2 kv heads of 16, block_ff_dim 288 -> int(2 x 288 / 3) = 192, a multiple of 32 */
+#define BASE "{\"model_type\":\"lfm2\",\"vocab_size\":256,\"hidden_size\":64,\"num_hidden_layers\":5," \
+             "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"block_multiple_of\":32"
+#define TINY BASE ",\"block_ff_dim\":288,\"full_attn_idxs\":[2,4]"
+
+/* the tiny one by hand: embeddings 16,384 (tied), embedding_norm 64; a layer 128 (norms) + 3 x 64 x I';
+ * a convolution layer 3 x 64 x 64 + 64 x 3 + 64 x 64 = 16,576; an attention layer 4,096 + 2 x 2,048 + 4,096 +
+ * 2 x 16 = 12,320 */
+static int64_t tiny(int64_t I, int64_t nconv, int64_t conv, bool untied)
+{
+    return 16384 * (untied ? 2 : 1) + 64 + 5 * (128 + 3 * 64 * I) + nconv * conv + (5 - nconv) * 12320;
+}
+
+static void test_counts(void **state)
+{
+    (void)state;
+    static const struct { const char *file; int64_t n; } flag[] = {
+        {HF "lfm2-1.2b.json", INT64_C(1170340608)}, {HF "lfm2-2.6b.json", INT64_C(2569272320)}};
+    for (size_t i = 0; i < sizeof flag / sizeof *flag; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        if (vc_model_load_file_hf(flag[i].file, NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+        assert_int_equal(vc_model_parameters(m), flag[i].n);
+        vc_model_free(m);
+    }
+    assert_int_equal(count_of("{\"model_type\":\"lfm2\",\"hidden_size\":1024,\"num_hidden_layers\":16,\"num_attention_heads\":16,"
+                              "\"block_ff_dim\":6656,\"full_attn_idxs\":[2,5,8,10,12,14]}"),
+                     INT64_C(354483968));
+    assert_int_equal(count_of(TINY "}"), tiny(192, 3, 16576, false)); /* 275,776: configs/lfm2_small.json */
+    /* intermediate_size when block_ff_dim is absent; block_ff_dim wins when both are given */
+    assert_int_equal(count_of(BASE ",\"intermediate_size\":288,\"full_attn_idxs\":[2,4]}"), tiny(192, 3, 16576, false));
+    assert_int_equal(count_of(TINY ",\"intermediate_size\":999}"), tiny(192, 3, 16576, false));
+    /* the multiplier: int(1.5 x 192) = 288 -> 288 (9 x 32); null: int(2 x 288 / 3) = 192 unrounded; 300 -> 200
+     * -> int(200) rounded up to 224 */
+    assert_int_equal(count_of(TINY ",\"block_ffn_dim_multiplier\":1.5}"), tiny(288, 3, 16576, false));
+    assert_int_equal(count_of(BASE ",\"block_ff_dim\":300,\"full_attn_idxs\":[2,4]}"), tiny(224, 3, 16576, false));
+    assert_int_equal(count_of(BASE ",\"block_ff_dim\":300,\"full_attn_idxs\":[2,4],\"block_ffn_dim_multiplier\":null}"),
+                     tiny(200, 3, 16576, false));
+    /* block_auto_adjust_ff_dim false: the width as given */
+    assert_int_equal(count_of(TINY ",\"block_auto_adjust_ff_dim\":false}"), tiny(288, 3, 16576, false));
+    /* conv_bias: in_proj 192, conv 64, out_proj 64 more; conv_L_cache 4: 64 more taps */
+    assert_int_equal(count_of(TINY ",\"conv_bias\":true}"), tiny(192, 3, 16576 + 320, false));
+    assert_int_equal(count_of(TINY ",\"conv_L_cache\":4}"), tiny(192, 3, 16576 + 64, false));
+    /* tie_embedding (the original key) before tie_word_embeddings */
+    assert_int_equal(count_of(TINY ",\"tie_word_embeddings\":false}"), tiny(192, 3, 16576, true));
+    assert_int_equal(count_of(TINY ",\"tie_word_embeddings\":false,\"tie_embedding\":true}"), tiny(192, 3, 16576, false));
+    /* layer_types before full_attn_idxs; neither: every layer attention */
+    assert_int_equal(count_of(TINY ",\"layer_types\":[\"conv\",\"conv\",\"conv\",\"conv\",\"full_attention\"]}"),
+                     tiny(192, 4, 16576, false));
+    assert_int_equal(count_of(BASE ",\"block_ff_dim\":288}"), tiny(192, 0, 0, false));
+    /* the layers: 3 ShortConv (in runs: 0-1, 3), 2 RotaryAttention with per-head q/k norms */
+    assert_int_equal(emitted(TINY "}", "\"ShortConv\""), 2);
+    assert_int_equal(emitted(TINY "}", "\"RotaryAttention\""), 2);
+    assert_int_equal(emitted(TINY "}", "\"qk_norm\":\ttrue"), 2);
+    assert_int_equal(emitted(TINY "}", "qk_norm_whole"), 0);
+}
+
+/* Every bad value of the keys hf_lfm2.c reads exits 2 naming the key. */
+static void test_bad_keys(void **state)
+{
+    (void)state;
+    static const struct { const char *kv, *key; } bad[] = {
+        {"\"layer_types\":[\"conv\",\"mamba\",\"conv\",\"conv\",\"conv\"]", "layer_types"},
+        {"\"layer_types\":[\"conv\"]", "layer_types"},
+        {"\"layer_types\":\"conv\"", "layer_types"},
+        {"\"full_attn_idxs\":[5]", "full_attn_idxs"},
+        {"\"full_attn_idxs\":[1.5]", "full_attn_idxs"},
+        {"\"full_attn_idxs\":2", "full_attn_idxs"},
+        {"\"conv_L_cache\":0", "conv_L_cache"},
+        {"\"conv_L_cache\":2.5", "conv_L_cache"},
+        {"\"conv_L_cache\":5000", "conv_L_cache"},
+        {"\"conv_bias\":1", "conv_bias"},
+        {"\"tie_embedding\":\"yes\"", "tie_embedding"},
+        {"\"block_auto_adjust_ff_dim\":0", "block_auto_adjust_ff_dim"},
+        {"\"block_multiple_of\":0", "block_multiple_of"},
+        {"\"block_ffn_dim_multiplier\":0", "block_ffn_dim_multiplier"},
+        {"\"block_ffn_dim_multiplier\":\"2\"", "block_ffn_dim_multiplier"},
+        {"\"head_dim\":15", "head_dim"}, /* the rotary embedding's halves */
+    };
+    char js[1024];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(js, sizeof js, TINY ",%s}", bad[i].kv);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+    }
+    /* block_ff_dim 1 adjusts to int(2 / 3) = 0, rounded up to 0: no MLP runs */
+    static const char *const zero[] = {BASE ",\"block_ff_dim\":0}", BASE ",\"block_ff_dim\":1,\"block_ffn_dim_multiplier\":null}"};
+    for (size_t i = 0; i < 2; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(zero[i], &m, &err), VC_ERR_MODEL);
+        assert_string_equal(CLI_PATH(&err), "block_ff_dim");
+    }
+    char path[] = "/tmp/vc_lfm2_XXXXXX";
+    fam_write(path, TINY ",\"conv_L_cache\":0}");
+    assert_usage(path, "conv_L_cache");
+    remove(path);
+}
+
+/* generate: Lfm2HybridConvCache's conv_cache [hidden, conv_L_cache] for each of the 16 layers in the model's
+ * dtype, 16 x 2048 x 3 x 4 B = 393,216 B fp32 (half in bf16), whatever the length; the 6 attention layers' keys
+ * and values over 1,279 tokens: 6 x 1,279 x 2 x 8 x 64 x 4 B = 31,432,704 B */
+static void test_generate(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file_hf(HF "lfm2-1.2b.json", NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 1024;
+    o.new_tokens = 256;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.ssm_state, 393216);
+    assert_int_equal(r.generate.ssm_conv, 16);
+    assert_int_equal(r.generate.kv_cache, INT64_C(31432704));
+    vc_result_free(&r);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 4096;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.ssm_state, 196608);
+    assert_int_equal(r.generate.kv_cache, INT64_C(6) * 4351 * 2 * 8 * 64 * 2);
+    vc_result_free(&r);
+    vc_model_free(m);
+    const char *out = cli_output(HF "lfm2-1.2b.json -m generate -f json");
+    assert_non_null(strstr(out, "\"cache_class\": \"Lfm2HybridConvCache\", \"conv_state\": 393216, \"conv_layers\": 16"));
+}
+
+/* what is not modelled: one line each */
+static void test_refused(void **state)
+{
+    (void)state;
+    assert_usage(HF "lfm2-1.2b.json --serve --gpu h100-80gb", "lfm2 under vLLM");
+    assert_usage(HF "lfm2-1.2b.json --tp 2", "tensor parallelism of the short convolution layers");
+    assert_usage(HF "lfm2-1.2b.json -m generate --cache static", "Lfm2HybridConvCache");
+    assert_usage(HF "lfm2-1.2b.json --lora 8", "--lora-targets"); /* PEFT's mapping has no lfm2 */
+}
+
+/* the ShortConv kind written by hand: its bad values named, its parameters by hand */
+static void test_kind(void **state)
+{
+    (void)state;
+    static const struct { const char *extra; int width; const char *want; } c[] = {
+        {"", 192, NULL},
+        {", \"forward\": \"cuda_kernels\"", 192, "layers[0].forward: cuda_kernels"},
+        {"", 128, "layers[0].inputs: in_proj's output must be [L, 192]"},
+        {", \"L_cache\": 0", 192, "layers[0].L_cache"},
+    };
+    char path[] = "/tmp/vc_lfm2_kind_XXXXXX", body[512];
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        snprintf(body, sizeof body,
+                 "{\"name\": \"k\", \"input\": {\"shape\": [32, %d]}, \"layers\": [{\"type\": \"ShortConv\", "
+                 "\"hidden_size\": 64, \"bias\": true%s}]}", c[i].width, c[i].extra);
+        strcpy(path, "/tmp/vc_lfm2_kind_XXXXXX");
+        fam_write(path, body);
+        if (c[i].want) {
+            assert_usage(path, c[i].want);
+        } else { /* conv.weight 64 x 1 x 3 + conv.bias 64 = 256 */
+            char a[128];
+            snprintf(a, sizeof a, "%s -b 2", path);
+            assert_int_equal(cli_json_field(a, "\"parameters\": "), 256);
+        }
+        remove(path);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts), cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_refused), cmocka_unit_test(test_kind),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
