@@ -167,8 +167,8 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         num(w, o, "qk_norm_eps", a->eps);
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
         if (a->f->qk_norm == QK_HEADS) flag(w, o, "qk_norm_heads", true);
+        if (a->f->norm == NORM_COHERE) str(w, o, "qk_norm_variant", "cohere"); /* CohereLayerNorm */
     }
-    if (a->f->qk_norm && a->f->norm == NORM_COHERE) str(w, o, "qk_norm_variant", "cohere"); /* CohereLayerNorm */
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
     if (a->f->qk_norm && a->f->norm == NORM_RMS_OLMO) str(w, o, "qk_norm_variant", "olmo"); /* Olmo3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */

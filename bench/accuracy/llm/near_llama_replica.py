@@ -398,6 +398,9 @@ def layer_and_norm(model_type, cfg=None):
     if model_type == "olmoe":  # olmoe_replica.py; OlmoeModel.norm: OlmoeRMSNorm (LlamaRMSNorm's code)
         import olmoe_replica
         return olmoe_replica.OlmoeDecoderLayer, R.LlamaRMSNorm
+    if model_type in ("cohere", "cohere2"):  # cohere_replica.py; CohereModel.norm: CohereLayerNorm
+        import cohere_replica
+        return cohere_replica.CohereDecoderLayer, cohere_replica.final_norm(cfg)
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -409,7 +412,10 @@ def layer_types(cfg):
         return olmo3_layer_types(cfg), cfg.d.get("sliding_window", 4096)
     if cfg.model_type == "starcoder2" and cfg.d.get("sliding_window"):  # every layer (Starcoder2Config: no layer_types)
         return ["sliding_attention"] * cfg.num_hidden_layers, cfg.d["sliding_window"]
+    if cfg.model_type in ("cohere", "cohere2"):  # Cohere2Config.__post_init__ (cohere_replica.py)
+        import cohere_replica
+        return cohere_replica.layer_types(cfg), cohere_replica.sliding_window(cfg)
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "cohere", "cohere2")
