@@ -172,15 +172,31 @@ static void test_generate(void **state)
                                     "\"kv_cache\": "), 40LL * 1015 * 4096);
 }
 
-/* --serve (vLLM's commandr.py: CohereForCausalLM for both model_types, Cohere2's sliding layers with the window and
- * the rotary, the full ones NoPE): Command R's KV block of 16 tokens is 40 layers x 2 x 8 kv heads x 128 x 2 B x 16
- * = 2,621,440 B; Command R7B's pages hold a group of 8 layers (8 full : 24 sliding, vLLM's hybrid allocator),
- * 8 x 2 x 8 x 128 x 2 x 16 = 524,288 B */
+/* --serve (vLLM's commandr.py @ 1f7c5555, CohereForCausalLM): Command R's KV block of 16 tokens is 40 layers x 2 x
+ * 8 kv heads x 128 x 2 B x 16 = 2,621,440 B; Command R+ on 4 ranks 64 x 2 x 2 x 128 x 2 x 16 = 1 MiB. What vLLM's
+ * model does not load is refused naming the key (qkv_proj / o_proj without bias, head_dim = hidden / heads, the
+ * logits from embed_tokens); cohere2 is refused naming --serve (the commandr.py read has no Cohere2 layers) */
 static void test_serve(void **state)
 {
     (void)state;
     assert_non_null(strstr(cli_output(HF "c4ai-command-r-08-2024.json --serve --gpu h100-80gb"), "2.5 MiB per block"));
-    assert_non_null(strstr(cli_output(HF "c4ai-command-r7b-12-2024.json --serve --gpu h100-80gb"), "512.0 KiB per block"));
+    assert_non_null(strstr(cli_output(HF "c4ai-command-r-plus-08-2024.json --serve --gpu h200 --tp 4 --gpus 4"),
+                           "1.0 MiB per block"));
+    assert_usage(HF "c4ai-command-r7b-12-2024.json --serve --gpu h100-80gb", "--serve");
+    static const char *const kv[][2] = {
+        {"\"attention_bias\":true", "attention_bias"},
+        {"\"tie_word_embeddings\":false", "tie_word_embeddings"},
+        {"\"head_dim\":20", "head_dim"},
+    };
+    char body[512], args[256];
+    for (size_t i = 0; i < sizeof kv / sizeof *kv; i++) {
+        char path[] = "/tmp/vc_cohere_serve_XXXXXX";
+        snprintf(body, sizeof body, TINY ",%s}", kv[i][0]);
+        fam_write(path, body);
+        snprintf(args, sizeof args, "%s --serve --gpu h100-80gb", path);
+        assert_usage(args, kv[i][1]);
+        remove(path);
+    }
 }
 
 /* The measured cases (bench/accuracy/llm/measured.json, cohere_small with use_qk_norm and cohere2_small with

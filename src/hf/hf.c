@@ -1141,6 +1141,19 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (q3vm && vc__hf_qwen3_vl_moe_experts(&a, rel ? rel->release : 0, rel && rel->experts_default, err)) return err->code;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
+    const bool vllm = a.vllm || (rel && rel->serve);
+    if (vllm && a.f->logit_mul && a.f->rope_sliding) /* cohere2 */
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "cohere2 under vLLM is not modelled: the commandr.py read "
+                            "(vllm/model_executor/models/commandr.py @ 1f7c5555) has no Cohere2 sliding-window or NoPE "
+                            "layers");
+    if (vllm && a.f->logit_mul) { /* vLLM's CohereForCausalLM (commandr.py @ 1f7c5555): what it does not load */
+        const char *k = a.qkv_bias ? "attention_bias" : !a.tie ? "tie_word_embeddings" : a.D * a.NH != a.H ? "head_dim" : NULL;
+        if (k)
+            return vc_set_error(err, VC_ERR_MODEL, k, "%s under %s: vLLM's CohereForCausalLM (commandr.py @ 1f7c5555) "
+                                "builds qkv_proj and o_proj without bias, head_dim = hidden_size // num_attention_heads "
+                                "and the logits from embed_tokens (lm_head.weight skipped)",
+                                a.qkv_bias ? "true" : !a.tie ? "false" : "not hidden_size / num_attention_heads", O("serve"));
+    }
     if (rel && rel->generate && a.f->head != HEAD_LM) /* a sequence classifier (request.c: --mode generate) */
         return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: %s is an encoder (%s), not a causal language model or "
                             "an encoder-decoder; it has no tokens to generate", r.fam, a.f->head_class);
