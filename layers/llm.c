@@ -204,6 +204,19 @@ static vc_dtype promote(vc_dtype a, vc_dtype b2) { return a == VC_DT_F32 || b2 =
  * keepdim=True) + eps, -0.5), then normed_output * self.weight.float() (with_scale), .type_as(x)): pow(v, -0.5)
  * saves its input where rsqrt saves its output, both [rows] float32: the same sizes.
  * rows: rows per sample (the mean's size), or fixed rows when fixed. */
+/* x.pow(2) of a float32 tensor: pow_backward (grad * 2 * self) saves self and makes a float32 temporary of twice
+ * its size */
+static vc_t pow2_f32(vc_build *b, vc_t x, vc_numel full)
+{
+    vc_op *o = vc_op_begin(b, "pow");
+    int i = vc_op_in(o, x);
+    vc_t sq = vc_op_out(o, full, VC_DT_F32);
+    vc_op_save_if(o, x, i);
+    vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
+    vc_op_end(o);
+    return sq;
+}
+
 /* CohereLayerNorm.forward (models/cohere/modeling_cohere.py @ 0233e509531ace915c8241b4c16c8032a583279c; Cohere2LayerNorm
  * in modeling_cohere2.py alike):
  *   h = x.to(float32); mean = h.mean(-1, keepdim=True)
@@ -219,12 +232,7 @@ static vc_t hf_cohere_norm(vc_build *b, vc_t x, vc_t w, vc_numel rows)
     vc_t h = vc__op_cast(b, x, VC_DT_F32);
     vc_t mean = vc__op_mean(b, h, rows);
     vc_t d1 = vc__op_add(b, h, mean, full, false); /* h - mean: sub saves nothing, as add */
-    vc_op *o = vc_op_begin(b, "pow");             /* pow_backward: saves self */
-    int i = vc_op_in(o, d1);
-    vc_t sq = vc_op_out(o, full, VC_DT_F32);
-    vc_op_save_if(o, d1, i);
-    vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
-    vc_op_end(o);
+    vc_t sq = pow2_f32(b, d1, full);
     vc_t var = vc__op_mean(b, sq, rows);
     vc_t ve = vc__op_fresh(b, "add", var, rows); /* variance + eps */
     vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
@@ -244,12 +252,7 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
     vc_dtype in_dt = vc_dt_of(b, x);
     vc_numel full = vc_numel_of(b, x);
     vc_t h = vc__op_cast(b, x, VC_DT_F32); /* .to(float32): x itself when fp32 */
-    vc_op *o = vc_op_begin(b, "pow");  /* pow_backward: grad * 2 * self: saves self */
-    int i = vc_op_in(o, h);
-    vc_t sq = vc_op_out(o, full, VC_DT_F32);
-    vc_op_save_if(o, h, i);
-    vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
-    vc_op_end(o);
+    vc_t sq = pow2_f32(b, h, full);
     vc_t var = vc__op_mean(b, sq, rows);
     vc_t ve = vc__op_fresh(b, "add", var, rows); /* variance + eps: a new tensor */
     vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
@@ -287,7 +290,7 @@ static void hfrms_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_HFRMSNorm = {
-    .ops = 10,
+    .ops = 12, /* the cohere variant's (hf_cohere_norm): cast, mean, sub, pow, mean, add, rsqrt, sub, mul, cast, mul, cast */
     .name = "HFRMSNorm", .summary = "HF's RMSNorm (llama/gemma variant): fp32 upcast, pow, mean, rsqrt, mul",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(hfrms_cfg),
     .parse = hfrms_parse, .setup = hfrms_setup, .emit = hfrms_emit,
