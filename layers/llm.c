@@ -168,10 +168,11 @@ typedef struct {
     int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x),
                   * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules),
                   * 3 gemma4 ((x * weight.float()).type_as(x)),
-                  * 4 olmo ((weight * x).to(dtype), the weight in the model's dtype: Olmo3RMSNorm, Olmo2RMSNorm) */
+                  * 4 olmo ((weight * x).to(dtype), the weight in the model's dtype: Olmo3RMSNorm, Olmo2RMSNorm),
+                  * 5 cohere (CohereLayerNorm: a mean-subtracted LayerNorm without bias, in float32; hf_cohere_norm) */
 } hfrms_cfg;
 
-static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", "olmo", NULL};
+static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", "olmo", "cohere", NULL};
 
 static int hfrms_parse(vc_args *a, void *p)
 {
@@ -203,17 +204,55 @@ static vc_dtype promote(vc_dtype a, vc_dtype b2) { return a == VC_DT_F32 || b2 =
  * keepdim=True) + eps, -0.5), then normed_output * self.weight.float() (with_scale), .type_as(x)): pow(v, -0.5)
  * saves its input where rsqrt saves its output, both [rows] float32: the same sizes.
  * rows: rows per sample (the mean's size), or fixed rows when fixed. */
-static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
+/* x.pow(2) of a float32 tensor: pow_backward (grad * 2 * self) saves self and makes a float32 temporary of twice
+ * its size */
+static vc_t pow2_f32(vc_build *b, vc_t x, vc_numel full)
+{
+    vc_op *o = vc_op_begin(b, "pow");
+    int i = vc_op_in(o, x);
+    vc_t sq = vc_op_out(o, full, VC_DT_F32);
+    vc_op_save_if(o, x, i);
+    vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
+    vc_op_end(o);
+    return sq;
+}
+
+/* CohereLayerNorm.forward (models/cohere/modeling_cohere.py @ 0233e509531ace915c8241b4c16c8032a583279c; Cohere2LayerNorm
+ * in modeling_cohere2.py alike):
+ *   h = x.to(float32); mean = h.mean(-1, keepdim=True)
+ *   variance = (h - mean).pow(2).mean(-1, keepdim=True)      the first h - mean, saved by pow
+ *   h = (h - mean) * torch.rsqrt(variance + eps)             a second h - mean, saved by the mul with rsqrt's output
+ *   h = self.weight.to(float32) * h                          the weight's float32 copy and h saved
+ *   return h.to(input_dtype)
+ * rows: rows per sample (the means' size); w the weight ([hidden], or [heads, head_dim] for the q / k norms). */
+static vc_t hf_cohere_norm(vc_build *b, vc_t x, vc_t w, vc_numel rows)
 {
     vc_dtype in_dt = vc_dt_of(b, x);
     vc_numel full = vc_numel_of(b, x);
+    vc_t h = vc__op_cast(b, x, VC_DT_F32);
+    vc_t mean = vc__op_mean(b, h, rows);
+    vc_t d1 = vc__op_add(b, h, mean, full, false); /* h - mean: sub saves nothing, as add */
+    vc_t sq = pow2_f32(b, d1, full);
+    vc_t var = vc__op_mean(b, sq, rows);
+    vc_t ve = vc__op_fresh(b, "add", var, rows); /* variance + eps */
+    vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
+    vc_t d2 = vc__op_add(b, h, mean, full, false);
+    vc_t hn = vc__op_mul_dt(b, d2, r, full, VC_DT_F32);
+    vc_keep_to_here(b, h); /* hidden_states, rebound to the product once it is made */
+    vc_t wf = vc__op_cast(b, w, VC_DT_F32);
+    vc_t y = vc__op_cast(b, vc__op_mul_dt(b, wf, hn, full, VC_DT_F32), in_dt);
+    vc_keep_to_here(b, mean); /* mean and variance: locals until it returns */
+    vc_keep_to_here(b, var);
+    return y;
+}
+
+static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
+{
+    if (variant == 5) return hf_cohere_norm(b, x, w, rows);
+    vc_dtype in_dt = vc_dt_of(b, x);
+    vc_numel full = vc_numel_of(b, x);
     vc_t h = vc__op_cast(b, x, VC_DT_F32); /* .to(float32): x itself when fp32 */
-    vc_op *o = vc_op_begin(b, "pow");  /* pow_backward: grad * 2 * self: saves self */
-    int i = vc_op_in(o, h);
-    vc_t sq = vc_op_out(o, full, VC_DT_F32);
-    vc_op_save_if(o, h, i);
-    vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
-    vc_op_end(o);
+    vc_t sq = pow2_f32(b, h, full);
     vc_t var = vc__op_mean(b, sq, rows);
     vc_t ve = vc__op_fresh(b, "add", var, rows); /* variance + eps: a new tensor */
     vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
@@ -251,7 +290,7 @@ static void hfrms_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_HFRMSNorm = {
-    .ops = 10,
+    .ops = 12, /* the cohere variant's (hf_cohere_norm): cast, mean, sub, pow, mean, add, rsqrt, sub, mul, cast, mul, cast */
     .name = "HFRMSNorm", .summary = "HF's RMSNorm (llama/gemma variant): fp32 upcast, pow, mean, rsqrt, mul",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(hfrms_cfg),
     .parse = hfrms_parse, .setup = hfrms_setup, .emit = hfrms_emit,
@@ -295,6 +334,8 @@ typedef struct {
     bool mask_4x; /* the sliding mask is transformers 4.46-4.52's float one (sliding_mask_4x; release.c
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
     bool rope_f32; /* Olmo2's apply_rotary_pos_emb on float32 cos / sin: float32 products, q_embed.to(q_type) */
+    bool rope_upcast; /* Cohere's apply_rotary_pos_emb: q.float(), k.float() first, then rope_f32's products */
+    bool qk_heads;    /* CohereAttention: q_norm / k_norm weights of [heads, head_dim] (qk_norm_heads) */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", "glm4", NULL};
@@ -319,8 +360,12 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "v_norm", false, &c->v_norm) || vc_arg_bool(a, "kv_store", false, &c->kv_store) ||
         vc_arg_bool(a, "kv_shared", false, &c->kv_shared) || vc_arg_bool(a, "kv_last", false, &c->kv_last) ||
         vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask) ||
-        vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32))
+        vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32) ||
+        vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads))
         return -1;
+    if (c->rope_upcast && !c->rope_f32) return vc_arg_fail(a, "rope_upcast", "needs \"rope_f32\": true");
+    if (c->qk_heads && (!c->qk_norm || c->qk_whole))
+        return vc_arg_fail(a, "qk_norm_heads", "needs \"qk_norm\": true without \"qk_norm_whole\"");
     if (c->rope_f32 && ((c->rope_style && c->rope_style != 3) || c->falcon || c->kv_shared || c->R != c->D))
         return vc_arg_fail(a, "rope_f32", "is Olmo2Attention's (rope_style llama) or Ernie4_5Attention's (rope_style glm4): "
                            "the rotation of the whole head (rotary_dim = head_dim), separate q, k, v, no kv sharing");
@@ -407,8 +452,9 @@ static int ra_setup(vc_setup *s, void *p)
     int64_t d[2] = {L, hd};
     s->out = vc_shape_make(2, d);
     if (c->qk_whole && !c->qk_norm) return vc_fail(s, "qk_norm_whole", "needs \"qk_norm\": true");
-    if (c->qk_norm && vc_param(s, "q_norm.weight", c->qk_whole ? hd : c->D)) return -1;
-    if (c->qk_norm && !c->kv_shared && vc_param(s, "k_norm.weight", c->qk_whole ? kd : c->D)) return -1;
+    /* CohereAttention's q_norm / k_norm: CohereLayerNorm(hidden_size=(num_heads, head_dim)), a weight per head */
+    if (c->qk_norm && vc_param(s, "q_norm.weight", c->qk_whole || c->qk_heads ? hd : c->D)) return -1;
+    if (c->qk_norm && !c->kv_shared && vc_param(s, "k_norm.weight", c->qk_whole || c->qk_heads ? kd : c->D)) return -1;
     if (c->sinks && vc_param(s, "sinks", c->H)) return -1; /* GptOssAttention: nn.Parameter(torch.empty(num_attention_heads)) */
     return 0;
 }
@@ -1301,12 +1347,20 @@ static void ra_emit(vc_build *b, const void *p)
         vc_t q0 = q, k0 = k;
         const bool ernie = c->rope_style == 3;
         vc_t ci = ernie ? vc__op_nograd(b, "repeat_interleave", cs, -1, vc_n_fixed(2 * L * c->R), vc_dt_of(b, cs)) : cs;
-        vc_t qe = rope_apply_dt(b, q, ci, H, L, D, c->R, VC_DT_F32, ernie);
-        vc_t ke = rope_apply_dt(b, k, ci, KV, L, D, c->R, VC_DT_F32, ernie);
+        /* Cohere's apply_rotary_pos_emb (models/cohere/modeling_cohere.py @ 0233e509531ace915c8241b4c16c8032a583279c,
+         * Cohere2's the same): dtype = q.dtype; q = q.float(); k = k.float() (the float32 copies locals until it
+         * returns), the products with the model-dtype cos / sin float32 (type promotion), rotate_half's interleaved
+         * x[..., ::2] / x[..., 1::2] views, torch.stack([-x2, x1], -1).flatten(-2) a new [.., D] tensor as llama's
+         * cat; q_embed.to(dtype=dtype) */
+        vc_t qf = c->rope_upcast ? vc__op_cast(b, q, VC_DT_F32) : q, kf = c->rope_upcast ? vc__op_cast(b, k, VC_DT_F32) : k;
+        vc_t qe = rope_apply_dt(b, qf, ci, H, L, D, c->R, VC_DT_F32, ernie);
+        vc_t ke = rope_apply_dt(b, kf, ci, KV, L, D, c->R, VC_DT_F32, ernie);
         q = vc__op_cast(b, qe, vc_dt_of(b, q0));
         k = vc__op_cast(b, ke, vc_dt_of(b, k0));
         if (ci != cs) vc_release(b, ci);
         if (q != qe) vc_release(b, qe);
+        if (qf != q0) vc_keep_to_here(b, qf);
+        if (kf != k0) vc_keep_to_here(b, kf);
         if (locals) {
             vc_release(b, q0);
             vc_release(b, k0);

@@ -1496,7 +1496,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto fail;
         }
         if (o->mode == VC_MODE_GENERATE) q->hf.seq = o->prompt;
-        vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS], o->mode == VC_MODE_GENERATE && !q->serve};
+        vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS], o->mode == VC_MODE_GENERATE && !q->serve, q->serve};
         st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, q->serve, /* --serve: vLLM's split */
                                        q->serve && resp->have_gpu ? vc__vllm_mxfp4_align(&resp->gpu) : 0, &m, err);
         if (q->json_arena) {

@@ -999,6 +999,42 @@ const hf_family vc__hf_families[] = {
               [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_ACT] = FIXED(A_SILU), [K_TIE] = DEF("tie_word_embeddings", 1),
               [K_P_ATTN] = FIXED(0)},
      LLAMA_BLOCK, .block = BLK_LFM2, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
+    /* CohereConfig (configuration_cohere.py @ 008e5743: vocab_size 256000, hidden_size 8192, intermediate_size 22528,
+     * logit_scale 0.0625, num_hidden_layers 40, num_attention_heads 64, num_key_value_heads None: the heads,
+     * hidden_act silu, max_position_embeddings 8192, layer_norm_eps 1e-5, tie_word_embeddings True, attention_bias
+     * False, attention_dropout 0, use_qk_norm False). CohereForCausalLM (modeling_cohere.py @ 0233e509):
+     * CohereDecoderLayer's parallel block (one input_layernorm feeding self_attn and mlp, residual + attn + mlp),
+     * CohereLayerNorm (float32, mean-subtracted, weight only: HFRMSNorm variant cohere), CohereAttention (head_dim
+     * getattr(config, "head_dim", hidden // heads); q/k/v/o with attention_bias; with use_qk_norm q_norm / k_norm
+     * CohereLayerNorm((heads, head_dim)) on the [B, L, heads, head_dim] view: a weight per head), CohereRotaryEmbedding
+     * (repeat_interleave, cos / sin .to(x.dtype)) and apply_rotary_pos_emb's q.float(), k.float() (rope_upcast),
+     * LlamaMLP, logits * logit_scale. PEFT's mapping has no cohere: --lora-targets. */
+    {.model_type = "cohere", .config_class = "CohereConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 256000), [K_HIDDEN] = DEF("hidden_size", 8192),
+              [K_LAYERS] = DEF("num_hidden_layers", 40), [K_HEADS] = DEF("num_attention_heads", 64),
+              [K_INTER] = DEF("intermediate_size", 22528), [K_EPS] = DEF("layer_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 8192), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_USE_QK_NORM] = DEF("use_qk_norm", 0),
+              [K_LOGITS_SCALE] = DEF("logit_scale", 0.0625), [K_PARALLEL] = FIXED(1)},
+     LLAMA_BLOCK, .norm = NORM_COHERE, .qk_norm = QK_HEADS, .rope_upcast = true, .logit_mul = true, .lora_targets = NULL},
+    /* Cohere2Config (configuration_cohere2.py @ 008e5743: CohereConfig's defaults without use_qk_norm, sliding_window
+     * 4096, layer_types None: "sliding_attention" if (i + 1) % sliding_window_pattern (default 4) else
+     * "full_attention"; __post_init__ sets head_dim = hidden_size // num_attention_heads, whatever the config says).
+     * Cohere2ForCausalLM (modeling_cohere2.py @ 0233e509): cohere's block, Cohere2Attention's sliding_window on the
+     * sliding layers and apply_rotary_pos_emb only there (the full layers NoPE), the sliding mask of
+     * create_sliding_window_causal_mask. PEFT's mapping has no cohere2: --lora-targets. */
+    {.model_type = "cohere2", .config_class = "Cohere2Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 256000), [K_HIDDEN] = DEF("hidden_size", 8192),
+              [K_LAYERS] = DEF("num_hidden_layers", 40), [K_HEADS] = DEF("num_attention_heads", 64),
+              [K_INTER] = DEF("intermediate_size", 22528), [K_EPS] = DEF("layer_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 8192), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_LOGITS_SCALE] = DEF("logit_scale", 0.0625), [K_PARALLEL] = FIXED(1),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_LAYER_TYPES] = DEF("layer_types", 0),
+              [K_WINDOW_PATTERN] = DEF("sliding_window_pattern", 4)},
+     LLAMA_BLOCK, .norm = NORM_COHERE, .window = WIN_PATTERN, .rope_sliding = true, .rope_upcast = true,
+     .logit_mul = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1198,6 +1234,19 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (q3vm && vc__hf_qwen3_vl_moe_experts(&a, rel ? rel->release : 0, rel && rel->experts_default, err)) return err->code;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
+    const bool vllm = a.vllm || (rel && rel->serve);
+    if (vllm && a.f->logit_mul && a.f->rope_sliding) /* cohere2 */
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "cohere2 under vLLM is not modelled: the commandr.py read "
+                            "(vllm/model_executor/models/commandr.py @ 1f7c5555) has no Cohere2 sliding-window or NoPE "
+                            "layers");
+    if (vllm && a.f->logit_mul) { /* vLLM's CohereForCausalLM (commandr.py @ 1f7c5555): what it does not load */
+        const char *k = a.qkv_bias ? "attention_bias" : !a.tie ? "tie_word_embeddings" : a.D * a.NH != a.H ? "head_dim" : NULL;
+        if (k)
+            return vc_set_error(err, VC_ERR_MODEL, k, "%s under %s: vLLM's CohereForCausalLM (commandr.py @ 1f7c5555) "
+                                "builds qkv_proj and o_proj without bias, head_dim = hidden_size // num_attention_heads "
+                                "and the logits from embed_tokens (lm_head.weight skipped)",
+                                a.qkv_bias ? "true" : !a.tie ? "false" : "not hidden_size / num_attention_heads", O("serve"));
+    }
     if (rel && rel->generate && a.f->head != HEAD_LM) /* a sequence classifier (request.c: --mode generate) */
         return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: %s is an encoder (%s), not a causal language model or "
                             "an encoder-decoder; it has no tokens to generate", r.fam, a.f->head_class);

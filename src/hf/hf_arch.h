@@ -104,7 +104,8 @@ enum {
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
-    NORM_RMS_OLMO /* Olmo3RMSNorm: (w * x.float()).to(dtype), the weight in the model's dtype (HFRMSNorm variant olmo) */
+    NORM_RMS_OLMO, /* Olmo3RMSNorm: (w * x.float()).to(dtype), the weight in the model's dtype (HFRMSNorm variant olmo) */
+    NORM_COHERE    /* CohereLayerNorm: float32, mean-subtracted, a weight and no bias (HFRMSNorm variant cohere) */
 };
 enum {
     PLACE_PRE,      /* norm before attention and MLP */
@@ -115,7 +116,10 @@ enum {
                           * input_layernorm, post_self_attn_layernorm (on the attention's output),
                           * post_attention_layernorm (before the MLP), post_mlp_layernorm (on the MLP's output) */
 };
-enum { QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */ };
+enum {
+    QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */,
+    QK_HEADS /* cohere: CohereLayerNorm((heads, head_dim)): per head, a weight of its own for each head */
+};
 enum {
     ATTN_SPLIT, /* q_proj, k_proj, v_proj */
     ATTN_FUSED, /* one qkv projection */
@@ -216,6 +220,14 @@ typedef struct {
      * apply_rotary_pos_emb `if self.sliding_window is None or self.is_sliding`); sliding_window_pattern is unread when
      * the config has layer_types (it may be a string there: "LLLG") */
     bool nope_full;
+    /* issue 31 (cohere, cohere2): apply_rotary_pos_emb's q.float(), k.float() before rope_f32's products, the
+     * rotary embedding's cos / sin in the model's dtype (RotaryAttention rope_upcast) */
+    bool rope_upcast;
+    /* issue 31 (cohere, cohere2): CohereForCausalLM's logits * logit_scale after the LM head (K_LOGITS_SCALE) */
+    bool logit_mul;
+    /* issue 31 (cohere2): rotary only on the sliding layers, the full-attention ones NoPE (Cohere2Attention:
+     * apply_rotary_pos_emb if self.sliding_window is not None) */
+    bool rope_sliding;
 } hf_family;
 
 enum {
@@ -376,7 +388,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

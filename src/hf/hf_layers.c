@@ -94,6 +94,7 @@ static cJSON *rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
     if (a->f->norm == NORM_RMS_F32) str(w, o, "variant", "gpt_oss");
     if (a->f->norm == NORM_RMS_OLMO) str(w, o, "variant", "olmo");
+    if (a->f->norm == NORM_COHERE) str(w, o, "variant", "cohere");
     return o;
 }
 
@@ -165,6 +166,8 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         flag(w, o, "qk_norm", true);
         num(w, o, "qk_norm_eps", a->eps);
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
+        if (a->f->qk_norm == QK_HEADS) flag(w, o, "qk_norm_heads", true);
+        if (a->f->norm == NORM_COHERE) str(w, o, "qk_norm_variant", "cohere"); /* CohereLayerNorm */
     }
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
     if (a->f->qk_norm && a->f->norm == NORM_RMS_OLMO) str(w, o, "qk_norm_variant", "olmo"); /* Olmo3RMSNorm */
@@ -173,6 +176,10 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     /* Olmo2's float32 products, .to(q_type); not under vLLM, whose Olmo2Attention rotates with its own get_rope
      * (vllm/model_executor/models/olmo2.py @ 028aedf6) */
     if (a->f->rope_f32 && rope && !a->vllm) flag(w, o, "rope_f32", true);
+    if (a->f->rope_upcast && rope && !a->vllm) { /* Cohere's q.float(), k.float() (layers/llm.c) */
+        flag(w, o, "rope_f32", true);
+        flag(w, o, "rope_upcast", true);
+    }
     if (window > 0) num(w, o, "sliding_window", (double)window);
     if (window > 0 && a->mask_4x) flag(w, o, "sliding_mask_4x", true); /* release.c VC_TF_SLIDING_FLOAT_MASK */
     if (a->eager) flag(w, o, "eager", true);
@@ -209,6 +216,7 @@ int64_t vc__hf_layer_window(const arch *a, int64_t i)
 bool vc__hf_layer_rope(const arch *a, int64_t i)
 {
     if (a->f->nope_full) return !a->window || vc__hf_layer_window(a, i) > 0; /* exaone4: global NoPE with a window */
+    if (a->f->rope_sliding) return vc__hf_layer_window(a, i) > 0; /* Cohere2Attention: rotary where sliding_window */
     if (!a->f->nope) return true;
     if (a->no_rope) return cJSON_GetArrayItem(a->no_rope, (int)i)->valuedouble != 0; /* no_rope_layers[i]: use_rope */
     return (i + 1) % a->nope_interval != 0; /* SmolLM3Config: int((layer_idx + 1) % no_rope_layer_interval != 0) */
@@ -364,7 +372,10 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
      * argument and the layer's local until the attention returns, its output projection (o_proj,
      * linear_attn's out_proj) the last layer of it here */
     cJSON *ln = post ? NULL : decoder_norm(w, a, "input_layernorm", NULL);
-    if (ln) str(w, ln, "held_until", vc__hf_layer_linear(a, i) ? "linear_attn.out_proj" : "self_attn.o_proj");
+    /* CohereDecoderLayer.forward (modeling_cohere.py @ 0233e509531ace915c8241b4c16c8032a583279c; Cohere2DecoderLayer
+     * alike): hidden_states = self.input_layernorm(hidden_states) feeds self_attn and then self.mlp, a local until
+     * it is rebound to residual + hidden_states_attention + hidden_states_mlp */
+    if (ln) str(w, ln, "held_until", a->parallel ? "residual" : vc__hf_layer_linear(a, i) ? "linear_attn.out_proj" : "self_attn.o_proj");
     if (vc__hf_layer_linear(a, i)) {
         linear_attn(w, a, in);
     } else if (a->f->attn == ATTN_MLA) {
@@ -384,6 +395,15 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         if (a->f->moe == MOE_LLAMA4) llama4_attn(w, a, i);
     }
     if (!vc__hf_layer_linear(a, i)) linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
+    if (a->parallel) { /* the parallel block: the MLP on the same normed input, residual + attn + mlp */
+        linear(w, "mlp.gate_proj", "input_layernorm", a->H, a->I, a->mlp_bias);
+        act_layer(w, a, "mlp.act_fn");
+        linear(w, "mlp.up_proj", "input_layernorm", a->H, a->I, a->mlp_bias);
+        ins(w, add_layer(w, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
+        linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
+        ins(w, add_layer(w, "Add", "residual"), "input", "self_attn.o_proj", "mlp.down_proj", NULL);
+        return;
+    }
     if (g2 || post) rmsnorm(w, a, glm ? "post_self_attn_layernorm" : "post_attention_layernorm", NULL);
     dropout(w, "resid_attn_dropout", a->p_resid);
     residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
@@ -870,6 +890,10 @@ static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
     if (a->f->mup) { /* GraniteForCausalLM: logits / config.logits_scaling */
         cJSON *s = add_layer(w, "Scale", "logits_scaling");
         num(w, s, "factor", 1.0 / a->logits_scale);
+    }
+    if (a->f->logit_mul) { /* CohereForCausalLM / Cohere2ForCausalLM: logits = logits * self.logit_scale */
+        cJSON *s = add_layer(w, "Scale", "logit_scale");
+        num(w, s, "factor", a->logits_scale);
     }
     if (a->final_cap > 0) { /* Gemma2ForCausalLM: logits / cap; tanh; * cap */
         cJSON *s = add_layer(w, "Scale", "final_logit_softcapping.div");

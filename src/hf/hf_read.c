@@ -380,6 +380,14 @@ static int read_family(rd *r, arch *a)
                        (long long)a->KV, kv_def ? ": absent, the default of " : "", kv_def ? f->config_class : "");
         if (role == K_MAXPOS && f->rope_scaling && read_rope_scaling(r)) return -1;
     }
+    /* CohereConfig's logit_scale and layer_norm_eps are `float | None`; None fails in CohereForCausalLM.forward
+     * (logits * self.logit_scale) and CohereLayerNorm.forward (variance + self.variance_epsilon) */
+    for (int i = 0; f->logit_mul && i < 2; i++) {
+        const char *k = f->keys[i ? K_EPS : K_LOGITS_SCALE].key;
+        if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r->cfg, k)))
+            return vc__hf_bad(r, k, "null: %s fails on it (%s)", i ? "CohereLayerNorm.forward" : "the LM head's product",
+                              i ? "variance + None" : "logits * None");
+    }
     /* the rotary part of each head: all of it, none (learned positions), or
      * int(head_dim * partial_rotary_factor) rounded down to even (Phi3,
      * GPT-NeoX's rotary_ndims) */

@@ -24,6 +24,7 @@ typedef struct {
     int release;
     bool experts_default;
     bool generate; /* loaded for --mode generate (not --serve): an encoder's sequence classifier is refused (hf.c) */
+    bool serve;    /* loaded for --serve (vLLM): what vLLM's model for the family does not run is refused (hf.c) */
 } vc_hf_release;
 /* The tensor-parallel split a config.json's model is built for (the estimate's
  * vc_options.tp and .sp): one of tp Megatron ranks (1: none), sp with sequence

@@ -535,6 +535,9 @@ def layer_and_norm(model_type, cfg=None):
         return Exaone4DecoderLayer, R.LlamaRMSNorm  # Exaone4Model.norm: Exaone4RMSNorm
     if model_type == "seed_oss":
         return SeedOssDecoderLayer, R.LlamaRMSNorm  # SeedOssModel.norm (LlamaModel's): SeedOssRMSNorm
+    if model_type in ("cohere", "cohere2"):  # cohere_replica.py; CohereModel.norm: CohereLayerNorm
+        import cohere_replica
+        return cohere_replica.CohereDecoderLayer, cohere_replica.final_norm(cfg)
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -548,7 +551,10 @@ def layer_types(cfg):
         return exaone4_layer_types(cfg), cfg.d.get("sliding_window", 4096)
     if cfg.model_type == "starcoder2" and cfg.d.get("sliding_window"):  # every layer (Starcoder2Config: no layer_types)
         return ["sliding_attention"] * cfg.num_hidden_layers, cfg.d["sliding_window"]
+    if cfg.model_type in ("cohere", "cohere2"):  # Cohere2Config.__post_init__ (cohere_replica.py)
+        import cohere_replica
+        return cohere_replica.layer_types(cfg), cohere_replica.sliding_window(cfg)
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2")

@@ -59,6 +59,8 @@ class Config:
         if self.d["model_type"] == "gemma2":
             # Gemma2Config defaults: tie_word_embeddings=True, hidden_activation gelu_pytorch_tanh
             self.d.setdefault("tie_word_embeddings", True)
+        if self.d["model_type"] in ("cohere", "cohere2"):  # CohereConfig / Cohere2Config: tie_word_embeddings True
+            self.d.setdefault("tie_word_embeddings", True)
         if self.d.get("num_key_value_heads") is None:
             self.d["num_key_value_heads"] = self.d["num_attention_heads"]
 
@@ -732,7 +734,7 @@ class CausalLM(nn.Module):
         if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
                      "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss", "ernie4_5",
-                     "ernie4_5_moe"):
+                     "ernie4_5_moe", "cohere", "cohere2"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -770,7 +772,7 @@ class CausalLM(nn.Module):
         elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
-        elif t in ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss"):  # near_llama_replica.py (issue 31), olmoe_replica.py
+        elif t in ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2"):  # near_llama_replica.py (issue 31), olmoe_replica.py, cohere_replica.py
             import near_llama_replica
             Layer, Norm = near_llama_replica.layer_and_norm(t, cfg)
         elif t in ("ernie4_5", "ernie4_5_moe"):  # ernie_replica.py; Ernie4_5Model.norm: LlamaRMSNorm's code
@@ -795,6 +797,9 @@ class CausalLM(nn.Module):
             # Olmo2RotaryEmbedding: float32 cos / sin (near_llama_replica.py); Ernie4_5RotaryEmbedding's statements alike
             import near_llama_replica
             self.rotary_emb = near_llama_replica.Olmo2RotaryEmbedding(cfg, head_dim)
+        elif t in ("cohere", "cohere2"):  # CohereRotaryEmbedding: repeat_interleave (cohere_replica.py)
+            import cohere_replica
+            self.rotary_emb = cohere_replica.CohereRotaryEmbedding(cfg, head_dim)
         elif t == "deepseek_v2":  # DeepseekV2RotaryEmbedding: complex64 freqs_cis (mla_replica.py)
             import mla_replica
             self.rotary_emb = mla_replica.DeepseekV2RotaryEmbedding(cfg, head_dim)
@@ -867,7 +872,7 @@ class CausalLM(nn.Module):
         # "sliding_attention" entry, a bool mask once the kv length reaches sliding_window (else None)
         lts, sliding_mask = None, None
         if self.attn_impl == "sdpa" and not packed and cfg.model_type in ("mistral", "mixtral", "qwen2", "qwen3", "gemma2",
-                                                                          "olmo3", "starcoder2", "exaone4"):
+                                                                          "olmo3", "starcoder2", "exaone4", "cohere2"):
             import sliding_replica
             lts = sliding_replica.layer_types(cfg)
             if "sliding_attention" in lts:
@@ -925,6 +930,8 @@ class CausalLM(nn.Module):
         logits = head(hidden_states[:, slice_indices, :])
         if self.cfg.model_type in ("granitemoe", "granitemoeshared"):  # GraniteMoeForCausalLM.forward: logits / config.logits_scaling
             logits = logits / self.cfg.d.get("logits_scaling", 1.0)
+        if self.cfg.model_type in ("cohere", "cohere2"):  # CohereForCausalLM.forward: logits * self.logit_scale
+            logits = logits * self.cfg.d.get("logit_scale", 0.0625)
         fc = self.cfg.final_logit_softcapping if self.cfg.model_type == "gemma2" else None
         if fc is not None:  # G: Gemma2ForCausalLM.forward
             logits = logits / fc

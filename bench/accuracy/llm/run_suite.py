@@ -1715,6 +1715,32 @@ def cases():
             else:
                 out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
                                 precision=p, experts=ex, held_out=(i % 3 == 2)))
+    # Cohere and Cohere2 (issue 31) as transformers 5 runs them (cohere_replica.py, modeling_cohere.py and
+    # modeling_cohere2.py @ 0233e509): cohere_small (use_qk_norm: CohereLayerNorm q/k norms of [heads, head_dim]),
+    # cohere2_small (sliding_window 48, 3 sliding rotary layers : 1 full NoPE layer); the parallel block, float32
+    # CohereLayerNorm, q.float() rotation, logits * logit_scale, tied embeddings. Train (full, --grad-ckpt, LoRA on
+    # q_proj / v_proj), --mode infer, generate (past the window for cohere2). Every third held out.
+    for cfg in ("configs/cohere_small.json", "configs/cohere2_small.json"):
+        co = [
+            ("train", 2, 64, "adamw", "bf16", False, 0),
+            ("train", 2, 96, "adamw", "fp32", False, 0),
+            ("train", 1, 128, "sgd", "bf16", True, 0),
+            ("train", 2, 96, "adamw", "bf16", False, 8),
+            ("train", 2, 128, "adamw", "bf16", True, 8),
+            ("infer", 2, 128, None, "bf16", False, 0),
+            ("infer", 1, 256, None, "fp32", False, 0),
+            ("generate", 2, 64, 16, "bf16", False, 0),
+            ("generate", 1, 40, 24, "fp32", False, 0),
+        ]
+        for i, (mode, b, s, o, p, c, l) in enumerate(co):
+            if mode == "train":
+                out.append(dict(config=cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c, lora=l,
+                                lora_targets="q_proj,v_proj" if l else None, held_out=(i % 3 == 2)))
+            elif mode == "infer":
+                out.append(dict(config=cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+            else:
+                out.append(dict(config=cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
+                                held_out=(i % 3 == 2)))
     return out
 
 

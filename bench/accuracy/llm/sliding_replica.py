@@ -110,6 +110,9 @@ def layer_types(cfg):
         return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
     if t in ("mistral", "mixtral", "starcoder2") and cfg.sliding_window:
         return ["sliding_attention"] * n
+    if t == "cohere2":  # Cohere2Config.__post_init__ (cohere_replica.py)
+        import cohere_replica
+        return cohere_replica.layer_types(cfg)
     if t == "olmo3":  # Olmo3Config.__post_init__ (near_llama_replica.py)
         import near_llama_replica
         return near_llama_replica.olmo3_layer_types(cfg)
