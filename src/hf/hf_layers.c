@@ -1002,6 +1002,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_GRANITE4: /* GraniteMoeHybridForCausalLM (hf_granite4.c) */
         vc__hf_granite4_write(w->r, w->arr, a);
         return;
+    case BLK_NEMOTRON_H: /* NemotronHForCausalLM (hf_granite4.c) */
+        vc__hf_nemotron_h_write(w->r, w->arr, a);
+        return;
     default:
         break;
     }

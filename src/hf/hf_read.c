@@ -419,6 +419,7 @@ static int read_family(rd *r, arch *a)
     if (f->moe == MOE_PHIMOE && vc__hf_phimoe_read(r, a)) return -1; /* lm_head_bias and the rest (hf_phimoe.c) */
     if (!strcmp(f->model_type, "olmoe") && vc__hf_olmoe_read(r, a)) return -1; /* clip_qkv and the rest (hf_olmoe.c) */
     if (f->block == BLK_GRANITE4 && vc__hf_granite4_read(r, a)) return -1; /* the mamba_* keys and the rest (hf_granite4.c) */
+    if (f->block == BLK_NEMOTRON_H && vc__hf_nemotron_h_read(r, a)) return -1; /* the pattern and the rest (hf_granite4.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;
