@@ -380,7 +380,7 @@ static void m2_emit(vc_build *b, const void *p)
     if (vc_training(b) && !cache && vc_weight_format(b, vc_weight(b, iw.out_w)) != VC_WEIGHTS_DENSE) {
         /* bitsandbytes replaces out_proj (an nn.Linear); mamba_split_conv1d_scan_combined takes
          * self.out_proj.weight as a dense matrix for its F.linear */
-        vc_refuse(b, O("qlora"), "granitemoehybrid's out_proj quantized in training: mamba_split_conv1d_scan_combined "
+        vc_refuse(b, O("qlora"), "a Mamba2 layer's out_proj quantized in training: mamba_split_conv1d_scan_combined "
                   "runs F.linear on out_proj.weight itself, which a quantized weight fails; not modelled");
         return;
     }

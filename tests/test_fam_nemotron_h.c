@@ -204,18 +204,50 @@ static void test_bad_keys(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    /* vLLM's Mixer2RMSNormGated runs forward_native with n_groups > 1 (layers/mamba2.c) */
-    assert_usage(NANO9 " --serve --gpu h100-80gb", "mamba_n_groups > 1 under vLLM");
+    /* vLLM's Mixer2RMSNormGated runs forward_native with n_groups > 1; vLLM's nemotron_h.py not read (serve.c) */
+    assert_usage(NANO9 " --serve --gpu h100-80gb", "nemotron_h under vLLM is not modelled");
     assert_usage(H8B " --tp 2", "nemotron_h: tensor parallelism of the Mamba2 layers is not modelled");
     assert_usage(H8B " -m generate --cache static", "HybridMambaAttentionDynamicCache");
     assert_usage(H8B " --qlora --lora-targets in_proj", "out_proj quantized in training");
+}
+
+/* Mamba2Mixer's norm_groups written by hand: a divisor of num_heads x head_dim, at least 1; exit 2 naming it */
+static void test_norm_groups(void **state)
+{
+    (void)state;
+    static const struct { const char *v, *want; } c[] = {
+        {"3", "layers[0].norm_groups: must divide num_heads x head_dim (128)"},
+        {"0", "layers[0].norm_groups"},
+        {"\"2\"", "layers[0].norm_groups"},
+        {"2", NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char body[512], path[] = "/tmp/vc_nemotron_h_kind_XXXXXX", args[128];
+        /* in_proj's output width: 128 + (128 + 2 x 2 x 16) + 8 = 328 */
+        snprintf(body, sizeof body, "{\"name\": \"k\", \"input\": {\"shape\": [64, 328]}, \"layers\": [{\"type\": "
+                 "\"Mamba2Mixer\", \"num_heads\": 8, \"head_dim\": 16, \"n_groups\": 2, \"state_size\": 16, "
+                 "\"chunk_size\": 16, \"hidden_size\": 64, \"norm_groups\": %s}]}", c[i].v);
+        fam_write(path, body);
+        snprintf(args, sizeof args, "%s --mode infer", path);
+        if (c[i].want) {
+            assert_usage(args, c[i].want);
+        } else { /* accepted: the same parameters as without groups (conv1d 192 x 4 + 192, 3 x 8, norm 128, out_proj
+                  * 64 x 128: 9,304) */
+            snprintf(args, sizeof args, "%s --mode infer -f json", path);
+            cJSON *j = cJSON_Parse(cli_output(args));
+            assert_non_null(j);
+            assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(j, "parameters")->valuedouble, 9304);
+            cJSON_Delete(j);
+        }
+        remove(path);
+    }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters), cmocka_unit_test(test_layers), cmocka_unit_test(test_generate_state),
-        cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_refused), cmocka_unit_test(test_norm_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,7 +108,7 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     bool mamba = false;
     for (size_t i = 0; i < m->ninst && !mamba; i++) mamba = !strcmp(m->inst[i].kind->name, "Mamba2Mixer");
     if (mamba && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
-        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid) runs its own "
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid, nemotron_h) runs its own "
                             "HybridMambaAttentionDynamicCache: only " OV("cache", "dynamic"));
     if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "

@@ -399,8 +399,9 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
  * relu2 experts, latent projections: Nemotron-3-Nano-30B-A3B), mlp_hidden_act other than relu2,
  * mamba_hidden_act other than silu / swish (the torch conv path), tie_word_embeddings true,
  * num_nextn_predict_layers > 0. The lm_head's .float() is left to the loss (ForCausalLMLoss's own logits.float()
- * then copies nothing): under --mode infer the logits stay in the model's dtype here. --serve: vLLM's
- * Mixer2RMSNormGated takes forward_native with n_groups > 1 (layers/mamba2.c refuses it). */
+ * then copies nothing): under --mode infer the logits stay in the model's dtype here. --serve is refused
+ * (src/engine/serve.c): vLLM's Mixer2RMSNormGated takes forward_native with n_groups > 1 (layers/mamba2.c refuses
+ * it too) and vllm/model_executor/models/nemotron_h.py was not read. */
 static const char nh_default_pattern[] = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";
 
 char vc__hf_nemotron_h_kind(const arch *a, int64_t i)
