@@ -1,7 +1,10 @@
 /*
  * mamba2.c — Mamba2Mixer: the Mamba2 token mixer of IBM Granite 4.0-H (model_type granitemoehybrid),
  * between its in_proj Linear (src/hf/hf_granite4.c writes it) and the layer's output, out_proj
- * included, as transformers runs it on a GPU with the mamba_ssm and causal_conv1d kernels.
+ * included, as transformers runs it on a GPU with the mamba_ssm and causal_conv1d kernels. NVIDIA Nemotron-H
+ * (nemotron_h, src/hf/hf_granite4.c) writes the same kind for NemotronHMamba2Mixer, whose cuda_kernels_forward
+ * (modeling_nemotron_h.py @ 008d9e95) runs the same statements, with norm_groups = n_groups (its
+ * Zamba2RMSNormGated's group_size = intermediate // n_groups; gated_norm below).
  *
  * Source: huggingface/transformers 00511f5df3b63c48b31496072ec35d6ff3ffa6c6,
  * src/transformers/models/granitemoehybrid/modeling_granitemoehybrid.py:

@@ -1,7 +1,8 @@
 /*
  * hf_granite4.c — IBM Granite 4.0 (model_type granitemoehybrid; issue 31): Granite-4.0-H-Small,
  * H-Tiny, H-Micro (Mamba2 and attention layers) and Granite-4.0-Micro (attention only): the keys of
- * GraniteMoeHybridConfig the row's generic reading (hf_read.c) cannot check, the parameters, the layers.
+ * GraniteMoeHybridConfig the row's generic reading (hf_read.c) cannot check, the parameters, the layers; and NVIDIA
+ * Nemotron-H (model_type nemotron_h, its section at the end), whose Mamba2 layers are the same kind.
  *
  * Sources, huggingface/transformers:
  *  - configuration_granitemoehybrid.py @ 008f5c8c, GraniteMoeHybridConfig.__init__: vocab_size 32000,
