@@ -1,7 +1,10 @@
 /*
  * mamba2.c — Mamba2Mixer: the Mamba2 token mixer of IBM Granite 4.0-H (model_type granitemoehybrid),
  * between its in_proj Linear (src/hf/hf_granite4.c writes it) and the layer's output, out_proj
- * included, as transformers runs it on a GPU with the mamba_ssm and causal_conv1d kernels.
+ * included, as transformers runs it on a GPU with the mamba_ssm and causal_conv1d kernels. NVIDIA Nemotron-H
+ * (nemotron_h, src/hf/hf_granite4.c) writes the same kind for NemotronHMamba2Mixer, whose cuda_kernels_forward
+ * (modeling_nemotron_h.py @ 008d9e95) runs the same statements, with norm_groups = n_groups (its
+ * Zamba2RMSNormGated's group_size = intermediate // n_groups; gated_norm below).
  *
  * Source: huggingface/transformers 00511f5df3b63c48b31496072ec35d6ff3ffa6c6,
  * src/transformers/models/granitemoehybrid/modeling_granitemoehybrid.py:
@@ -58,6 +61,7 @@ typedef struct {
     bool conv_bias, bias;
     double eps;
     int path;
+    int64_t norm_groups; /* the gated RMSNorm's groups (Zamba2RMSNormGated group_size = intermediate // norm_groups) */
 } m2_cfg;
 
 static int m2_parse(vc_args *a, void *p)
@@ -68,8 +72,11 @@ static int m2_parse(vc_args *a, void *p)
         vc_arg_int(a, "conv_kernel", 4, 1, &c->kernel) || vc_arg_int(a, "chunk_size", 256, 1, &c->chunk) ||
         vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) || vc_arg_bool(a, "conv_bias", true, &c->conv_bias) ||
         vc_arg_bool(a, "bias", false, &c->bias) || vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) ||
-        vc_arg_enum(a, "forward", m2_paths, M2_KERNELS, &c->path))
+        vc_arg_enum(a, "forward", m2_paths, M2_KERNELS, &c->path) || vc_arg_int(a, "norm_groups", 1, 1, &c->norm_groups))
         return -1;
+    if ((c->heads * c->head_dim) % c->norm_groups)
+        return vc_arg_fail(a, "norm_groups", "must divide num_heads x head_dim (%lld), got %lld",
+                           (long long)(c->heads * c->head_dim), (long long)c->norm_groups);
     if (c->heads % c->groups)
         return vc_arg_fail(a, "n_groups", "must divide num_heads (%lld), got %lld", (long long)c->heads, (long long)c->groups);
     if (c->path == M2_TORCH)
@@ -160,11 +167,14 @@ static vc_t mul2(vc_build *b, vc_t x, vc_t y, vc_numel out)
 
 /* GraniteMoeHybridRMSNormGated.forward(x, gate) over rows of `width` (no_grad here: inference and
  * generate): x.to(fp32); x * silu(gate.to(fp32)); variance = pow(2).mean(-1); x * rsqrt(variance + eps);
- * weight * x.to(input_dtype) */
-static vc_t gated_norm(vc_build *b, vc_t x, vc_t gate, vc_t w, int64_t rows, int64_t width)
+ * weight * x.to(input_dtype). With `groups` > 1, nemotron_h's Zamba2RMSNormGated (huggingface/transformers
+ * 008d9e9577b0eb0149aa6bb0c44da582b10e0b6e, models/zamba2/modeling_zamba2.py Zamba2RMSNormGated.forward, as
+ * NemotronHMamba2Mixer builds it with group_size intermediate // n_groups): the same with x viewed as
+ * [..., groups, group_size], variance [..., groups, 1] */
+static vc_t gated_norm(vc_build *b, vc_t x, vc_t gate, vc_t w, int64_t rows, int64_t width, int64_t groups)
 {
     const vc_dtype in_dt = vc_dt_of(b, x);
-    const vc_numel full = vc_n_sample(rows * width), r = vc_n_sample(rows);
+    const vc_numel full = vc_n_sample(rows * width), r = vc_n_sample(rows * groups);
     vc_t h = vc__op_cast(b, x, VC_DT_F32);
     vc_t gf = vc__op_cast(b, vc__op_contiguous(b, gate), VC_DT_F32);
     vc_t sg = vc__op_unary(b, "silu", gf, VC_SAVE_IN, false);
@@ -281,7 +291,7 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         /* selective_state_update(ssm_states, x, dt, A, B, C, D, dt_bias, dt_softplus): out = empty_like(x) */
         y = vc__op_nograd(b, "selective_state_update", xc, cache[1], vc_n_sample(Di), dt);
         cache[1] = copy_into(b, cache[1], y);
-        vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di);
+        vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups);
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
         vc_release(b, xc); /* hidden_states_B_C: a local to the return */
         vc_set_output(b, out);
@@ -308,7 +318,7 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         vc_release(b, dto);
         vc_hold(b, fin); /* ssm_state: a local of cuda_kernels_forward to its return */
         if (cache) cache[1] = copy_into(b, cache[1], fin); /* cache_params.ssm_states[i].copy_(ssm_state) */
-        vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di);
+        vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups);
         vc_release(b, y);
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
         vc_release(b, fin);
@@ -373,7 +383,7 @@ static void m2_emit(vc_build *b, const void *p)
     if (vc_training(b) && !cache && vc_weight_format(b, vc_weight(b, iw.out_w)) != VC_WEIGHTS_DENSE) {
         /* bitsandbytes replaces out_proj (an nn.Linear); mamba_split_conv1d_scan_combined takes
          * self.out_proj.weight as a dense matrix for its F.linear */
-        vc_refuse(b, O("qlora"), "granitemoehybrid's out_proj quantized in training: mamba_split_conv1d_scan_combined "
+        vc_refuse(b, O("qlora"), "a Mamba2 layer's out_proj quantized in training: mamba_split_conv1d_scan_combined "
                   "runs F.linear on out_proj.weight itself, which a quantized weight fails; not modelled");
         return;
     }

@@ -1005,9 +1005,11 @@ static void test_family_table(void **state)
     for (int i = 0; i < vc__hf_nfamilies; i++) {
         const hf_family *f = &vc__hf_families[i];
         assert_non_null(f->config_class);
-        /* t5: feed_forward_proj (hf_t5.c); lfm2: Lfm2MLP's F.silu, no key (FIXED(A_SILU)) */
-        assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef || f->block == BLK_T5 || f->block == BLK_LFM2);
-        assert_true(f->block <= BLK_LFM2);
+        /* t5: feed_forward_proj (hf_t5.c); lfm2: Lfm2MLP's F.silu, no key (FIXED(A_SILU)); nemotron_h: mlp_hidden_act and
+         * mamba_hidden_act (hf_granite4.c) */
+        assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef || f->block == BLK_T5 || f->block == BLK_LFM2 ||
+                    f->block == BLK_NEMOTRON_H);
+        assert_true(f->block <= BLK_NEMOTRON_H);
         assert_true(!f->moe || f->keys[K_EXPERTS].key);
         assert_true(!f->lora_targets || *f->lora_targets);
         char js[128];

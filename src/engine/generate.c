@@ -128,7 +128,7 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with short convolution layers (lfm2) runs its own "
                             "Lfm2HybridConvCache: only " OV("cache", "dynamic"));
     if (mamba && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
-        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid) runs its own "
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Mamba2 layers (granitemoehybrid, nemotron_h) runs its own "
                             "HybridMambaAttentionDynamicCache: only " OV("cache", "dynamic"));
     if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "

@@ -918,6 +918,16 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is
      * IsHybrid, so HybridAttentionMambaModelConfig raises the attention block size to the Mamba page computed from
      * the config's mamba_* keys even where no layer is a Mamba layer (Granite-4.0-Micro): not modelled */
+    if (m2_n > 0) { /* nemotron_h: vllm/model_executor/models/nemotron_h.py was not read (src/hf/hf_granite4.c) */
+        cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
+        const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
+        const bool nemotron_h = cJSON_IsString(mt) && !strcmp(mt->valuestring, "nemotron_h");
+        cJSON_Delete(root);
+        if (nemotron_h)
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "nemotron_h under vLLM is not modelled: its Mamba2 layers' "
+                                "grouped Mixer2RMSNormGated (forward_native with n_groups > 1) and vLLM's nemotron_h.py "
+                                "were not read");
+    }
     if (m2_n == 0) {
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
         const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;

@@ -1035,6 +1035,19 @@ const hf_family vc__hf_families[] = {
               [K_WINDOW_PATTERN] = DEF("sliding_window_pattern", 4)},
      LLAMA_BLOCK, .norm = NORM_COHERE, .window = WIN_PATTERN, .rope_sliding = true, .rope_upcast = true,
      .logit_mul = true, .lora_targets = NULL},
+    /* NemotronHConfig (configuration_nemotron_h.py @ 13923c63; every key has a default; num_hidden_layers 52 the
+     * checkpoints' remote config's) and modeling_nemotron_h.py @ 008d9e95 (src/hf/hf_granite4.c: the layer pattern,
+     * the Mamba2 keys; layers/mamba2.c): NVIDIA Nemotron-H's blocks of one mixer each (Mamba2, NoPE attention or a
+     * relu2 MLP), NemotronHRMSNorm (layer_norm_epsilon) before each, norm_f, an untied lm_head. PEFT's mapping has no
+     * nemotron_h: --lora-targets. */
+    {.model_type = "nemotron_h", .config_class = "NemotronHConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 131072), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 52), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL},
+              [K_INTER] = DEF("intermediate_size", 21504), [K_HEAD_DIM] = DEF("head_dim", 128),
+              [K_EPS] = DEF("layer_norm_epsilon", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+              [K_ACT] = {.key = NULL} /* mlp_hidden_act: hf_granite4.c */},
+     LLAMA_BLOCK, .block = BLK_NEMOTRON_H, .rope_scaling = false, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1296,6 +1309,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_LFM2 && vc__hf_lfm2_unmodelled(&a, split, err)) return err->code; /* hf_lfm2.c */
+    if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
+        return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */

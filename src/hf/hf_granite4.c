@@ -2,7 +2,8 @@
  * hf_granite4.c — IBM Granite 4.0 (model_type granitemoehybrid; issue 31), and Mamba2ForCausalLM (model_type
  * mamba2: the same Mamba2 mixer; its sources and what is modelled in the section "mamba2" at the end): Granite-4.0-H-Small,
  * H-Tiny, H-Micro (Mamba2 and attention layers) and Granite-4.0-Micro (attention only): the keys of
- * GraniteMoeHybridConfig the row's generic reading (hf_read.c) cannot check, the parameters, the layers.
+ * GraniteMoeHybridConfig the row's generic reading (hf_read.c) cannot check, the parameters, the layers; and NVIDIA
+ * Nemotron-H (model_type nemotron_h, its section at the end), whose Mamba2 layers are the same kind.
  *
  * Sources, huggingface/transformers:
  *  - configuration_granitemoehybrid.py @ 008f5c8c, GraniteMoeHybridConfig.__init__: vocab_size 32000,
@@ -234,8 +235,8 @@ int vc__hf_granite4_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "num_local_experts", "%lld experts: more than the 4096 modelled",
                             (long long)a->gh.E);
     if (split.tp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "granitemoehybrid: tensor parallelism of the Mamba2 layers is not "
-                            "modelled");
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of the Mamba2 layers is not "
+                            "modelled", a->f->model_type);
     return 0;
 }
 
@@ -330,16 +331,18 @@ static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
                "attn_residual");
 }
 
-/* The decoder layers in runs of one type (same(a, i), NULL: one type) and one checkpointing, one Sequential with
+static int granite_kind(const arch *a, int64_t i) { return vc__hf_granite4_mamba(a, i); }
+
+/* The decoder layers in runs of one kind (kind(a, i), NULL: one kind) and one checkpointing, one Sequential with
  * `repeat` each (hf_layers.c's layer_stack), the last named `name`: a run after the first is a loop, `keep` (the
  * first run's input, `first_in` when not the layer before) alive to the loop's end; body writes layer i. */
 static void g_stack(rd *r, cJSON *arr, const arch *a, const char *name, const char *first_in, const char *keep,
-                    bool (*same)(const arch *, int64_t), void (*body)(rd *, cJSON *, const arch *, int64_t))
+                    int (*kind)(const arch *, int64_t), void (*body)(rd *, cJSON *, const arch *, int64_t))
 {
     for (int64_t i = 0; i < a->N && !r->oom;) {
         const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
         int64_t j = i + 1;
-        while (j < a->N && (!same || same(a, j) == same(a, i)) && (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck) j++;
+        while (j < a->N && (!kind || kind(a, j) == kind(a, i)) && (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck) j++;
         cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? name : NULL);
         if (!seq) return;
         if (i == 0 && first_in) vc__hf_ins(r, seq, first_in, NULL, NULL, NULL);
@@ -370,7 +373,7 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
         vc__hf_num(r, o, "head_dim", (double)a->D);
         vc__hf_num(r, o, "rotary_dim", (double)a->D);
     }
-    g_stack(r, arr, a, "model.layers", "model.embedding_multiplier", "model.embedding_multiplier", vc__hf_granite4_mamba, g_layer);
+    g_stack(r, arr, a, "model.layers", "model.embedding_multiplier", "model.embedding_multiplier", granite_kind, g_layer);
     g_norm(r, arr, a, "model.norm", NULL);
     o = vc__hf_layer(r, arr, "Linear", "lm_head");
     vc__hf_num(r, o, "in_features", (double)a->H);
@@ -525,4 +528,222 @@ void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a)
     vc__hf_flag(r, o, "bias", false);
     if (a->tie) vc__hf_str(r, o, "tie", "backbone.embeddings");
     m2_cast(r, arr, "logits_float", NULL, "float32"); /* .float() */
+}
+
+/* ------------------------------------------------------------ nemotron_h
+ *
+ * NVIDIA Nemotron-H (model_type nemotron_h, NemotronHForCausalLM; issue 31): Nemotron-H-8B/47B/56B,
+ * NVIDIA-Nemotron-Nano-9B-v2 and 12B-v2. Sources, huggingface/transformers:
+ *  - configuration_nemotron_h.py @ 13923c63 (NemotronHConfig): vocab_size 131072, hidden_size 4096,
+ *    layers_block_type None (attribute_map layer_types; each "mamba"/"linear_attention", "attention"/
+ *    "full_attention", "mlp" or "moe", else ValueError), tie_word_embeddings False, num_attention_heads 32,
+ *    num_key_value_heads 8 (None: the heads), head_dim 128, max_position_embeddings 4096, attention_dropout 0,
+ *    intermediate_size 21504, mlp_hidden_act "relu2", mlp_bias False, ssm_state_size 128, mamba_num_heads 128,
+ *    mamba_head_dim 64, mamba_hidden_act "silu", n_groups 8, conv_kernel 4, expand 2, use_conv_bias True,
+ *    chunk_size 128, use_bias False, layer_norm_epsilon 1e-5, residual_in_fp32 False; __post_init__: the legacy
+ *    names mamba_n_groups, mamba_d_conv, mamba_expand, mamba_conv_bias, mamba_chunk_size override these when
+ *    present, and hybrid_override_pattern ('M' mamba, '*' attention, '-' mlp, 'E' moe; another character a
+ *    KeyError) is the list when layers_block_type is not given; num_hidden_layers is len(layers_block_type).
+ *    The checkpoints' own configuration_nemotron_h.py (the remote code the Nemotron-H releases ship, read
+ *    here through the code index without its repository's commit) has num_hidden_layers 52 and
+ *    hybrid_override_pattern "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-" (Nemotron-H-8B) as its
+ *    defaults and asserts len(hybrid_override_pattern) == num_hidden_layers and ^[*\-ME]+$: the row takes
+ *    those defaults and refuses a length that differs;
+ *  - modeling_nemotron_h.py @ 008d9e95: NemotronHBlock (norm = NemotronHRMSNorm(hidden, layer_norm_epsilon),
+ *    residual = hidden_states; hidden_states = norm(hidden_states.to(norm.weight.dtype)); one mixer;
+ *    residual + hidden_states; residual_in_fp32 is not read); NemotronHMamba2Mixer (layers/mamba2.c:
+ *    intermediate = mamba_num_heads x mamba_head_dim, conv_dim = intermediate + 2 n_groups x ssm_state_size,
+ *    in_proj (bias use_bias), conv1d (bias use_conv_bias), dt_bias, A_log, norm Zamba2RMSNormGated(intermediate,
+ *    group_size = intermediate // n_groups), D, out_proj (bias use_bias); causal_conv1d_fn only for
+ *    mamba_hidden_act silu / swish); NemotronHAttention (q/k/v/o_proj bias=False, head_dim from the config,
+ *    scaling head_dim^-0.5, no rotary embedding); NemotronHMLP (up_proj, ACT2FN[mlp_hidden_act], down_proj,
+ *    bias mlp_bias); NemotronHModel (embeddings, layers, norm_f); NemotronHForCausalLM (lm_head, bias False,
+ *    _tied_weights_keys {}: never tied; logits = lm_head(...).float()).
+ * Not modelled, refused naming the key: 'E' / "moe" layers (NemotronHMoE: sigmoid group routing, non-gated
+ * relu2 experts, latent projections: Nemotron-3-Nano-30B-A3B), mlp_hidden_act other than relu2,
+ * mamba_hidden_act other than silu / swish (the torch conv path), tie_word_embeddings true,
+ * num_nextn_predict_layers > 0. The lm_head's .float() is left to the loss (ForCausalLMLoss's own logits.float()
+ * then copies nothing): under --mode infer the logits stay in the model's dtype here. --serve is refused
+ * (src/engine/serve.c): vLLM's Mixer2RMSNormGated takes forward_native with n_groups > 1 (layers/mamba2.c refuses
+ * it too) and vllm/model_executor/models/nemotron_h.py was not read. */
+static const char nh_default_pattern[] = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";
+
+char vc__hf_nemotron_h_kind(const arch *a, int64_t i)
+{
+    if (a->nh.pat) return a->nh.pat[i];
+    const char *t = cJSON_GetArrayItem(a->nh.list, (int)i)->valuestring;
+    return !strcmp(t, "mamba") || !strcmp(t, "linear_attention") ? 'M'
+           : !strcmp(t, "attention") || !strcmp(t, "full_attention") ? '*'
+           : !strcmp(t, "mlp")                                      ? '-'
+                                                                    : 'E';
+}
+
+/* a legacy key (mamba_n_groups ...) when present, else the new one */
+static int nh_int(rd *r, const char *legacy, const char *key, int64_t def, int64_t *out)
+{
+    return gh_int(r, cJSON_GetObjectItemCaseSensitive(r->cfg, legacy) ? legacy : key, def, 1, out);
+}
+
+static int nh_str(rd *r, const char *key, const char *def, const char *const *ok, const char *what)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    const char *s = v && !cJSON_IsNull(v) ? (cJSON_IsString(v) ? v->valuestring : NULL) : def;
+    for (int k = 0; s && ok[k]; k++)
+        if (!strcmp(s, ok[k])) return 0;
+    return vc__hf_bad(r, key, "only %s is modelled for nemotron_h", what);
+}
+
+int vc__hf_nemotron_h_read(rd *r, arch *a)
+{
+    const cJSON *lbt = cJSON_GetObjectItemCaseSensitive(r->cfg, "layers_block_type");
+    if (!lbt || cJSON_IsNull(lbt)) lbt = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(r->cfg, "hybrid_override_pattern");
+    const bool has_n = cJSON_GetObjectItemCaseSensitive(r->cfg, "num_hidden_layers") != NULL;
+    a->nh.pat = NULL;
+    a->nh.list = NULL;
+    const char *tk;
+    int64_t len;
+    if (lbt && !cJSON_IsNull(lbt)) {
+        tk = cJSON_GetObjectItemCaseSensitive(r->cfg, "layers_block_type") ? "layers_block_type" : "layer_types";
+        if (!cJSON_IsArray(lbt) || cJSON_GetArraySize(lbt) < 1)
+            return vc__hf_bad(r, tk, "expected a list of layer types (NemotronHConfig raises ValueError)");
+        static const char *const names[] = {"mamba", "linear_attention", "attention", "full_attention", "mlp", "moe"};
+        for (const cJSON *e = lbt->child; e; e = e->next) {
+            bool ok = false;
+            for (int k = 0; k < 6 && cJSON_IsString(e); k++) ok |= !strcmp(e->valuestring, names[k]);
+            if (!ok)
+                return vc__hf_bad(r, tk, "expected \"mamba\", \"attention\", \"mlp\" or \"moe\" (or \"linear_attention\", "
+                                  "\"full_attention\") for each layer: NemotronHConfig raises ValueError on others");
+        }
+        a->nh.list = lbt;
+        len = cJSON_GetArraySize(lbt);
+    } else {
+        tk = "hybrid_override_pattern";
+        if (pat && !cJSON_IsNull(pat)) {
+            if (!cJSON_IsString(pat) || !pat->valuestring[0])
+                return vc__hf_bad(r, tk, "expected a string of 'M', '*', '-' and 'E', one a layer");
+            a->nh.pat = pat->valuestring;
+        } else {
+            a->nh.pat = nh_default_pattern;
+        }
+        len = (int64_t)strlen(a->nh.pat);
+        for (int64_t i = 0; i < len; i++)
+            if (!strchr("M*-E", a->nh.pat[i]))
+                return vc__hf_bad(r, tk, "character %lld ('%c') is not 'M', '*', '-' or 'E' (NemotronHConfig: a KeyError; the "
+                                  "checkpoints' config asserts ^[*\\-ME]+$)", (long long)i, a->nh.pat[i] > 32 && a->nh.pat[i] < 127 ? a->nh.pat[i] : '?');
+    }
+    if (!has_n) a->N = len; /* num_hidden_layers: len(layers_block_type) */
+    if (len != a->N)
+        return vc__hf_bad(r, tk, "%lld layers, but num_hidden_layers is %lld (the checkpoints' NemotronHConfig asserts they "
+                          "are equal)", (long long)len, (long long)a->N);
+    bool mamba = false;
+    for (int64_t i = 0; i < a->N; i++) {
+        const char k = vc__hf_nemotron_h_kind(a, i);
+        mamba |= k == 'M';
+        if (k == 'E')
+            return vc__hf_bad(r, tk, "layer %lld is a MoE layer (NemotronHMoE: sigmoid group routing over non-gated relu2 "
+                              "experts, Nemotron-3-Nano-30B-A3B): not modelled", (long long)i);
+    }
+    (void)mamba;
+    /* the Mamba2 mixers */
+    if (gh_int(r, "mamba_num_heads", 128, 1, &a->gh.mh) || gh_int(r, "mamba_head_dim", 64, 1, &a->gh.mp) ||
+        nh_int(r, "mamba_n_groups", "n_groups", 8, &a->gh.mg) || gh_int(r, "ssm_state_size", 128, 1, &a->gh.mn) ||
+        nh_int(r, "mamba_d_conv", "conv_kernel", 4, &a->gh.mk) || nh_int(r, "mamba_chunk_size", "chunk_size", 128, &a->gh.chunk) ||
+        gh_bool(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_conv_bias") ? "mamba_conv_bias" : "use_conv_bias", true,
+                &a->gh.conv_bias) ||
+        gh_bool(r, "use_bias", false, &a->gh.proj_bias) || gh_bool(r, "mlp_bias", false, &a->nh.mlp_bias))
+        return -1;
+    if (a->gh.mh > MAX_SIZE / a->gh.mp)
+        return vc__hf_bad(r, "mamba_head_dim", "%lld x mamba_num_heads (%lld) is more than 2^40", (long long)a->gh.mp,
+                          (long long)a->gh.mh);
+    const int64_t inter = a->gh.mh * a->gh.mp;
+    if (a->gh.mh % a->gh.mg || inter % a->gh.mg) /* mamba_split_conv1d_scan_combined: nheads % ngroups == 0 */
+        return vc__hf_bad(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_n_groups") ? "mamba_n_groups" : "n_groups",
+                          "%lld must divide mamba_num_heads (%lld)", (long long)a->gh.mg, (long long)a->gh.mh);
+    if (a->gh.mg > MAX_SIZE / a->gh.mn || inter > (INT64_C(1) << 48) / a->gh.mn)
+        return vc__hf_bad(r, "ssm_state_size", "%lld: the Mamba state (intermediate x state) would pass 2^48 elements",
+                          (long long)a->gh.mn);
+    static const char *const silu[] = {"silu", "swish", NULL}, *const relu2[] = {"relu2", NULL};
+    if (nh_str(r, "mamba_hidden_act", "silu", silu, "silu (or swish: causal_conv1d_fn; another runs the torch conv1d)") ||
+        nh_str(r, "mlp_hidden_act", "relu2", relu2, "relu2 (ReLUSquaredActivation)"))
+        return -1;
+    if (a->tie)
+        return vc__hf_bad(r, "tie_word_embeddings", "true: NemotronHForCausalLM ties nothing (_tied_weights_keys {}), "
+                          "its lm_head is its own");
+    int64_t nextn = 0;
+    if (gh_int(r, "num_nextn_predict_layers", 0, 0, &nextn)) return -1;
+    if (nextn > 0)
+        return vc__hf_bad(r, "num_nextn_predict_layers", "%lld: the multi-token-prediction layers are not modelled",
+                          (long long)nextn);
+    a->R = 0; /* NemotronHAttention: no rotary embedding */
+    /* the whole model within 2^56 parameters (hf_read.c check_total does not see the Mamba layers) */
+    int64_t per = 0, m, tot;
+    bool ovf = __builtin_mul_overflow(4 * inter + 2 * a->gh.mg * a->gh.mn + a->gh.mh, a->H, &per) ||
+               __builtin_mul_overflow(2 * a->I, a->H, &m) || __builtin_add_overflow(per, m, &per) ||
+               __builtin_mul_overflow(2 * (a->NH + a->KV) * a->D, a->H, &m) || __builtin_add_overflow(per, m, &per) ||
+               __builtin_mul_overflow(per, a->N, &tot) || __builtin_mul_overflow(a->V, 2 * a->H, &m) ||
+               __builtin_add_overflow(tot, m, &tot);
+    if (ovf || tot > (INT64_C(1) << 56))
+        return vc__hf_bad(r, "num_hidden_layers", "%lld layers: more than 2^56 parameters, byte counts would overflow 64-bit "
+                          "arithmetic", (long long)a->N);
+    return 0;
+}
+
+/* One NemotronHBlock: norm, one mixer, residual + hidden_states */
+static void nh_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
+{
+    const char k = vc__hf_nemotron_h_kind(a, i);
+    const char *end = k == 'M' ? "mixer" : k == '*' ? "mixer.o_proj" : "mixer.down_proj";
+    g_norm(r, arr, a, "norm", end);
+    if (k == 'M') { /* NemotronHMamba2Mixer: in_proj, then the rest in layers/mamba2.c */
+        const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
+        g_linear(r, arr, "mixer.in_proj", NULL, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
+        cJSON *o = vc__hf_layer(r, arr, "Mamba2Mixer", "mixer");
+        vc__hf_num(r, o, "num_heads", (double)a->gh.mh);
+        vc__hf_num(r, o, "head_dim", (double)a->gh.mp);
+        vc__hf_num(r, o, "n_groups", (double)a->gh.mg);
+        vc__hf_num(r, o, "state_size", (double)a->gh.mn);
+        vc__hf_num(r, o, "conv_kernel", (double)a->gh.mk);
+        vc__hf_num(r, o, "chunk_size", (double)a->gh.chunk);
+        vc__hf_num(r, o, "hidden_size", (double)a->H);
+        vc__hf_flag(r, o, "conv_bias", a->gh.conv_bias);
+        vc__hf_flag(r, o, "bias", a->gh.proj_bias);
+        vc__hf_num(r, o, "eps", a->eps);
+        vc__hf_num(r, o, "norm_groups", (double)a->gh.mg); /* Zamba2RMSNormGated(group_size = intermediate // n_groups) */
+    } else if (k == '*') { /* NemotronHAttention: q/k/v_proj, the attention (no rotary), o_proj */
+        const int64_t q = a->NH * a->D, kv = a->KV * a->D;
+        g_linear(r, arr, "mixer.q_proj", NULL, a->H, q, false);
+        g_linear(r, arr, "mixer.k_proj", "norm", a->H, kv, false);
+        g_linear(r, arr, "mixer.v_proj", "norm", a->H, kv, false);
+        cJSON *o = vc__hf_layer(r, arr, "RotaryAttention", "mixer.attention");
+        vc__hf_ins(r, o, "mixer.q_proj", "mixer.k_proj", "mixer.v_proj", NULL);
+        vc__hf_num(r, o, "num_heads", (double)a->NH);
+        vc__hf_num(r, o, "num_kv_heads", (double)a->KV);
+        vc__hf_num(r, o, "head_dim", (double)a->D);
+        vc__hf_num(r, o, "rotary_dim", 0);
+        vc__hf_flag(r, o, "causal", true);
+        if (a->p_attn > 0) vc__hf_num(r, o, "dropout", a->p_attn);
+        g_linear(r, arr, "mixer.o_proj", NULL, q, a->H, false);
+    } else { /* NemotronHMLP: up_proj, relu2 (ReLUSquaredActivation: relu, then torch.square), down_proj */
+        g_linear(r, arr, "mixer.up_proj", NULL, a->H, a->I, a->nh.mlp_bias);
+        vc__hf_layer(r, arr, "ReLU", "mixer.act_fn.relu");
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "mixer.act_fn.square"), "mixer.act_fn.relu", "mixer.act_fn.relu", NULL, NULL);
+        g_linear(r, arr, "mixer.down_proj", NULL, a->I, a->H, a->nh.mlp_bias);
+    }
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "residual"), end, "input", NULL, NULL);
+}
+
+static int nh_kind(const arch *a, int64_t i) { return vc__hf_nemotron_h_kind(a, i); }
+
+void vc__hf_nemotron_h_write(rd *r, cJSON *arr, const arch *a)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Embedding", "model.embeddings");
+    vc__hf_num(r, o, "num_embeddings", (double)a->V);
+    vc__hf_num(r, o, "embedding_dim", (double)a->H);
+    g_stack(r, arr, a, "model.layers", "model.embeddings", "model.embeddings", nh_kind, nh_layer);
+    g_norm(r, arr, a, "model.norm_f", NULL);
+    o = vc__hf_layer(r, arr, "Linear", "lm_head");
+    vc__hf_num(r, o, "in_features", (double)a->H);
+    vc__hf_num(r, o, "out_features", (double)a->V);
+    vc__hf_flag(r, o, "bias", false);
 }

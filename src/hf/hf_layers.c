@@ -1094,6 +1094,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_MAMBA2: /* Mamba2ForCausalLM (hf_granite4.c) */
         vc__hf_mamba2_write(w->r, w->arr, a);
         return;
+    case BLK_NEMOTRON_H: /* NemotronHForCausalLM (hf_granite4.c) */
+        vc__hf_nemotron_h_write(w->r, w->arr, a);
+        return;
     default:
         break;
     }

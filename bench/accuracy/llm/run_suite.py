@@ -1654,6 +1654,33 @@ def cases():
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
                             lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
                             **({"lora_targets": "in_proj,out_proj,q_proj,v_proj,w1,w2,w3"} if l else {})))
+    # issue 31: NVIDIA Nemotron-H (nemotron_h, nemotron_h_replica.py, modeling_nemotron_h.py @ 008d9e95): one mixer a
+    # block (Mamba2 through the mamba_ssm kernels' allocations with the grouped Zamba2RMSNormGated, NoPE attention,
+    # relu2 MLP), logits .float(). nemotron_h_small (new key names, 4 groups, chunk 16) and nemotron_h_legacy_small
+    # (the legacy mamba_* names, use_bias and mlp_bias, chunk 32). Training (full, LoRA on in_proj / q_proj / v_proj /
+    # up_proj, checkpointing), inference, generate; sequences off the chunk size too. Every third held out.
+    nh = [
+        ("train", "nemotron_h_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "nemotron_h_small", 2, 40, "adamw", "bf16", False, 0),
+        ("train", "nemotron_h_small", 1, 96, "sgd", "fp32", True, 0),
+        ("train", "nemotron_h_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "nemotron_h_legacy_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "nemotron_h_legacy_small", 4, 48, "adam", "bf16", True, 0),
+        ("train", "nemotron_h_legacy_small", 1, 128, "adamw", "fp32", False, 8),
+        ("train", "nemotron_h_small", 2, 80, "adamw", "bf16", True, 0),
+        ("train", "nemotron_h_legacy_small", 2, 96, "adamw", "bf16", False, 8),
+        ("infer", "nemotron_h_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "nemotron_h_legacy_small", 2, 100, None, "bf16", False, 0),
+        ("infer", "nemotron_h_small", 4, 32, None, "bf16", False, 0),
+        ("generate", "nemotron_h_small", 1, 40, 8, "fp32", False, 0),
+        ("generate", "nemotron_h_legacy_small", 2, 64, 12, "bf16", False, 0),
+        ("generate", "nemotron_h_small", 2, 24, 16, "bf16", False, 0),
+    ]
+    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(nh):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                            **({"lora_targets": "in_proj,q_proj,v_proj,up_proj"} if l else {})))
         elif mode == "infer":
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
         else:
