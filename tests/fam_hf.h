@@ -1,7 +1,8 @@
 /*
  * fam_hf.h — what the family tests (tests/test_fam_*.c) share: a config given as a JSON string loaded
  * as vramcalc's Hugging Face reader loads config.json (no options), its parameter count, how often a
- * string occurs in the model JSON it becomes (--emit-model), and a config written to a temporary file.
+ * string occurs in the model JSON it becomes (--emit-model), a config refused naming a key, generate()'s
+ * KV cache, and a config written to a temporary file.
  * Static: each test program its own copy.
  * Include after <cmocka.h> (fail_msg).
  */
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 static inline vc_status load_js(const char *js, vc_model **m, vc_error *err)
 {
@@ -40,6 +42,35 @@ static inline int emitted(const char *js, const char *needle)
     for (const char *p = vc_model_generated_json(m); (p = strstr(p, needle)); p++) n++;
     vc_model_free(m);
     return n;
+}
+
+/* js refused as a model error whose path is key (as the CLI spells it) */
+static inline void fam_refused(const char *js, const char *key)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+    assert_null(m);
+    if (strcmp(CLI_PATH(&err), key)) fail_msg("%s: path %s (%s)", js, err.path, err.msg);
+}
+
+/* generate()'s KV cache bytes for js at the default options, --prompt prompt, --new-tokens new_tokens */
+static inline int64_t fam_kv_cache(const char *js, int64_t prompt, int64_t new_tokens)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (load_js(js, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = prompt;
+    o.new_tokens = new_tokens;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    int64_t kv = r.generate.kv_cache;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return kv;
 }
 
 /* body written to a new file named from path's mkstemp template (XXXXXX last), for the CLI to read */

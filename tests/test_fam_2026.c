@@ -119,11 +119,7 @@ static void test_exaone4_bad_keys(void **state)
     char js[512];
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(js, sizeof js, EX ",%s}", bad[i].kv);
-        vc_model *m = NULL;
-        vc_error err;
-        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
-        assert_null(m);
-        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+        fam_refused(js, bad[i].key);
     }
     char path[] = "/tmp/vc_exaone4_XXXXXX";
     fam_write(path, EX ",\"sliding_window\":null}");
@@ -138,19 +134,7 @@ static void test_exaone4_bad_keys(void **state)
 static void test_exaone4_generate_serve(void **state)
 {
     (void)state;
-    vc_model *m = NULL;
-    vc_error err;
-    assert_int_equal(load_js(EX "}", &m, &err), VC_OK);
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = VC_MODE_GENERATE;
-    o.prompt = 16;
-    o.new_tokens = 4;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(r.generate.kv_cache, 19 * 2 * 4 * 2 * 16 * 4);
-    vc_result_free(&r);
-    vc_model_free(m);
+    assert_int_equal(fam_kv_cache(EX "}", 16, 4), 19 * 2 * 4 * 2 * 16 * 4);
     const char *out = cli_output(HF "exaone-4.0-32b.json --serve --gpu h100-80gb");
     assert_non_null(strstr(out, "1.0 MiB per block"));
 }
@@ -226,11 +210,7 @@ static void test_seed_oss_bad_keys(void **state)
     char js[512];
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(js, sizeof js, SO ",%s}", bad[i].kv);
-        vc_model *m = NULL;
-        vc_error err;
-        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
-        assert_null(m);
-        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+        fam_refused(js, bad[i].key);
     }
     char path[] = "/tmp/vc_seed_oss_XXXXXX";
     fam_write(path, SO ",\"residual_dropout\":2}");
@@ -246,19 +226,7 @@ static void test_seed_oss_generate_serve(void **state)
     (void)state;
     const char *out = cli_output(HF "seed-oss-36b-instruct.json --serve --gpu h100-80gb");
     assert_non_null(strstr(out, "4.0 MiB per block"));
-    vc_model *m = NULL;
-    vc_error err;
-    assert_int_equal(load_js(SO "}", &m, &err), VC_OK);
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = VC_MODE_GENERATE;
-    o.prompt = 16;
-    o.new_tokens = 4;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * 2 * 16 * 4);
-    vc_result_free(&r);
-    vc_model_free(m);
+    assert_int_equal(fam_kv_cache(SO "}", 16, 4), 19 * 2 * 2 * 2 * 16 * 4);
 }
 
 /* seed_oss_small's measured cases (q/k/v biases, attention and residual dropouts 0.1) within 0.1% */

@@ -139,11 +139,7 @@ static void test_bad_keys(void **state)
     char js[1024];
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(js, sizeof js, "%s,%s}", bad[i].base, bad[i].kv);
-        vc_model *m = NULL;
-        vc_error err;
-        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
-        assert_null(m);
-        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+        fam_refused(js, bad[i].key);
     }
     char path[] = "/tmp/vc_ernie_XXXXXX";
     fam_write(path, MOE ",\"use_bias\":true}");
@@ -159,19 +155,7 @@ static void test_bad_keys(void **state)
 static void test_generate(void **state)
 {
     (void)state;
-    vc_model *m = NULL;
-    vc_error err;
-    assert_int_equal(load_js(DENSE "}", &m, &err), VC_OK);
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = VC_MODE_GENERATE;
-    o.prompt = 16;
-    o.new_tokens = 4;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * 2 * 128 * 4);
-    vc_result_free(&r);
-    vc_model_free(m);
+    assert_int_equal(fam_kv_cache(DENSE "}", 16, 4), 19 * 2 * 2 * 2 * 128 * 4);
 }
 
 /* --serve (vLLM's ernie45.py / ernie45_moe.py): a KV block of 16 tokens holds layers x 2 x kv heads x 128 x 2 B x 16:

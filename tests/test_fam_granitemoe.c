@@ -100,19 +100,7 @@ static void test_bad_keys(void **state)
 static void test_generate(void **state)
 {
     (void)state;
-    vc_model *m = NULL;
-    vc_error err;
-    assert_int_equal(load_js(TINY "}", &m, &err), VC_OK);
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = VC_MODE_GENERATE;
-    o.prompt = 16;
-    o.new_tokens = 4;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * 2 * 16 * 4);
-    vc_result_free(&r);
-    vc_model_free(m);
+    assert_int_equal(fam_kv_cache(TINY "}", 16, 4), 19 * 2 * 2 * 2 * 16 * 4);
 }
 
 /* --serve on 8 H100: a rank holds 1 of the 8 kv heads of 64, a KV block of 16 tokens 32 layers x 2 x 1 x 64 x 2 B x 16
