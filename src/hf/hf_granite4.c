@@ -267,9 +267,10 @@ static void g_residual(rd *r, cJSON *arr, const arch *a, const char *scale, cons
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", add), residual, scale, NULL, NULL);
 }
 
-/* A Mamba2 mixer (GraniteMoeHybridMambaLayer, Mamba2Mixer: the same modules): in_proj (on `in`, NULL the layer
- * before), then the rest in layers/mamba2.c */
-static void g_mixer(rd *r, cJSON *arr, const arch *a, const char *in, const char *in_proj, const char *name)
+/* A Mamba2 mixer (GraniteMoeHybridMambaLayer, Mamba2Mixer, NemotronHMamba2Mixer: the same modules): in_proj (on
+ * `in`, NULL the layer before), then the rest in layers/mamba2.c; grouped: the gated norm's variance per group
+ * (nemotron_h's Zamba2RMSNormGated, group_size = intermediate // n_groups) */
+static void g_mixer(rd *r, cJSON *arr, const arch *a, const char *in, const char *in_proj, const char *name, bool grouped)
 {
     const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
     g_linear(r, arr, in_proj, in, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
@@ -284,6 +285,7 @@ static void g_mixer(rd *r, cJSON *arr, const arch *a, const char *in, const char
     vc__hf_flag(r, o, "conv_bias", a->gh.conv_bias);
     vc__hf_flag(r, o, "bias", a->gh.proj_bias);
     vc__hf_num(r, o, "eps", a->eps);
+    if (grouped) vc__hf_num(r, o, "norm_groups", (double)a->gh.mg);
 }
 
 static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
@@ -292,7 +294,7 @@ static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
     const char *mixer_end = mamba ? "mamba" : "self_attn.o_proj";
     g_norm(r, arr, a, "input_layernorm", mixer_end);
     if (mamba) { /* GraniteMoeHybridMambaLayer: in_proj, then the rest in layers/mamba2.c */
-        g_mixer(r, arr, a, NULL, "mamba.in_proj", "mamba");
+        g_mixer(r, arr, a, NULL, "mamba.in_proj", "mamba", false);
     } else { /* GraniteMoeHybridAttention: q/k/v_proj, the attention (no rotary with position_embedding_type nope), o_proj */
         const int64_t q = a->NH * a->D, kv = a->KV * a->D;
         g_linear(r, arr, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
@@ -510,7 +512,7 @@ static void m2_block(rd *r, cJSON *arr, const arch *a, int64_t i)
     m2_cast(r, arr, "norm_input", NULL, "parameters"); /* hidden_states.to(dtype=self.norm.weight.dtype) */
     g_norm(r, arr, a, "norm", "mixer");
     if (a->gh.resid_f32) m2_cast(r, arr, "residual", "input", "float32"); /* residual.to(torch.float32) */
-    g_mixer(r, arr, a, "norm", "mixer.in_proj", "mixer");
+    g_mixer(r, arr, a, "norm", "mixer.in_proj", "mixer", false);
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "residual_add"), a->gh.resid_f32 ? "residual" : "input", "mixer", NULL, NULL);
 }
 
@@ -695,21 +697,8 @@ static void nh_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
     const char k = vc__hf_nemotron_h_kind(a, i);
     const char *end = k == 'M' ? "mixer" : k == '*' ? "mixer.o_proj" : "mixer.down_proj";
     g_norm(r, arr, a, "norm", end);
-    if (k == 'M') { /* NemotronHMamba2Mixer: in_proj, then the rest in layers/mamba2.c */
-        const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
-        g_linear(r, arr, "mixer.in_proj", NULL, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
-        cJSON *o = vc__hf_layer(r, arr, "Mamba2Mixer", "mixer");
-        vc__hf_num(r, o, "num_heads", (double)a->gh.mh);
-        vc__hf_num(r, o, "head_dim", (double)a->gh.mp);
-        vc__hf_num(r, o, "n_groups", (double)a->gh.mg);
-        vc__hf_num(r, o, "state_size", (double)a->gh.mn);
-        vc__hf_num(r, o, "conv_kernel", (double)a->gh.mk);
-        vc__hf_num(r, o, "chunk_size", (double)a->gh.chunk);
-        vc__hf_num(r, o, "hidden_size", (double)a->H);
-        vc__hf_flag(r, o, "conv_bias", a->gh.conv_bias);
-        vc__hf_flag(r, o, "bias", a->gh.proj_bias);
-        vc__hf_num(r, o, "eps", a->eps);
-        vc__hf_num(r, o, "norm_groups", (double)a->gh.mg); /* Zamba2RMSNormGated(group_size = intermediate // n_groups) */
+    if (k == 'M') { /* NemotronHMamba2Mixer */
+        g_mixer(r, arr, a, NULL, "mixer.in_proj", "mixer", true);
     } else if (k == '*') { /* NemotronHAttention: q/k/v_proj, the attention (no rotary), o_proj */
         const int64_t q = a->NH * a->D, kv = a->KV * a->D;
         g_linear(r, arr, "mixer.q_proj", NULL, a->H, q, false);

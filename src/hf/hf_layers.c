@@ -85,6 +85,18 @@ static cJSON *linear(wr *w, const char *name, const char *in, int64_t nin, int64
     return o;
 }
 
+/* A SparseMoE layer (layers/llm.c) of the row's experts: its sizes and style; the caller adds the style's keys */
+static cJSON *sparse_moe(wr *w, const arch *a, const char *name, const char *style)
+{
+    cJSON *o = add_layer(w, "SparseMoE", name);
+    num(w, o, "hidden_size", (double)a->H);
+    num(w, o, "intermediate_size", (double)a->moe_I);
+    num(w, o, "num_experts", (double)a->E);
+    num(w, o, "top_k", (double)a->K);
+    str(w, o, "style", style);
+    return o;
+}
+
 static cJSON *rmsnorm(wr *w, const arch *a, const char *name, const char *in)
 {
     cJSON *o = add_layer(w, "HFRMSNorm", name);
@@ -418,32 +430,17 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     if (layer_is_moe(a, i) && l4) {
         /* Llama4TextMoe: router (Llama4Router), experts (Llama4TextExperts: stacked, torch.bmm over every
          * expert), shared_expert (Llama4TextMLP of intermediate_size) */
-        cJSON *o = add_layer(w, "SparseMoE", "feed_forward");
-        num(w, o, "hidden_size", (double)a->H);
-        num(w, o, "intermediate_size", (double)a->moe_I);
-        num(w, o, "num_experts", (double)a->E);
-        num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", "llama4");
+        cJSON *o = sparse_moe(w, a, "feed_forward", "llama4");
         num(w, o, "shared_expert_intermediate_size", (double)a->moe_I);
         if (a->act <= A_RELU) str(w, o, "activation", act_json[a->act]);
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_GPT_OSS) {
         /* GptOssMLP: GptOssTopKRouter (weight, bias), GptOssExperts (stacked, biased) */
-        cJSON *o = add_layer(w, "SparseMoE", "mlp");
-        num(w, o, "hidden_size", (double)a->H);
-        num(w, o, "intermediate_size", (double)a->moe_I);
-        num(w, o, "num_experts", (double)a->E);
-        num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", "gpt_oss");
+        cJSON *o = sparse_moe(w, a, "mlp", "gpt_oss");
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", "grouped_mm");
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_GRANITE) {
         /* GraniteMoeMoE: input_linear, output_linear (GraniteMoeParallelExperts), router (GraniteMoeTopKGating) */
-        cJSON *o = add_layer(w, "SparseMoE", "block_sparse_moe");
-        num(w, o, "hidden_size", (double)a->H);
-        num(w, o, "intermediate_size", (double)a->moe_I);
-        num(w, o, "num_experts", (double)a->E);
-        num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", "granitemoe");
+        cJSON *o = sparse_moe(w, a, "block_sparse_moe", "granitemoe");
         if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         if (a->shared_I > 0) {
@@ -459,12 +456,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         }
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_PHIMOE) {
         /* PhimoeSparseMoeBlock: router (PhimoeTopKRouter, sparsemixer), experts (PhimoeExperts, stacked) */
-        cJSON *o = add_layer(w, "SparseMoE", "mlp");
-        num(w, o, "hidden_size", (double)a->H);
-        num(w, o, "intermediate_size", (double)a->moe_I);
-        num(w, o, "num_experts", (double)a->E);
-        num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", "phimoe");
+        cJSON *o = sparse_moe(w, a, "mlp", "phimoe");
         if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->jitter > 0) num(w, o, "input_jitter_noise", a->jitter);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
@@ -472,12 +464,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_ERNIE) {
         /* Ernie4_5_MoeSparseMoeBlock: gate (Ernie4_5_MoeTopKRouter, float32, moe_statics), experts
          * (Ernie4_5_MoeExperts, stacked), shared_experts (layers/llm.c moe_ernie_emit) */
-        cJSON *o = add_layer(w, "SparseMoE", "mlp");
-        num(w, o, "hidden_size", (double)a->H);
-        num(w, o, "intermediate_size", (double)a->moe_I);
-        num(w, o, "num_experts", (double)a->E);
-        num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", "ernie4_5_moe");
+        cJSON *o = sparse_moe(w, a, "mlp", "ernie4_5_moe");
         /* transformers: gate.weight and moe_statics float32 (_keep_in_fp32_modules_strict), the router off autocast;
          * vLLM's Ernie4_5_MoeMoE (ernie45_moe.py @ 0028a751): a ReplicatedLinear gate and the bias in the model's
          * dtype */
@@ -489,12 +476,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     } else if (layer_is_moe(a, i) && a->f->moe == MOE_MINIMAX) {
         /* MiniMaxM2SparseMoeBlock: gate (MiniMaxM2TopKRouter), experts (MiniMaxM2Experts, stacked),
          * e_score_correction_bias (layers/llm.c moe_minimax_emit) */
-        cJSON *o = add_layer(w, "SparseMoE", "mlp");
-        num(w, o, "hidden_size", (double)a->H);
-        num(w, o, "intermediate_size", (double)a->moe_I);
-        num(w, o, "num_experts", (double)a->E);
-        num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", "minimax_m2");
+        cJSON *o = sparse_moe(w, a, "mlp", "minimax_m2");
         /* vLLM's MiniMaxM2MoE (minimax_m2.py @ 01d99586): gate a ReplicatedLinear(params_dtype=torch.float32) on
          * hidden_states.to(torch.float32), e_score_correction_bias a float32 parameter */
         if (a->vllm) flag(w, o, "router_f32", true);
@@ -503,12 +485,8 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         str(w, o, "experts_implementation", "grouped_mm");
     } else if (layer_is_moe(a, i)) {
         bool mx = a->f->moe == MOE_MIXTRAL, ds = a->f->moe == MOE_DEEPSEEK;
-        cJSON *o = add_layer(w, "SparseMoE", mx ? "block_sparse_moe" : "mlp");
-        num(w, o, "hidden_size", (double)a->H);
-        num(w, o, "intermediate_size", (double)a->moe_I);
-        num(w, o, "num_experts", (double)a->E);
-        num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", mx ? "mixtral" : a->f->ds_v2 ? "deepseek_v2" : ds ? "deepseek_v3" : "qwen2_moe");
+        cJSON *o = sparse_moe(w, a, mx ? "block_sparse_moe" : "mlp",
+                              mx ? "mixtral" : a->f->ds_v2 ? "deepseek_v2" : ds ? "deepseek_v3" : "qwen2_moe");
         if (!a->f->ds_v2) flag(w, o, "norm_topk_prob", a->norm_topk); /* DeepseekV2Moe does not read it */
         if (a->f->ds_v2) { /* DeepseekV2Moe: topk_method, its groups; shared_experts of moe_intermediate_size x n_shared_experts */
             str(w, o, "topk_method", a->topk_method ? "group_limited_greedy" : "greedy");
