@@ -125,17 +125,6 @@ static vc_t add2(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel out)
     return r;
 }
 
-/* dst[...] = src (copy_ into a slice of dst): in place, nothing saved (CopySlices) */
-static vc_t copy_into(vc_build *b, vc_t dst, vc_t src)
-{
-    vc_op *o = vc_op_begin(b, "copy_");
-    int id = vc_op_in(o, dst);
-    vc_op_in(o, src);
-    vc_t r = vc_op_out_view(o, id, vc_numel_of(b, dst), vc_contiguous(b, dst));
-    vc_op_end(o);
-    return r;
-}
-
 /* torch.cat of n tensors into out: nothing saved, each gradient a slice of the output's */
 static vc_t cat(vc_build *b, const vc_t *x, int n, vc_numel out, vc_dtype dt)
 {
@@ -267,7 +256,7 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
         vc_t pr = mul2(b, row, sub, ns);
         vc_t sm = sum_to(b, pr, nr);
         vc_t nw = add2(b, "add", row, sm, nr);
-        attn = copy_into(b, attn, nw);
+        attn = vc__op_copy_into(b, attn, nw);
     }
     vc_t eye = vc__op_new(b, "eye", vc_n_fixed(C * C), vc_dt_of(b, attn));
     attn = hold(b, add2(b, "add", attn, eye, sq));
@@ -308,7 +297,7 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
         loc[3] = hold(b, ai);
         /* core_attn_out[:, :, i] = attn_inter + attn @ v_new */
         vc_t av = vc__op_bmm(b, a, vn, cv);
-        core = copy_into(b, core, add2(b, "add", ai, av, cv));
+        core = vc__op_copy_into(b, core, add2(b, "add", ai, av, cv));
         /* last_recurrent_state = last_recurrent_state * g[:, :, i, -1, None, None].exp()
          *     + (k_i * (g[:, :, i, -1, None] - g[:, :, i]).exp()[..., None]).transpose(-1, -2) @ v_new */
         vc_t s0 = s;
@@ -367,7 +356,7 @@ static vc_t recurrent_rule(vc_build *b, const gdn_cfg *c, vc_t q, vc_t k, vc_t v
     vc_t kv = sum_to(b, mul2(b, x, k, st), hd);         /* (state * k_t.unsqueeze(-1)).sum(dim=-2) */
     vc_t delta = mul2(b, add2(b, "sub", v, kv, hd), beta, hd);
     x = add2(b, "add", x, mul2(b, k, delta, st), st);    /* state + k_t.unsqueeze(-1) * delta.unsqueeze(-2) */
-    core = copy_into(b, core, sum_to(b, mul2(b, x, q, st), hd));
+    core = vc__op_copy_into(b, core, sum_to(b, mul2(b, x, q, st), hd));
     *s = x;
     return core;
 }
@@ -480,7 +469,7 @@ static void gdn_emit(vc_build *b, const void *p)
          * conv_state.copy_(new[:, :, -state_len:]); conv1d (no padding); silu(out[:, :, -seq_len:]) */
         vc_t hn = vc__op_nograd(b, "cat", cache[0], mixed, vc_n_sample(Cd * (K + 1)), dt);
         hn = vc__op_cast(b, hn, vc_dt_of(b, w_conv));
-        cache[0] = copy_into(b, cache[0], vc__op_select(b, hn, vc_n_sample(Cd * K), false));
+        cache[0] = vc__op_copy_into(b, cache[0], vc__op_select(b, hn, vc_n_sample(Cd * K), false));
         vc_t co = vc__op_conv(b, hn, w_conv, -1, vc_n_sample(Cd * 2));
         act = vc__op_unary(b, "silu", vc__op_select(b, co, vc_n_sample(Cd), false), VC_SAVE_IN, false);
         act = vc__op_cast(b, act, dt);

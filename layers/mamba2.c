@@ -188,17 +188,6 @@ static vc_t gated_norm(vc_build *b, vc_t x, vc_t gate, vc_t w, int64_t rows, int
     return mul2(b, w, h, full);
 }
 
-/* dst.copy_(src): in place, nothing saved */
-static vc_t copy_into(vc_build *b, vc_t dst, vc_t src)
-{
-    vc_op *o = vc_op_begin(b, "copy_");
-    int id = vc_op_in(o, dst);
-    vc_op_in(o, src);
-    vc_t r = vc_op_out_view(o, id, vc_numel_of(b, dst), vc_contiguous(b, dst));
-    vc_op_end(o);
-    return r;
-}
-
 static vc_t hold(vc_build *b, vc_t t)
 {
     vc_hold(b, t);
@@ -287,10 +276,10 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         /* causal_conv1d_update(hidden_states_B_C, conv_states, weight, bias, activation): a new [B, conv_dim],
          * the state updated in place */
         vc_t xc = hold(b, vc__op_nograd(b, "causal_conv1d_update", xbc, cache[0], vc_n_sample(CD), dt));
-        cache[0] = copy_into(b, cache[0], xc);
+        cache[0] = vc__op_copy_into(b, cache[0], xc);
         /* selective_state_update(ssm_states, x, dt, A, B, C, D, dt_bias, dt_softplus): out = empty_like(x) */
         y = vc__op_nograd(b, "selective_state_update", xc, cache[1], vc_n_sample(Di), dt);
-        cache[1] = copy_into(b, cache[1], y);
+        cache[1] = vc__op_copy_into(b, cache[1], y);
         vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups);
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
         vc_release(b, xc); /* hidden_states_B_C: a local to the return */
@@ -298,7 +287,7 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         return;
     } else {
         if (cache) /* conv_states = F.pad(xBC.transpose(1, 2), (d_conv - L, 0)); cache.conv_states.copy_(it) */
-            cache[0] = copy_into(b, cache[0], vc__op_fresh(b, "constant_pad_nd", xbc, vc_n_sample(CD * c->kernel)));
+            cache[0] = vc__op_copy_into(b, cache[0], vc__op_fresh(b, "constant_pad_nd", xbc, vc_n_sample(CD * c->kernel)));
         /* causal_conv1d_fn(x=xBC.transpose(1, 2), weight, bias, activation): a new [B, conv_dim, L] */
         vc_t xc = vc__op_nograd(b, "causal_conv1d_fwd", xbc, vc_weight(b, iw->conv_w), vc_n_sample(L * CD), dt);
         vc_hold(b, xc); /* hidden_states_B_C (and its split views): a local to the return */
@@ -317,7 +306,7 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         vc_release(b, da);
         vc_release(b, dto);
         vc_hold(b, fin); /* ssm_state: a local of cuda_kernels_forward to its return */
-        if (cache) cache[1] = copy_into(b, cache[1], fin); /* cache_params.ssm_states[i].copy_(ssm_state) */
+        if (cache) cache[1] = vc__op_copy_into(b, cache[1], fin); /* cache_params.ssm_states[i].copy_(ssm_state) */
         vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups);
         vc_release(b, y);
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);

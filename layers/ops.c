@@ -49,6 +49,16 @@ vc_t vc__op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous)
     return y;
 }
 
+vc_t vc__op_copy_into(vc_build *b, vc_t dst, vc_t src)
+{
+    vc_op *o = vc_op_begin(b, "copy_");
+    int id = vc_op_in(o, dst);
+    vc_op_in(o, src);
+    vc_t r = vc_op_out_view(o, id, vc_numel_of(b, dst), vc_contiguous(b, dst));
+    vc_op_end(o);
+    return r;
+}
+
 vc_t vc__op_cast(vc_build *b, vc_t x, vc_dtype dt)
 {
     if (x < 0 || vc_dt_of(b, x) == dt) return x;

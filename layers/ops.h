@@ -25,6 +25,9 @@ vc_t vc__op_contiguous(vc_build *b, vc_t x);
 /* A view whose backward builds a zero tensor of the input's size
  * (select/slice backward). */
 vc_t vc__op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous);
+/* dst.copy_(src) (and dst[...] = src, a copy_ into a slice of dst): in place in dst's storage, nothing saved
+ * (CopyBackwards / CopySlices) */
+vc_t vc__op_copy_into(vc_build *b, vc_t dst, vc_t src);
 /* _to_copy to dt (no-op when already dt). */
 vc_t vc__op_cast(vc_build *b, vc_t x, vc_dtype dt);
 /* Under autocast: cast a float activation to the low-precision dtype, or

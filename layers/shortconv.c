@@ -68,17 +68,6 @@ static int sc_setup(vc_setup *s, void *p)
            (c->bias && vc_param(s, "conv.bias", c->hidden));
 }
 
-/* dst.copy_(src) in place */
-static vc_t copy_to(vc_build *b, vc_t dst, vc_t src)
-{
-    vc_op *o = vc_op_begin(b, "copy_");
-    int id = vc_op_in(o, dst);
-    vc_op_in(o, src);
-    vc_t r = vc_op_out_view(o, id, vc_numel_of(b, dst), vc_contiguous(b, dst));
-    vc_op_end(o);
-    return r;
-}
-
 static void sc_emit(vc_build *b, const void *p)
 {
     const sc_cfg *c = p;
@@ -110,14 +99,14 @@ static void sc_emit(vc_build *b, const void *p)
         vc_op_in(o, bx);
         st = vc_op_out_view(o, id, vc_n_sample(H * K), true);
         vc_op_end(o);
-        cache[0] = copy_to(b, cache[0], st);
+        cache[0] = vc__op_copy_into(b, cache[0], st);
         vc_t pr = vc__op_nograd(b, "mul", st, w, vc_n_sample(H * K), dt);
         conv = vc__op_nograd(b, "sum", pr, -1, vc_n_sample(H), dt);
         vc_release(b, pr);
     } else {
         if (cache) { /* conv_state = F.pad(Bx, (L_cache - L, 0)); conv_cache.copy_(conv_state) */
             st = vc__op_fresh(b, "constant_pad_nd", bx, vc_n_sample(H * K));
-            cache[0] = copy_to(b, cache[0], st);
+            cache[0] = vc__op_copy_into(b, cache[0], st);
         }
         /* self.conv(Bx) over L + L_cache - 1 positions, then [..., :seqlen] */
         vc_t full = vc__op_conv(b, bx, w, bias, vc_n_sample(H * (L + K - 1)));
