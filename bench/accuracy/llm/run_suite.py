@@ -1628,59 +1628,6 @@ def cases():
         if mode == "train":
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
                             lora=l, lora_dropout=0.0, held_out=(i % 3 == 2), **({"lora_targets": "in_proj"} if l else {})))
-    # issue 31: LiquidAI LFM2 (lfm2_replica.py, modeling_lfm2.py @ 0096ba4f): Lfm2ShortConv.slow_forward (B x, the
-    # depthwise conv1d of conv_L_cache taps, C gating) beside GQA layers with per-head q/k layernorms;
-    # lfm2_small (LFM2-1.2B's layout: full_attn_idxs, block_ff_dim adjusted, tied) and lfm2_bias_small (conv_bias,
-    # layer_types, 4 taps, the multiplier null, untied). Training (full, LoRA on in_proj / out_proj / q_proj /
-    # v_proj / w1 / w2 / w3: PEFT has no lfm2 default, checkpointing), --mode infer, generate with
-    # Lfm2HybridConvCache. Every third held out.
-    lf = [
-        ("lfm2_small", "train", 2, 64, "adamw", "fp32", False, 0),
-        ("lfm2_small", "train", 2, 96, "adamw", "bf16", False, 0),
-        ("lfm2_small", "train", 1, 128, "sgd", "fp32", True, 0),
-        ("lfm2_small", "train", 2, 64, "adamw", "bf16", False, 8),
-        ("lfm2_bias_small", "train", 2, 64, "adamw", "fp32", False, 0),
-        ("lfm2_bias_small", "train", 4, 48, "adam", "bf16", True, 0),
-        ("lfm2_bias_small", "train", 1, 128, "adamw", "fp32", False, 8),
-        ("lfm2_small", "infer", 2, 64, None, "fp32", False, 0),
-        ("lfm2_bias_small", "infer", 2, 100, None, "bf16", False, 0),
-        ("lfm2_small", "infer", 4, 32, None, "bf16", False, 0),
-        ("lfm2_small", "generate", 1, 40, 8, "fp32", False, 0),
-        ("lfm2_bias_small", "generate", 2, 64, 12, "bf16", False, 0),
-        ("lfm2_small", "generate", 2, 24, 16, "bf16", False, 0),
-    ]
-    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(lf):
-        if mode == "train":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
-                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
-                            **({"lora_targets": "in_proj,out_proj,q_proj,v_proj,w1,w2,w3"} if l else {})))
-    # issue 31: NVIDIA Nemotron-H (nemotron_h, nemotron_h_replica.py, modeling_nemotron_h.py @ 008d9e95): one mixer a
-    # block (Mamba2 through the mamba_ssm kernels' allocations with the grouped Zamba2RMSNormGated, NoPE attention,
-    # relu2 MLP), logits .float(). nemotron_h_small (new key names, 4 groups, chunk 16) and nemotron_h_legacy_small
-    # (the legacy mamba_* names, use_bias and mlp_bias, chunk 32). Training (full, LoRA on in_proj / q_proj / v_proj /
-    # up_proj, checkpointing), inference, generate; sequences off the chunk size too. Every third held out.
-    nh = [
-        ("train", "nemotron_h_small", 2, 64, "adamw", "fp32", False, 0),
-        ("train", "nemotron_h_small", 2, 40, "adamw", "bf16", False, 0),
-        ("train", "nemotron_h_small", 1, 96, "sgd", "fp32", True, 0),
-        ("train", "nemotron_h_small", 2, 64, "adamw", "bf16", False, 8),
-        ("train", "nemotron_h_legacy_small", 2, 64, "adamw", "fp32", False, 0),
-        ("train", "nemotron_h_legacy_small", 4, 48, "adam", "bf16", True, 0),
-        ("train", "nemotron_h_legacy_small", 1, 128, "adamw", "fp32", False, 8),
-        ("train", "nemotron_h_small", 2, 80, "adamw", "bf16", True, 0),
-        ("train", "nemotron_h_legacy_small", 2, 96, "adamw", "bf16", False, 8),
-        ("infer", "nemotron_h_small", 2, 64, None, "fp32", False, 0),
-        ("infer", "nemotron_h_legacy_small", 2, 100, None, "bf16", False, 0),
-        ("infer", "nemotron_h_small", 4, 32, None, "bf16", False, 0),
-        ("generate", "nemotron_h_small", 1, 40, 8, "fp32", False, 0),
-        ("generate", "nemotron_h_legacy_small", 2, 64, 12, "bf16", False, 0),
-        ("generate", "nemotron_h_small", 2, 24, 16, "bf16", False, 0),
-    ]
-    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(nh):
-        if mode == "train":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
-                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
-                            **({"lora_targets": "in_proj,q_proj,v_proj,up_proj"} if l else {})))
         elif mode == "infer":
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
         else:
@@ -1742,6 +1689,37 @@ def cases():
             else:
                 out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
                                 precision=p, experts=ex, held_out=(i % 3 == 2)))
+    # issue 31: LiquidAI LFM2 (lfm2_replica.py, modeling_lfm2.py @ 0096ba4f): Lfm2ShortConv.slow_forward (B x, the
+    # depthwise conv1d of conv_L_cache taps, C gating) beside GQA layers with per-head q/k layernorms;
+    # lfm2_small (LFM2-1.2B's layout: full_attn_idxs, block_ff_dim adjusted, tied) and lfm2_bias_small (conv_bias,
+    # layer_types, 4 taps, the multiplier null, untied). Training (full, LoRA on in_proj / out_proj / q_proj /
+    # v_proj / w1 / w2 / w3: PEFT has no lfm2 default, checkpointing), --mode infer, generate with
+    # Lfm2HybridConvCache. Every third held out.
+    lf = [
+        ("lfm2_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("lfm2_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("lfm2_small", "train", 1, 128, "sgd", "fp32", True, 0),
+        ("lfm2_small", "train", 2, 64, "adamw", "bf16", False, 8),
+        ("lfm2_bias_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("lfm2_bias_small", "train", 4, 48, "adam", "bf16", True, 0),
+        ("lfm2_bias_small", "train", 1, 128, "adamw", "fp32", False, 8),
+        ("lfm2_small", "infer", 2, 64, None, "fp32", False, 0),
+        ("lfm2_bias_small", "infer", 2, 100, None, "bf16", False, 0),
+        ("lfm2_small", "infer", 4, 32, None, "bf16", False, 0),
+        ("lfm2_small", "generate", 1, 40, 8, "fp32", False, 0),
+        ("lfm2_bias_small", "generate", 2, 64, 12, "bf16", False, 0),
+        ("lfm2_small", "generate", 2, 24, 16, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(lf):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                            **({"lora_targets": "in_proj,out_proj,q_proj,v_proj,w1,w2,w3"} if l else {})))
+        elif mode == "infer":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
+                            held_out=(i % 3 == 2)))
     # Cohere and Cohere2 (issue 31) as transformers 5 runs them (cohere_replica.py, modeling_cohere.py and
     # modeling_cohere2.py @ 0233e509): cohere_small (use_qk_norm: CohereLayerNorm q/k norms of [heads, head_dim]),
     # cohere2_small (sliding_window 48, 3 sliding rotary layers : 1 full NoPE layer); the parallel block, float32
@@ -1768,6 +1746,38 @@ def cases():
             else:
                 out.append(dict(config=cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
                                 held_out=(i % 3 == 2)))
+    # issue 31: NVIDIA Nemotron-H (nemotron_h, nemotron_h_replica.py, modeling_nemotron_h.py @ 008d9e95): one mixer a
+    # block (Mamba2 through the mamba_ssm kernels' allocations with the grouped Zamba2RMSNormGated, NoPE attention,
+    # relu2 MLP), logits .float(). nemotron_h_small (new key names, 4 groups, chunk 16) and nemotron_h_legacy_small
+    # (the legacy mamba_* names, use_bias and mlp_bias, chunk 32). Training (full, LoRA on in_proj / q_proj / v_proj /
+    # up_proj, checkpointing), inference, generate; sequences off the chunk size too. Every third held out.
+    nh = [
+        ("train", "nemotron_h_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "nemotron_h_small", 2, 40, "adamw", "bf16", False, 0),
+        ("train", "nemotron_h_small", 1, 96, "sgd", "fp32", True, 0),
+        ("train", "nemotron_h_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "nemotron_h_legacy_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "nemotron_h_legacy_small", 4, 48, "adam", "bf16", True, 0),
+        ("train", "nemotron_h_legacy_small", 1, 128, "adamw", "fp32", False, 8),
+        ("train", "nemotron_h_small", 2, 80, "adamw", "bf16", True, 0),
+        ("train", "nemotron_h_legacy_small", 2, 96, "adamw", "bf16", False, 8),
+        ("infer", "nemotron_h_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "nemotron_h_legacy_small", 2, 100, None, "bf16", False, 0),
+        ("infer", "nemotron_h_small", 4, 32, None, "bf16", False, 0),
+        ("generate", "nemotron_h_small", 1, 40, 8, "fp32", False, 0),
+        ("generate", "nemotron_h_legacy_small", 2, 64, 12, "bf16", False, 0),
+        ("generate", "nemotron_h_small", 2, 24, 16, "bf16", False, 0),
+    ]
+    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(nh):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                            **({"lora_targets": "in_proj,q_proj,v_proj,up_proj"} if l else {})))
+        elif mode == "infer":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
+                            held_out=(i % 3 == 2)))
     return out
 
 
