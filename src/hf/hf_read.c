@@ -362,8 +362,8 @@ static int read_falcon(rd *r, arch *a)
 /* ViTConfig's image keys (configuration_vit.py @ 04ae7571: image_size 224, patch_size 16, num_channels 3) as
  * ViTPatchEmbeddings (modeling_vit.py @ 005db820) reads them: a square image (an int; the iterable form, a
  * [height, width] pair, is not modelled), num_patches = (image_size // patch_size)^2 of the Conv2d with kernel =
- * stride = patch_size; ViTSelfAttention raises ValueError unless num_attention_heads divides hidden_size, and
- * ViTForImageClassification builds an nn.Identity for num_labels 0 (its logits the CLS state: not modelled). */
+ * stride = patch_size; ViTSelfAttention raises ValueError unless num_attention_heads divides hidden_size. (An empty
+ * id2label -- num_labels 0, ViTForImageClassification's nn.Identity classifier -- is refused by the id2label role.) */
 static int read_vit(rd *r, arch *a)
 {
     if (get_int(r, "image_size", 224, 1, &a->vit.img) || get_int(r, "patch_size", 16, 1, &a->vit.P) ||
@@ -388,8 +388,6 @@ static int read_vit(rd *r, arch *a)
                           "Conv2d is more than 2^48 elements", (long long)a->vit.cin, (long long)a->vit.img,
                           (long long)a->vit.img, (long long)a->vit.P);
     a->vit.patches = side * side;
-    if (a->labels < 1)
-        return vc__hf_bad(r, "id2label", "no labels: ViTForImageClassification's classifier is then nn.Identity (not modelled)");
     return 0;
 }
 
