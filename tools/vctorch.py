@@ -1824,13 +1824,18 @@ def _input_spec(v, path):
     if isinstance(v, list):
         shape, dt = v, None
     elif isinstance(v, dict):
-        if set(v) - {"shape", "dtype"}:
-            raise ModelError("%s: unknown key(s) %s" % (path, ", ".join(sorted(set(v) - {"shape", "dtype"}))))
+        if set(v) - {"shape", "dtype", "cast"}:
+            raise ModelError("%s: unknown key(s) %s" % (path, ", ".join(sorted(set(v) - {"shape", "dtype", "cast"}))))
         shape = v.get("shape")
         dname = v.get("dtype", "float32")
         if dname not in _DTYPES:
             raise ModelError("%s.dtype: unsupported %r" % (path, dname))
         dt = _DTYPES[dname]
+        if "cast" in v:  # src/model/load.c: "cast": false keeps a float input float32 whatever the precision
+            if not isinstance(v["cast"], bool) or dt is not None:
+                raise ModelError("%s.cast: true or false, for a float input" % path)
+            if v["cast"] is False:
+                dt = torch.float32
     else:
         raise ModelError("%s: a shape list or {\"shape\", \"dtype\"}" % path)
     if not isinstance(shape, list) or not all(isinstance(d, int) and d > 0 for d in shape):

@@ -1048,6 +1048,22 @@ const hf_family vc__hf_families[] = {
               [K_EPS] = DEF("layer_norm_epsilon", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
               [K_ACT] = {.key = NULL} /* mlp_hidden_act: hf_granite4.c */},
      LLAMA_BLOCK, .block = BLK_NEMOTRON_H, .rope_scaling = false, .lora_targets = NULL},
+    /* ViTConfig (configuration_vit.py @ 04ae7571: every key has a default, google/vit-base-patch16-224's: 12 layers
+     * of 12 heads, 768 wide, intermediate_size 3072, gelu, both dropouts 0.0, layer_norm_eps 1e-12, image_size 224,
+     * patch_size 16, num_channels 3, qkv_bias True) and ViTForImageClassification (modeling_vit.py @ 005db820,
+     * hf_layers.c build_vit / vit_layer: the patch Conv2d, the CLS token and position embeddings, pre-LN ViTLayers
+     * on sdpa, ViTModel.layernorm, the classifier on the CLS token; image_size / patch_size / num_channels in
+     * hf_read.c read_vit). No vocabulary and no position ids: vocab_size and max_position_embeddings fixed at 1, never
+     * read. PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no vit: --lora-targets. */
+    {.model_type = "vit", .config_class = "ViTConfig",
+     .keys = {[K_VOCAB] = FIXED(1), [K_HIDDEN] = DEF("hidden_size", 768), [K_LAYERS] = DEF("num_hidden_layers", 12),
+              [K_HEADS] = DEF("num_attention_heads", 12), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = DEF("layer_norm_eps", 1e-12), [K_MAXPOS] = FIXED(1), [K_INTER] = DEF("intermediate_size", 3072),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"), [K_QKV_BIAS] = DEF("qkv_bias", 1),
+              [K_P_ATTN] = DEF("attention_probs_dropout_prob", 0), [K_P_RESID] = DEF("hidden_dropout_prob", 0),
+              [K_LABELS] = {.key = "id2label"}},
+     .block = BLK_VIT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .head = HEAD_CLS, .head_class = "ViTForImageClassification", .prefix = "vit", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1312,12 +1328,27 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
-    if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) return err->code; /* vision_config, --image (hf_vision.c) */
+    if (a.f->block == BLK_VIT) { /* ViTForImageClassification: the image is the input (hf_read.c read_vit) */
+        if (o && o->image_w > 0 && (o->image_w != a.vit.img || o->image_h != a.vit.img))
+            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: vit runs the config's image_size (%lld x %lld; "
+                                "ViTPatchEmbeddings raises ValueError on another size unless interpolate_pos_encoding, "
+                                "which is not modelled)", (long long)o->image_w, (long long)o->image_h,
+                                (long long)a.vit.img, (long long)a.vit.img);
+        if (o && o->images > 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: vit takes one image per sample (" O("batch") " "
+                                "is the images)", (long long)o->images);
+        if (o && o->seq > 0 && o->seq != a.vit.patches + 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld: vit's sequence is the image's %lld patches and the "
+                                "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq,
+                                (long long)a.vit.patches, (long long)(a.vit.patches + 1));
+    } else if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
+        return err->code;
+    }
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
                                                                       : 0;
-    a.seq = o && o->seq > 0 ? o->seq : VC_HF_DEFAULT_SEQ;
+    a.seq = o && o->seq > 0 ? o->seq : a.f->block == BLK_VIT ? a.vit.patches + 1 : VC_HF_DEFAULT_SEQ;
     if (a.f->block == BLK_WHISPER && o && o->target_seq > 0) /* the labels' tokens: --target-seq or --seq (hf_whisper.c) */
         a.seq = o->target_seq;
     if (!(o && (o->seq > 0 || (a.f->block == BLK_WHISPER && o->target_seq > 0))) && npos > 0 && npos < a.seq) a.seq = npos;
@@ -1387,6 +1418,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
     if (a.f->block == BLK_MODERNBERT && split.tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "modernbert: tensor parallelism is not modelled");
+    if (a.f->block == BLK_VIT && split.tp > 1) /* no tensor-parallel plan of ViT's modules is read */
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "vit: tensor parallelism is not modelled");
     if (a.f->block == BLK_MPNET && split.tp > 1) /* hf_mpnet.c writes the whole model */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mpnet: tensor parallelism is not modelled");
     if (vc__hf_tp_split(&a, split, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
@@ -1417,6 +1450,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->block == BLK_T5 || a.f->block == BLK_BART)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld, target %lld)", r.fam, an[0] ? " " : "", an,
                  (long long)a.seq, (long long)a.tgt);
+    if (a.f->block == BLK_VIT)
+        snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld x %lld image, %lld patches + CLS)", r.fam, an[0] ? " " : "",
+                 an, (long long)a.vit.img, (long long)a.vit.img, (long long)a.vit.patches);
     if (a.f->block == BLK_WHISPER) { /* a.tgt: the decoder's tokens; the encoder's input is fixed (hf_whisper.c) */
         a.tgt = a.seq;
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld mel bins x %lld frames, target %lld)", r.fam,
@@ -1435,14 +1471,16 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;
     bool ok = shape != NULL;
     /* whisper: input_features [num_mel_bins, 2 x max_source_positions] in the model's dtype (hf_whisper.c) */
-    const bool features = a.f->block == BLK_WHISPER && !wh_dec;
-    const int64_t dims[2] = {features ? a.wh.mel : a.seq, 2 * a.wh.src};
-    for (int d = 0; ok && d < (features ? 2 : 1); d++) {
+    /* vit: pixel_values [num_channels, image_size, image_size] float32 (ViTImageProcessor's) */
+    const bool vit = a.f->block == BLK_VIT, features = (a.f->block == BLK_WHISPER && !wh_dec) || vit;
+    const int64_t dims[3] = {vit ? a.vit.cin : features ? a.wh.mel : a.seq, vit ? a.vit.img : 2 * a.wh.src, a.vit.img};
+    for (int d = 0; ok && d < (vit ? 3 : features ? 2 : 1); d++) {
         cJSON *len = cJSON_CreateNumber((double)dims[d]);
         ok = len && cJSON_AddItemToArray(shape, len);
         if (!ok) cJSON_Delete(len);
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", features ? "float32" : "int64") &&
+         (!vit || cJSON_AddFalseToObject(in, "cast")) && /* ViTImageProcessor's float32, cast by ViTModel.forward */
          cJSON_AddStringToObject(m, "loss", loss_name);
     if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(split.tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
         ok = cJSON_AddNumberToObject(m, "loss_chunks", (double)(o ? o->loss_chunks : 8)) != NULL;

@@ -102,6 +102,8 @@ enum {
     BLK_MAMBA2,     /* Mamba2Block: norm, Mamba2 mixer, the residual (hf_granite4.c) */
     BLK_LFM2,       /* Lfm2DecoderLayer: short convolution or attention, feed_forward (hf_lfm2.c, hf_layers.c lfm2_layer) */
     BLK_NEMOTRON_H, /* NemotronHBlock: norm, one Mamba2, attention or MLP mixer (hf_granite4.c) */
+    BLK_VIT,        /* ViTLayer: vit.encoder.layer.N.attention.attention.query, pre-LN (hf_layers.c vit_layer);
+                     * the model's input is pixel_values [num_channels, image_size, image_size] */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -336,6 +338,10 @@ typedef struct {
         int64_t tp; /* vLLM's tensor-parallel ranks (hf_tp.c; 0 or 1: none): a rank's attention width d_model / tp */
     } wh;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
+    /* vit (hf_read.c read_vit): image_size, patch_size, num_channels; the patches (image_size / patch_size)^2 */
+    struct {
+        int64_t img, P, cin, patches;
+    } vit;
     /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),
      * layer_types ("chunked_attention" / "full_attention"; NULL: chunked where the layer has rope),
      * attention_chunk_size (0: None), attn_temperature_tuning */
@@ -396,7 +402,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

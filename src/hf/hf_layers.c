@@ -744,6 +744,36 @@ static void bert_layer(wr *w, const arch *a)
     layernorm(w, a, "output.LayerNorm", NULL);
 }
 
+/* ViTLayer.forward (modeling_vit.py @ 005db820): self.attention(self.layernorm_before(hidden_states)) -- the
+ * norm's output the argument of ViTAttention.forward until it returns; ViTSelfAttention: key, value, query (in
+ * that order, qkv_bias), transpose_for_scores (view + permute), the sdpa interface (transformers' default:
+ * no mask, not causal, dropout attention_probs_dropout_prob in training), view; ViTSelfOutput dense, dropout;
+ * hidden_states = attention_output + hidden_states; layernorm_after (its output the argument of
+ * ViTIntermediate.forward: dense, ACT2FN[hidden_act]); ViTOutput: dense, dropout, + the residual. */
+static void vit_layer(wr *w, const arch *a)
+{
+    const int64_t q = a->NH * a->D;
+    cJSON *ln = layernorm(w, a, "layernorm_before", NULL);
+    linear(w, "attention.attention.key", "layernorm_before", a->H, q, a->qkv_bias);
+    linear(w, "attention.attention.value", "layernorm_before", a->H, q, a->qkv_bias);
+    linear(w, "attention.attention.query", "layernorm_before", a->H, q, a->qkv_bias);
+    attn_core(w, a, "attention.attention.attention", false, "attention.attention.query", "attention.attention.key",
+              "attention.attention.value", NULL, false, 0);
+    linear(w, "attention.output.dense", NULL, q, a->H, true);
+    dropout(w, "attention.output.dropout", a->p_resid);
+    const char *prev = w->last;
+    str(w, ln, "held_until", prev); /* ViTAttention.forward's hidden_states */
+    ins(w, add_layer(w, "Add", "attention_residual"), prev, "input", NULL, NULL);
+    ln = layernorm(w, a, "layernorm_after", NULL);
+    linear(w, "intermediate.dense", NULL, a->H, a->I, true);
+    act_layer(w, a, "intermediate.intermediate_act_fn");
+    str(w, ln, "held_until", "intermediate.intermediate_act_fn"); /* ViTIntermediate.forward's argument */
+    linear(w, "output.dense", NULL, a->I, a->H, true);
+    dropout(w, "output.dropout", a->p_resid);
+    prev = w->last;
+    ins(w, add_layer(w, "Add", "output.residual"), prev, "attention_residual", NULL, NULL);
+}
+
 /* Whether decoder layer i (from 0) is checkpointed. model.gradient_checkpointing_enable(
  * gradient_checkpointing_kwargs={"use_reentrant": False}): each decoder layer's __call__
  * through torch.utils.checkpoint, non-reentrant (GradientCheckpointingLayer). With
@@ -847,6 +877,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_PHI: phi_layer(&inner, a); break;
         case BLK_DISTILBERT: distilbert_layer(&inner, a); break;
         case BLK_FALCON: falcon_layer(&inner, a); break;
+        case BLK_VIT: vit_layer(&inner, a); break;
         case BLK_LFM2: lfm2_layer(&inner, a, i); break;
         default: decoder_layer(&inner, a, i); break;
         }
@@ -959,6 +990,64 @@ static void build_distilbert(wr *w, const arch *a)
     linear(w, "classifier", NULL, a->H, a->labels, true);
 }
 
+/* ViTForImageClassification.forward (modeling_vit.py @ 005db820) on pixel_values [num_channels, image_size,
+ * image_size] float32 (the model's input; ViTImageProcessor resizes every image to the config's size):
+ *  - ViTModel.forward: pixel_values.to(projection.weight.dtype), the rebound argument alive until it returns
+ *    (a copy unless float32);
+ *  - ViTEmbeddings.forward: patch_embeddings (ViTPatchEmbeddings: projection, an nn.Conv2d with kernel = stride =
+ *    patch_size, then .flatten(2).transpose(1, 2): views), cls_token.expand(batch_size, -1, -1), torch.cat((cls,
+ *    embeddings), dim=1), + position_embeddings (no interpolate_pos_encoding: the image is the config's size),
+ *    dropout(hidden_dropout_prob);
+ *  - ViTEncoder: the ViTLayers (vit_layer; with gradient checkpointing each layer's __call__ through
+ *    _gradient_checkpointing_func), ViTModel.layernorm; no pooler (add_pooling_layer=False);
+ *  - classifier(sequence_output[:, 0, :]), CrossEntropyLoss (num_labels > 1, integer labels). */
+/* "shape": [d0, d1], a per-sample shape (Reshape, Parameter) */
+static void shape2(wr *w, cJSON *o, int64_t d0, int64_t d1)
+{
+    if (!o) return;
+    const int64_t d[2] = {d0, d1};
+    cJSON *sh = cJSON_CreateArray();
+    bool ok = sh && cJSON_AddItemToObject(o, "shape", sh);
+    if (!ok) cJSON_Delete(sh);
+    for (int i = 0; ok && i < 2; i++) {
+        cJSON *x = cJSON_CreateNumber((double)d[i]);
+        ok = x && cJSON_AddItemToArray(sh, x);
+        if (!ok) cJSON_Delete(x);
+    }
+    if (!ok) w->r->oom = true;
+}
+
+static void build_vit(wr *w, const arch *a)
+{
+    const int64_t side = a->vit.img / a->vit.P;
+    cJSON *cast = add_layer(w, "Cast", "vit.pixel_values");
+    str(w, cast, "dtype", "parameters");
+    cJSON *o = add_layer(w, "Conv2d", "vit.embeddings.patch_embeddings.projection");
+    num(w, o, "in_channels", (double)a->vit.cin);
+    num(w, o, "out_channels", (double)a->H);
+    num(w, o, "kernel_size", (double)a->vit.P);
+    num(w, o, "stride", (double)a->vit.P);
+    shape2(w, add_layer(w, "Reshape", "vit.embeddings.patch_embeddings.flatten"), a->H, side * side);
+    o = add_layer(w, "Transpose", "vit.embeddings.patch_embeddings");
+    num(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
+    num(w, o, "dim1", 2);
+    shape2(w, add_layer(w, "Parameter", "vit.embeddings.cls_token"), 1, a->H);
+    o = add_layer(w, "Cat", "vit.embeddings.cat");
+    ins(w, o, "vit.embeddings.cls_token", "vit.embeddings.patch_embeddings", NULL, NULL);
+    num(w, o, "dim", 1);
+    shape2(w, add_layer(w, "Parameter", "vit.embeddings.position_embeddings"), side * side + 1, a->H);
+    ins(w, add_layer(w, "Add", "vit.embeddings.add_positions"), "vit.embeddings.cat", "vit.embeddings.position_embeddings",
+        NULL, NULL);
+    dropout(w, "vit.embeddings.dropout", a->p_resid);
+    layer_stack(w, a, "vit.encoder.layer", w->last);
+    layernorm(w, a, "vit.layernorm", NULL);
+    str(w, cast, "held_until", "vit.layernorm"); /* ViTModel.forward's pixel_values */
+    o = add_layer(w, "Select", "first_token"); /* sequence_output[:, 0, :] */
+    num(w, o, "dim", 1);
+    num(w, o, "index", 0);
+    linear(w, "classifier", NULL, a->H, a->labels, true);
+}
+
 static void build_layers(wr *w, const arch *a)
 {
     cJSON *o;
@@ -993,6 +1082,9 @@ static void build_layers(wr *w, const arch *a)
         return;
     case BLK_DISTILBERT:
         build_distilbert(w, a);
+        return;
+    case BLK_VIT:
+        build_vit(w, a);
         return;
     case BLK_BART: /* BartForConditionalGeneration (hf_bart.c) */
         vc__hf_bart_write(w->r, w->arr, a);

@@ -359,6 +359,38 @@ static int read_falcon(rd *r, arch *a)
     return 0;
 }
 
+/* ViTConfig's image keys (configuration_vit.py @ 04ae7571: image_size 224, patch_size 16, num_channels 3) as
+ * ViTPatchEmbeddings (modeling_vit.py @ 005db820) reads them: a square image (an int; the iterable form, a
+ * [height, width] pair, is not modelled), num_patches = (image_size // patch_size)^2 of the Conv2d with kernel =
+ * stride = patch_size; ViTSelfAttention raises ValueError unless num_attention_heads divides hidden_size. (An empty
+ * id2label -- num_labels 0, ViTForImageClassification's nn.Identity classifier -- is refused by the id2label role.) */
+static int read_vit(rd *r, arch *a)
+{
+    if (get_int(r, "image_size", 224, 1, &a->vit.img) || get_int(r, "patch_size", 16, 1, &a->vit.P) ||
+        get_int(r, "num_channels", 3, 1, &a->vit.cin))
+        return -1;
+    if (a->vit.P > a->vit.img)
+        return vc__hf_bad(r, "patch_size", "%lld: larger than image_size (%lld), no patch", (long long)a->vit.P,
+                          (long long)a->vit.img);
+    if (a->H % a->NH)
+        return vc__hf_bad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld) "
+                          "(ViTSelfAttention raises ValueError)", (long long)a->H, (long long)a->NH);
+    const int64_t side = a->vit.img / a->vit.P, lim = INT64_C(1) << 48;
+    int64_t t;
+    if (__builtin_mul_overflow(side, side, &t) || __builtin_add_overflow(t, 1, &t) || __builtin_mul_overflow(t, a->H, &t) ||
+        t > lim)
+        return vc__hf_bad(r, "image_size", "%lld / patch_size %lld: the position embeddings ((%lld^2 + 1) x %lld) are more "
+                          "than 2^48 elements", (long long)a->vit.img, (long long)a->vit.P, (long long)side, (long long)a->H);
+    if (__builtin_mul_overflow(a->vit.cin, a->vit.P, &t) || __builtin_mul_overflow(t, a->vit.P, &t) ||
+        __builtin_mul_overflow(t, a->H, &t) || t > lim ||
+        __builtin_mul_overflow(a->vit.cin, a->vit.img, &t) || __builtin_mul_overflow(t, a->vit.img, &t) || t > lim)
+        return vc__hf_bad(r, "num_channels", "%lld channels of %lld x %lld pixels, patches of %lld: the image or the patch "
+                          "Conv2d is more than 2^48 elements", (long long)a->vit.cin, (long long)a->vit.img,
+                          (long long)a->vit.img, (long long)a->vit.P);
+    a->vit.patches = side * side;
+    return 0;
+}
+
 /* Every key of the family's row, in the order of hf_arch.h's K_*, with the
  * checks between them that need the keys read so far. */
 static int read_family(rd *r, arch *a)
@@ -443,6 +475,7 @@ static int read_family(rd *r, arch *a)
         return vc__hf_bad(r, "sliding_window", "null without layer_types: Exaone4Config divides by the pattern it zeroes");
     if (f->block == BLK_LFM2 && vc__hf_lfm2_read(r, a)) return -1; /* layer_types, conv_L_cache and the rest (hf_lfm2.c) */
     if (f->block == BLK_NEMOTRON_H && vc__hf_nemotron_h_read(r, a)) return -1; /* the pattern and the rest (hf_granite4.c) */
+    if (f->block == BLK_VIT && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;

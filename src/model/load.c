@@ -215,10 +215,10 @@ static vc_status parse_shape_value(loader *L, const cJSON *v, const char *path, 
     char p[300];
     if (cJSON_IsObject(v)) {
         if (check_duplicates(L, v, path)) return L->err->code;
-        static const char *const ok[] = {"shape", "dtype"};
-        if (unknown_keys(L, v, path, ok, 2, 0, "for an input")) return L->err->code;
+        static const char *const ok[] = {"shape", "dtype", "cast"};
+        if (unknown_keys(L, v, path, ok, 3, 0, "for an input")) return L->err->code;
         shape = member(v, "shape");
-        const cJSON *d = member(v, "dtype");
+        const cJSON *d = member(v, "dtype"), *cast = member(v, "cast");
         if (d) {
             vc__join(p, sizeof p, path, "dtype");
             char got[80];
@@ -227,6 +227,15 @@ static vc_status parse_shape_value(loader *L, const cJSON *v, const char *path, 
             if (!strcmp(d->valuestring, "int64") || !strcmp(d->valuestring, "long")) *dt = VC_DT_I64;
             else if (strcmp(d->valuestring, "float32") && strcmp(d->valuestring, "float"))
                 return vc__fail(L, VC_ERR_MODEL, p, "expected \"float32\" or \"int64\", got %s", got);
+        }
+        /* "cast": false -- a float input made in float32 whatever --precision (an image processor's pixel_values,
+         * which the model casts itself: the Hugging Face vit row); by default a float input is made in the
+         * activations' dtype */
+        if (cast) {
+            vc__join(p, sizeof p, path, "cast");
+            if (!cJSON_IsBool(cast)) return vc__fail(L, VC_ERR_MODEL, p, "expected true or false");
+            if (*dt == VC_DT_I64) return vc__fail(L, VC_ERR_MODEL, p, "applies to a float input only");
+            if (cJSON_IsFalse(cast)) *dt = VC_DT_F32;
         }
         if (!shape) return vc__fail(L, VC_ERR_MODEL, path, "missing \"shape\" (the per-sample shape, e.g. [3, 224, 224])");
         vc__join(p, sizeof p, path, "shape");

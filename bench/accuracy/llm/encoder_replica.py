@@ -38,7 +38,8 @@ import torch.nn.functional as F
 
 import vctorch
 
-ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet")  # modernbert_replica.py, mpnet_replica.py
+ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet", "vit")  # modernbert_replica.py,
+# mpnet_replica.py, vision_encoder_replica.py (vit: pixel_values in, measure_llm.py pixels())
 
 
 def _act(name):
@@ -233,6 +234,9 @@ class BertForSequenceClassification(nn.Module):
 
 
 def build(cfg):
+    if cfg["model_type"] == "vit":
+        import vision_encoder_replica
+        return vision_encoder_replica.build(cfg)
     if cfg["model_type"] == "modernbert":
         import modernbert_replica
         return modernbert_replica.ModernBertForSequenceClassification(cfg)

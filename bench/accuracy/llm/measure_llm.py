@@ -422,7 +422,7 @@ def main(argv):
     trainable = [p for p in params if p.requires_grad]
     n_train = sum(p.numel() for p in trainable)
     weights_bytes = sum(rounded(p) for p in params) + sum(rounded(b) for b in model.buffers())
-    V = cfg.vocab_size
+    V = 0 if cfg.model_type == "vit" else cfg.vocab_size  # vit: pixel_values, no token ids
     result = {"config": os.path.relpath(args.config, ROOT), "model_type": cfg.model_type,
               "mode": args.mode, "batch": args.batch, "precision": args.precision,
               "attn_implementation": model.attn_impl, "params": n_params,
@@ -480,10 +480,19 @@ def main(argv):
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     whisper = cfg.model_type == "whisper"
+    vit = cfg.model_type == "vit"  # ViTForImageClassification (vision_encoder_replica.py)
+    if vit:
+        import vision_encoder_replica
     t5 = cfg.model_type in ("t5", "mt5", "umt5", "bart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T
+
+    def pixels():
+        # vit: ViTImageProcessor's pixel_values [B, num_channels, image_size, image_size] float32 (the model casts
+        # them to its dtype: vision_encoder_replica.py); resident like input_ids
+        vc = vision_encoder_replica.resolve(cfg.d)
+        return torch.randn(args.batch, vc["num_channels"], vc["image_size"], vc["image_size"])
 
     def features():
         # whisper: WhisperFeatureExtractor's input_features [B, num_mel_bins, 2 x max_source_positions] (30 s), cast
@@ -495,7 +504,7 @@ def main(argv):
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
-        input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq + image_tokens),
+        input_ids = features() if whisper else pixels() if vit else torch.randint(0, V, (args.batch, args.seq + image_tokens),
                                                              dtype=torch.int64)
         if image_tokens and cfg.model_type == "mistral3":  # mistral3_replica.py: the image's rows first
             input_ids = mistral3_ids(input_ids)
@@ -558,7 +567,7 @@ def main(argv):
             input_ids, labels, position_ids = packed["input_ids"], packed["labels"], packed["position_ids"]
             del packed
         else:
-            input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq + image_tokens),
+            input_ids = features() if whisper else pixels() if vit else torch.randint(0, V, (args.batch, args.seq + image_tokens),
                                                                  dtype=torch.int64)
             if image_tokens and cfg.model_type == "gemma3":
                 tid, mmt = cfg.d["image_token_index"], cfg.d["mm_tokens_per_image"]

@@ -1778,6 +1778,29 @@ def cases():
         else:
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
                             held_out=(i % 3 == 2)))
+    # issue 31 item 4: ViTForImageClassification (vision_encoder_replica.py, modeling_vit.py @ 005db820): the patch
+    # Conv2d, CLS token and position embeddings, pre-LN ViTLayers on sdpa, the classifier on the CLS token; training
+    # (full, LoRA r=8 on query,value: PEFT's mapping has no vit; every ViTLayer checkpointed) and --mode infer;
+    # vit_small 64 x 64 images of 8 x 8 patches (64 + CLS = --seq 65) with dropouts 0.1, vit_nodrop_small 96 x 96 of
+    # 16 x 16 (36 + CLS = 37) without dropout or qkv_bias. Every third held out.
+    vt = [
+        ("vit_small", 65, "train", 2, "adamw", "fp32", False, 0),
+        ("vit_small", 65, "train", 4, "sgd", "bf16", False, 0),
+        ("vit_small", 65, "train", 2, "adamw", "fp32", True, 0),
+        ("vit_small", 65, "train", 2, "adamw", "bf16", False, 8),
+        ("vit_small", 65, "infer", 4, None, "fp32", False, 0),
+        ("vit_small", 65, "infer", 2, None, "bf16", False, 0),
+        ("vit_nodrop_small", 37, "train", 3, "adam", "fp32", False, 0),
+        ("vit_nodrop_small", 37, "train", 2, "adamw", "bf16", True, 0),
+        ("vit_nodrop_small", 37, "train", 4, "adamw", "fp32", False, 8),
+        ("vit_nodrop_small", 37, "infer", 8, None, "fp32", False, 0),
+        ("vit_small", 65, "train", 1, "adamw", "fp32", True, 8),
+        ("vit_nodrop_small", 37, "infer", 2, None, "bf16", False, 0),
+    ]
+    for i, (cfg, s, mode, b, o, p, ck, l) in enumerate(vt):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=ck,
+                        lora=l, **({"lora_dropout": 0.0, "lora_targets": "query,value"} if l else {}),
+                        held_out=(i % 3 == 2)))
     return out
 
 
