@@ -586,6 +586,11 @@ static int read_qwen3_5_act(rd *r, hf_vision *t, const cJSON *v)
  *    RowParallelLinear, Qwen3_VisionPatchMerger (the merger and each deepstack merger) linear_fc1
  *    ColumnParallelLinear and linear_fc2 RowParallelLinear; patch_embed (nn.Conv3d), pos_embed
  *    (nn.Embedding) and the LayerNorms whole on every rank;
+ *  - vllm/model_executor/models/qwen2_vl.py @ 002d181a: Qwen2VisionAttention qkv ColumnParallelLinear(embed_dim,
+ *    3 embed_dim) (3 hidden / t rows, as QKVParallelLinear's) and proj RowParallelLinear, num_heads divided;
+ *    Qwen2VisionMLP fc1 ColumnParallelLinear and fc2 RowParallelLinear; Qwen2VisionPatchMerger mlp.0
+ *    ColumnParallelLinear and mlp.2 RowParallelLinear; Qwen2VisionPatchEmbed a ReplicatedLinear and the
+ *    nn.LayerNorms whole;
  *  - vllm/model_executor/models/qwen3_5.py @ 00def4f8: Qwen3_5ForConditionalGeneration and
  *    Qwen3_5MoeForConditionalGeneration build the visual tower as Qwen3_VisionTransformer (the
  *    config's empty deepstack_visual_indexes: no deepstack merger).
