@@ -1784,7 +1784,7 @@ def cases():
         ("train", 1, 64, "sgd", "bf16", True, 0, None, 0),
         ("train", 1, 32, "adamw", "fp32", True, 8, "320x320", 2),
         ("infer", 1, 64, None, "fp32", False, 0, "640x480", 1),
-        ("infer", 1, 32, None, "bf16", False, 0, "1024x768", 2),
+        ("infer", 1, 32, None, "bf16", False, 0, "448x336", 2),
         ("infer", 1, 128, None, "fp32", False, 0, "448x336", 1),
         ("infer", 1, 256, None, "bf16", False, 0, "224x224", 1),
         ("generate", 1, 32, 8, "fp32", False, 0, "224x224", 1),
