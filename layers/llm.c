@@ -1760,10 +1760,10 @@ const vc_kind vc_kind_PositionEmbedding = {
 /* ================================================== NewGELU */
 
 typedef struct {
-    int variant; /* 0 new, 1 fast */
+    int variant; /* 0 new, 1 fast, 2 quick */
 } ngelu_cfg;
 
-static const char *const ngelu_variants[] = {"new", "fast", NULL};
+static const char *const ngelu_variants[] = {"new", "fast", "quick", NULL};
 
 static int ngelu_parse(vc_args *a, void *p) { return vc_arg_enum(a, "variant", ngelu_variants, 0, &((ngelu_cfg *)p)->variant); }
 
@@ -1775,14 +1775,21 @@ static vc_t scalar_op(vc_build *b, const char *name, vc_t x) { return vc__op_fre
  *   0.5 * x * (1.0 + tanh(sqrt(2/pi) * (x + 0.044715 * pow(x, 3.0))))
  * FastGELUActivation ("gelu_fast"):
  *   0.5 * x * (1.0 + tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+ * QuickGELUActivation ("quick_gelu", Qwen2-VL's vision tower):
+ *   input * torch.sigmoid(1.702 * input)
  * evaluated left to right; each tensor * tensor keeps both factors, pow
- * keeps its input, tanh its result. */
+ * keeps its input, tanh and sigmoid their results. */
 static void ngelu_emit(vc_build *b, const void *p)
 {
     const ngelu_cfg *c = p;
     vc_t x = vc_input(b, 0);
     vc_numel n = vc_numel_of(b, x);
     vc_t inner;
+    if (c->variant == 2) {
+        vc_t sg = vc__op_unary(b, "sigmoid", scalar_op(b, "mul", x), VC_SAVE_OUT, false); /* sigmoid(1.702 * x) */
+        vc_set_output(b, vc__op_mul(b, x, sg, n, false));
+        return;
+    }
     if (c->variant == 0) {
         vc_op *o = vc_op_begin(b, "pow");
         int i = vc_op_in(o, x);
@@ -1807,7 +1814,7 @@ static void ngelu_emit(vc_build *b, const void *p)
 
 const vc_kind vc_kind_NewGELU = {
     .ops = 9,
-    .name = "NewGELU", .summary = "HF's gelu_new / gelu_fast written in Python ops (GPT-2, GPT-NeoX): keeps several tensors",
+    .name = "NewGELU", .summary = "HF's gelu_new / gelu_fast / quick_gelu written in Python ops (GPT-2, GPT-NeoX, Qwen2-VL's tower): keeps several tensors",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(ngelu_cfg),
     .parse = ngelu_parse, .setup = scale_setup, .emit = ngelu_emit,
 };

@@ -1019,6 +1019,9 @@ static void test_family_table(void **state)
         if (f->vision == VIS_QWEN2_5) { /* Qwen2_5_VLConfig()'s defaults: the merger's 3584 outputs, a language model 8192 wide */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), "vision_config.out_hidden_size");
+        } else if (f->vision == VIS_QWEN2) { /* Qwen2VLConfig()'s: the merger's hidden_size 3584, the language model 8192 */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "vision_config.hidden_size");
         } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), f->nested);

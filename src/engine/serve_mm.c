@@ -401,7 +401,11 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
      * @ 055e47c2) is Qwen3VLForConditionalGeneration with Qwen3MoeLLMForCausalLM as its language model: the
      * same Qwen3_VisionTransformer and deepstack, registered with Qwen3VLMultiModalProcessor,
      * Qwen3VLDummyInputsBuilder and Qwen3VLMoeProcessingInfo (Qwen3VLProcessingInfo reading Qwen3VLMoeConfig) */
-    const bool q25 = !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe"),
+    /* qwen2_vl: vLLM's Qwen2VLProcessingInfo (qwen2_vl.py @ 002d181a, vc__hf_vision_max_image) gives the dummy
+     * batch as for Qwen2.5-VL (Qwen2_5_VLProcessingInfo is its subclass); the encoder phase of its
+     * Qwen2VisionTransformer (LayerNorm, QuickGELU) is not derived (mm_encoder 2: its peak not counted) */
+    const bool q2 = !strcmp(type, "qwen2_vl");
+    const bool q25 = q2 || !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe"),
                q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v);
     /* Llama 4: Llama4Config.__post_init__ builds Llama4VisionConfig() when vision_config is missing or null */
     const bool l4 = !strcmp(type, "llama4");
@@ -614,6 +618,11 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
             for (const cJSON *x = ds->child; x; x = x->next)
                 t.deep_live += cJSON_IsNumber(x) && x->valuedouble < (double)(t.depth - 1);
         t.C = num(v, "hidden_size", q25 ? 3584 : 1152), t.I = num(v, "intermediate_size", q25 ? 3420 : 4304);
+        if (q2) { /* Qwen2VLVisionConfig: embed_dim the width, hidden_size the merger's output */
+            const cJSON *mr = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "mlp_ratio") : NULL;
+            t.C = num(v, "embed_dim", 1280);
+            t.I = (int64_t)((double)t.C * (cJSON_IsNumber(mr) ? mr->valuedouble : 4));
+        }
         t.NH = num(v, "num_heads", 16);
         t.pd = num(v, "in_channels", 3) * num(v, "temporal_patch_size", 2) * patch * patch;
         t.u = merge * merge;
@@ -651,7 +660,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     r->mm_outputs = out;
     r->mm_inputs = in;
     r->mm_encoder_peak = -1;
-    if ((o->tp > 1 && !g3 && !l4) || !cuda) return VC_OK; /* not modelled (above) */
+    if (q2) r->mm_encoder = 2;
+    if ((o->tp > 1 && !g3 && !l4) || !cuda || q2) return VC_OK; /* not modelled (above) */
     t.k = o->tp; /* Gemma 3's and Llama 4's towers split as vLLM splits them (src/hf/hf_vision.c, src/hf/hf_llama4.c) */
     int64_t tiles = 0;
     if (l4 && __builtin_mul_overflow(items, l4_tiles, &tiles)) tiles = INT64_MAX;

@@ -62,6 +62,15 @@
     .block = BLK_DECODER, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_GATED,          \
     .pos = POS_ROPE, .head = HEAD_LM, .rope_scaling = true, .lora_targets = "q_proj,v_proj"
 
+/* Qwen2-VL's and Qwen2.5-VL's language model (Qwen2VLTextConfig / Qwen2_5_VLTextConfig: the same defaults) */
+#define QWEN2_VL_KEYS                                                                                           \
+    LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 152064), [K_HIDDEN] = DEF("hidden_size", 8192),                  \
+        [K_INTER] = DEF("intermediate_size", 29568), [K_LAYERS] = DEF("num_hidden_layers", 80),                \
+        [K_HEADS] = DEF("num_attention_heads", 64), [K_KV_HEADS] = DEF("num_key_value_heads", 8),              \
+        [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 32768),               \
+        [K_QKV_BIAS] = FIXED(1), [K_USE_WINDOW] = DEF("use_sliding_window", 0),                                \
+        [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_WINDOW_LAYERS] = DEF("max_window_layers", 80)
+
 /* A row overrides what LLAMA_KEYS / LLAMA_BLOCK set (C11 6.7.9p19: the last
  * initializer of a member wins). */
 #pragma GCC diagnostic push
@@ -525,14 +534,19 @@ const hf_family vc__hf_families[] = {
      * (the released checkpoints' config.json); the vision tower from vision_config (src/hf/hf_vision.c).
      * Qwen2_5_VLAttention: q/k/v with biases, o_proj without; mrope (rope_scaling "mrope": 3-D positions,
      * the cos/sin sizes of 1-D rope) */
-    {.model_type = "qwen2_5_vl", .config_class = "Qwen2_5_VLConfig",
-     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 152064), [K_HIDDEN] = DEF("hidden_size", 8192),
-              [K_INTER] = DEF("intermediate_size", 29568), [K_LAYERS] = DEF("num_hidden_layers", 80),
-              [K_HEADS] = DEF("num_attention_heads", 64), [K_KV_HEADS] = DEF("num_key_value_heads", 8),
-              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 32768),
-              [K_QKV_BIAS] = FIXED(1), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
-              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_WINDOW_LAYERS] = DEF("max_window_layers", 80)},
+    {.model_type = "qwen2_5_vl", .config_class = "Qwen2_5_VLConfig", .keys = {QWEN2_VL_KEYS},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER, .nested = "text_config", .nested_opt = true, .vision = VIS_QWEN2_5,
+     .lora_targets = NULL /* none assumed: name --lora-targets (the tower has q/k/v as one qkv) */},
+    /* Qwen2VLConfig (configuration_qwen2_vl.py @ 018c8e03): sub_configs vision_config (Qwen2VLVisionConfig) and
+     * text_config (Qwen2VLTextConfig, whose defaults are Qwen2_5_VL's text defaults: vocab 152064, hidden 8192,
+     * intermediate 29568, 80 layers, 64 heads, 8 kv heads, rms_norm_eps 1e-5, max_position_embeddings 32768,
+     * max_window_layers 80, sliding_window 4096 used only with use_sliding_window); without text_config "for BC
+     * use all kwargs to init TextConfig": the config's own keys, as the released checkpoints' config.json has them.
+     * The decoder (modeling_qwen2_vl.py @ efa7189c Qwen2VLAttention: q/k/v with biases, o_proj without; Qwen2MLP;
+     * Qwen2RMSNorm; Qwen2VLRotaryEmbedding's mrope: 3-D positions, the cos/sin sizes of 1-D rope) is
+     * Qwen2.5-VL's; the tower is Qwen2VisionTransformerPretrainedModel (src/hf/hf_vision.c read_qwen2). */
+    {.model_type = "qwen2_vl", .config_class = "Qwen2VLConfig", .keys = {QWEN2_VL_KEYS},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .nested = "text_config", .nested_opt = true, .vision = VIS_QWEN2,
      .lora_targets = NULL /* none assumed: name --lora-targets (the tower has q/k/v as one qkv) */},
     /* Llama4TextConfig (configuration_llama4.py @ 008e5743: the class's defaults are
      * Llama-4-Scout-17B-16E's) and modeling_llama4.py (huggingface/transformers @ 000c33fd):
@@ -1106,7 +1120,7 @@ const char *vc_hf_lora_targets(const cJSON *cfg)
 bool vc_hf_images_one_sequence(const cJSON *cfg)
 {
     const hf_family *f = family_of(cfg);
-    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5 || f->vision == VIS_PIXTRAL);
+    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN2 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5 || f->vision == VIS_PIXTRAL);
 }
 
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads

@@ -1179,7 +1179,7 @@ static void build_layers(wr *w, const arch *a)
      * before self.visual: alive while the tower runs; Gemma3Model.forward (modeling_gemma3.py @ 0018aa64) too:
      * inputs_embeds = self.get_input_embeddings()(llm_input_ids) before get_image_features. Without images the
      * tower's weights (never run) come first. */
-    const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN2_5 ||
+    const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN2_5 || a->f->vision == VIS_QWEN2 ||
                          a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PIXTRAL) && a->vis.patches > 0;
     if (images) {
         embedding(w, a, "model.embed_tokens");

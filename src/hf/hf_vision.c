@@ -107,12 +107,19 @@ static int vint(rd *r, const cJSON *v, const char *key, int64_t def, int64_t min
 
 static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def);
 
+/* The key naming the tower's width (Qwen2VLVisionConfig: embed_dim, its hidden_size the merger's output) and
+ * the one naming the merger's output width */
+static const char *width_key(const arch *a) { return a->f->vision == VIS_QWEN2 ? "embed_dim" : "hidden_size"; }
+static const char *out_key(const arch *a) { return a->f->vision == VIS_QWEN2 ? "hidden_size" : "out_hidden_size"; }
+
 /* The Qwen towers' blocks: at most 1024, and heads dividing the width */
-static int tower_blocks_ok(rd *r, const hf_vision *t)
+static int tower_blocks_ok(rd *r, const arch *a)
 {
+    const hf_vision *t = &a->vis;
     if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
     if (t->C % t->NH)
-        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
+        return vbad(r, "num_heads", "%s (%lld) must be divisible by num_heads (%lld)", width_key(a), (long long)t->C,
+                    (long long)t->NH);
     return 0;
 }
 
@@ -122,8 +129,19 @@ static int tower_out_ok(rd *r, const arch *a)
 {
     const hf_vision *t = &a->vis;
     if (t->out != a->H)
-        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
+        return vbad(r, out_key(a), "%lld: the merger's output must be the language model's hidden_size (%lld), "
                     "which its image tokens replace", (long long)t->out, (long long)a->H);
+    return 0;
+}
+
+/* rot_pos_emb: VisionRotaryEmbedding(head_dim // 2) gives head_dim / 4 frequencies per axis, h and w cat'ed and
+ * doubled back to head_dim: head_dim must be a multiple of 4 */
+static int tower_head_ok(rd *r, const arch *a)
+{
+    const hf_vision *t = &a->vis;
+    if ((t->C / t->NH) % 4)
+        return vbad(r, "num_heads", "head_dim %lld (%s / num_heads) must be a multiple of 4 (2-D rotary: a quarter per "
+                    "axis, twice)", (long long)(t->C / t->NH), width_key(a));
     return 0;
 }
 
@@ -139,12 +157,7 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
         return -1;
     int64_t tps;
     if (vint(r, v, "tokens_per_second", 4, 0, &tps)) return -1; /* videos' temporal positions: read to be checked */
-    if (tower_blocks_ok(r, t)) return -1;
-    /* rot_pos_emb: Qwen2_5_VisionRotaryEmbedding(head_dim // 2) gives head_dim / 4 frequencies per axis,
-     * h and w cat'ed and doubled back to head_dim: head_dim must be a multiple of 4 */
-    if ((t->C / t->NH) % 4)
-        return vbad(r, "num_heads", "head_dim %lld (hidden_size / num_heads) must be a multiple of 4 (2-D rotary: a "
-                    "quarter per axis, twice)", (long long)(t->C / t->NH));
+    if (tower_blocks_ok(r, a) || tower_head_ok(r, a)) return -1;
     /* get_window_index: vit_merger_window_size = window_size // spatial_merge_size // patch_size divides */
     if (t->window / t->M / t->P < 1)
         return vbad(r, "window_size", "%lld pixels: less than one merged patch (spatial_merge_size %lld x patch_size "
@@ -161,6 +174,35 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
     return tower_act_sizes(r, t, v, "silu");
 }
 
+/* Qwen2-VL (model_type qwen2_vl): Qwen2VLVisionConfig's defaults (configuration_qwen2_vl.py @ 018c8e03: depth 32,
+ * embed_dim 1280, hidden_size 3584, hidden_act quick_gelu, mlp_ratio 4, num_heads 16, in_channels 3, patch_size 14,
+ * spatial_merge_size 2, temporal_patch_size 2). Qwen2VisionTransformerPretrainedModel (modeling_qwen2_vl.py
+ * @ efa7189c): blocks of width embed_dim, Qwen2VLVisionBlock's mlp_hidden_dim = int(embed_dim * mlp_ratio),
+ * PatchMerger(dim=hidden_size, context_dim=embed_dim): hidden_size is the merger's output, the language model's
+ * width. The checkpoints' config.json also carries in_chans and spatial_patch_size, which the class ignores
+ * (in_channels stays 3, patch_size is read). */
+static int read_qwen2(rd *r, arch *a, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (vint(r, v, "depth", 32, 1, &t->depth) || vint(r, v, "embed_dim", 1280, 1, &t->C) ||
+        vint(r, v, "hidden_size", 3584, 1, &t->out) || vint(r, v, "num_heads", 16, 1, &t->NH) ||
+        vint(r, v, "in_channels", 3, 1, &t->cin) || vint(r, v, "patch_size", 14, 1, &t->P) ||
+        vint(r, v, "spatial_merge_size", 2, 1, &t->M) || vint(r, v, "temporal_patch_size", 2, 1, &t->T))
+        return -1;
+    const cJSON *mr = v ? cJSON_GetObjectItemCaseSensitive(v, "mlp_ratio") : NULL;
+    double ratio = 4;
+    if (mr && !cJSON_IsNull(mr)) {
+        ratio = cJSON_IsNumber(mr) ? mr->valuedouble : NAN;
+        if (!isfinite(ratio) || ratio <= 0 || ratio > 1e6) return vbad(r, "mlp_ratio", "expected a positive number");
+    }
+    const double I = floor((double)t->C * ratio); /* int(embed_dim * mlp_ratio): a float product truncated */
+    if (I < 1) return vbad(r, "mlp_ratio", "%.17g: int(embed_dim %lld x mlp_ratio) is no MLP width", ratio, (long long)t->C);
+    if (I > (double)MAX_SIZE) return vbad(r, "mlp_ratio", "%.17g: the MLP (embed_dim %lld x mlp_ratio) is wider than 2^40", ratio, (long long)t->C);
+    t->I = (int64_t)I;
+    if (tower_blocks_ok(r, a) || tower_head_ok(r, a) || tower_out_ok(r, a)) return -1;
+    return tower_act_sizes(r, t, v, "quick_gelu");
+}
+
 /* hidden_act (def when absent) and the products that become the tower's tensor sizes, checked so
  * that the error names the key (Qwen2.5-VL's and Qwen3-VL's towers alike) */
 static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def)
@@ -171,27 +213,30 @@ static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def)
         if (!cJSON_IsString(act)) return vbad(r, "hidden_act", "expected a string");
         an = act->valuestring;
     }
-    static const char *const names[] = {"silu", "swish", "gelu", "gelu_pytorch_tanh", "relu"};
-    static const int acts[] = {A_SILU, A_SILU, A_GELU, A_GELU_TANH, A_RELU};
+    /* quick_gelu (ACT2FN's QuickGELUActivation) only where it is the class's default (Qwen2VLVisionConfig) */
+    static const char *const names[] = {"silu", "swish", "gelu", "gelu_pytorch_tanh", "relu", "quick_gelu"};
+    static const int acts[] = {A_SILU, A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_QUICK};
+    const bool quick = !strcmp(def, "quick_gelu");
     t->act = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < (quick ? 6 : 5); i++)
         if (!strcmp(an, names[i])) t->act = acts[i];
     if (t->act < 0) {
         char e[64];
         vc_escape(e, sizeof e, an);
-        return vbad(r, "hidden_act", "activation \"%s\" is not modelled (silu, swish, gelu, gelu_pytorch_tanh or relu)", e);
+        return vbad(r, "hidden_act", "activation \"%s\" is not modelled (silu, swish, gelu, gelu_pytorch_tanh%s relu%s)", e,
+                    quick ? "," : " or", quick ? " or quick_gelu" : "");
     }
     /* the largest weights: qkv (3 C x C), the MLP (I x C), the merger (C m^2 squared); the patches' width */
     const int64_t lim = INT64_C(1) << 48;
     int64_t x, m2, pd;
     if (__builtin_mul_overflow(t->C, t->C, &x) || __builtin_mul_overflow(x, 3, &x) || x > lim ||
         __builtin_mul_overflow(t->I, t->C, &x) || x > lim)
-        return vbad(r, "hidden_size", "the blocks' weights (%lld wide, intermediate_size %lld) are more than 2^48 "
-                    "elements", (long long)t->C, (long long)t->I);
+        return vbad(r, quick ? "embed_dim" : "hidden_size", "the blocks' weights (%lld wide, %s %lld) are more than "
+                    "2^48 elements", (long long)t->C, quick ? "MLP width" : "intermediate_size", (long long)t->I);
     if (__builtin_mul_overflow(t->M, t->M, &m2) || __builtin_mul_overflow(t->C, m2, &x) || x > MAX_SIZE ||
         __builtin_mul_overflow(x, x > t->out ? x : t->out, &x) || x > lim)
-        return vbad(r, "spatial_merge_size", "the merger's weights (hidden_size %lld x %lld merged patches) are more "
-                    "than 2^48 elements", (long long)t->C, (long long)m2);
+        return vbad(r, "spatial_merge_size", "the merger's weights (%s %lld x %lld merged patches) are more "
+                    "than 2^48 elements", quick ? "embed_dim" : "hidden_size", (long long)t->C, (long long)m2);
     if (__builtin_mul_overflow(t->cin, t->T, &pd) || __builtin_mul_overflow(pd, t->P, &pd) ||
         __builtin_mul_overflow(pd, t->P, &pd) || pd > MAX_SIZE || __builtin_mul_overflow(pd, t->C, &x) || x > lim)
         return vbad(r, "patch_size", "a patch (%lld channels x %lld frames x %lld x %lld) is too large",
@@ -212,7 +257,7 @@ static int read_qwen3_keys(rd *r, arch *a, const cJSON *v)
         vint(r, v, "spatial_merge_size", 2, 1, &t->M) || vint(r, v, "temporal_patch_size", 2, 1, &t->T) ||
         vint(r, v, "out_hidden_size", 3584, 1, &t->out) || vint(r, v, "num_position_embeddings", 2304, 1, &t->npos))
         return -1;
-    if (tower_blocks_ok(r, t)) return -1;
+    if (tower_blocks_ok(r, a)) return -1;
     if (tower_out_ok(r, a)) return -1;
     return 0;
 }
@@ -541,6 +586,11 @@ static int read_qwen3_5_act(rd *r, hf_vision *t, const cJSON *v)
  *    RowParallelLinear, Qwen3_VisionPatchMerger (the merger and each deepstack merger) linear_fc1
  *    ColumnParallelLinear and linear_fc2 RowParallelLinear; patch_embed (nn.Conv3d), pos_embed
  *    (nn.Embedding) and the LayerNorms whole on every rank;
+ *  - vllm/model_executor/models/qwen2_vl.py @ 002d181a: Qwen2VisionAttention qkv ColumnParallelLinear(embed_dim,
+ *    3 embed_dim) (3 hidden / t rows, as QKVParallelLinear's) and proj RowParallelLinear, num_heads divided;
+ *    Qwen2VisionMLP fc1 ColumnParallelLinear and fc2 RowParallelLinear; Qwen2VisionPatchMerger mlp.0
+ *    ColumnParallelLinear and mlp.2 RowParallelLinear; Qwen2VisionPatchEmbed a ReplicatedLinear and the
+ *    nn.LayerNorms whole;
  *  - vllm/model_executor/models/qwen3_5.py @ 00def4f8: Qwen3_5ForConditionalGeneration and
  *    Qwen3_5MoeForConditionalGeneration build the visual tower as Qwen3_VisionTransformer (the
  *    config's empty deepstack_visual_indexes: no deepstack merger).
@@ -588,6 +638,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
     if (a->f->vision == VIS_SIGLIP    ? read_siglip(r, a, v)
         : a->f->vision == VIS_QWEN3_5 ? read_qwen3_5(r, a, v)
         : a->f->vision == VIS_QWEN3   ? read_qwen3(r, a, v)
+        : a->f->vision == VIS_QWEN2   ? read_qwen2(r, a, v)
                                       : read_qwen2_5(r, a, v))
         return -1;
     if (tower_total(r, a)) return -1;
@@ -717,9 +768,24 @@ static void vrms(vw *w, const char *name, const char *in, int64_t width)
     vnum(w, o, "hidden_size", (double)width);
     vnum(w, o, "eps", 1e-6); /* Qwen2RMSNorm(config.hidden_size, eps=1e-6) */
 }
+/* Qwen2.5-VL's Qwen2RMSNorm or Qwen2-VL's nn.LayerNorm(width, eps=1e-6) (weight and bias) */
+static void vnorm(vw *w, bool layer, const char *name, int64_t width)
+{
+    if (!layer) {
+        vrms(w, name, NULL, width);
+        return;
+    }
+    cJSON *o = lay(w, "LayerNorm", name);
+    int64_t d[1] = {width};
+    vshape(w, o, "normalized_shape", 1, d);
+    vnum(w, o, "eps", 1e-6);
+}
 static void vact(vw *w, int act, const char *name)
 {
-    if (act == A_SILU) {
+    if (act == A_GELU_QUICK) { /* ACT2FN's QuickGELUActivation: input * torch.sigmoid(1.702 * input) */
+        cJSON *o = lay(w, "NewGELU", name);
+        vstr(w, o, "variant", "quick");
+    } else if (act == A_SILU) {
         lay(w, "SiLU", name);
     } else if (act == A_RELU) {
         lay(w, "ReLU", name);
@@ -782,6 +848,23 @@ static void write_weights(vw *w, const hf_vision *t)
     };
     vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, false);
     vweights(w, "visual.merger.ln_q", C, 0, false, false);
+    vweights(w, "visual.merger.mlp.0", H4 / k, H4, true, true); /* vision_tp: column- then row-parallel */
+    vweights(w, "visual.merger.mlp.2", t->out, H4 / k, true, true);
+}
+
+/* named_parameters() of Qwen2VisionTransformerPretrainedModel (modeling_qwen2_vl.py @ efa7189c), module by module:
+ * PatchEmbed.proj (nn.Conv3d without bias), Qwen2VLVisionBlock (norm1, norm2: nn.LayerNorm(embed_dim) with weight and
+ * bias; attn.qkv, attn.proj; mlp.fc1 [int(embed_dim mlp_ratio), embed_dim], mlp.fc2: nn.Linear with biases), merger
+ * (PatchMerger: ln_q nn.LayerNorm(embed_dim), mlp.0 [embed_dim m^2 square], mlp.2 to hidden_size, with biases). */
+static void write_qwen2_weights(vw *w, const hf_vision *t)
+{
+    const int64_t C = t->C, H4 = t->C * t->M * t->M, k = t->tp > 1 ? t->tp : 1;
+    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, false, false);
+    static const vmodule ms[] = {
+        {"norm1", V_NORM}, {"norm2", V_NORM}, {"attn.qkv", V_QKV}, {"attn.proj", V_SQUARE}, {"mlp.fc1", V_UP}, {"mlp.fc2", V_DOWN},
+    };
+    vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, true);
+    vweights(w, "visual.merger.ln_q", C, 0, true, false);
     vweights(w, "visual.merger.mlp.0", H4 / k, H4, true, true); /* vision_tp: column- then row-parallel */
     vweights(w, "visual.merger.mlp.2", t->out, H4 / k, true, true);
 }
@@ -1126,11 +1209,17 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
         if (a->f->vision == VIS_SIGLIP) write_siglip_weights(&w, t);
         else if (a->f->vision == VIS_QWEN3_5) write_qwen3_5_weights(&w, t);
         else if (a->f->vision == VIS_QWEN3) write_qwen3_weights(&w, t);
+        else if (a->f->vision == VIS_QWEN2) write_qwen2_weights(&w, t);
         else write_weights(&w, t);
         return NULL;
     }
     if (a->f->vision == VIS_SIGLIP) return write_siglip(&w, t);
     if (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) return write_qwen3_tower(&w, t, a->f->vision == VIS_QWEN3_5);
+    /* Qwen2-VL (Qwen2VisionTransformerPretrainedModel.forward, modeling_qwen2_vl.py @ efa7189c) runs as Qwen2.5-VL's
+     * tower below with every block attending within each image's cu_seqlens (no windows: the same sdpa bool mask
+     * over the sample's patches), Qwen2VLVisionBlock's norms nn.LayerNorm(embed_dim, eps=1e-6), its VisionMlp
+     * fc2(act(fc1(x))), and PatchMerger's ln_q an nn.LayerNorm */
+    const bool q2 = a->f->vision == VIS_QWEN2;
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
     const int64_t H4 = C * t->M * t->M;
     cJSON *o = lay(&w, "PixelValues", "pixel_values"); /* the processor's pixel_values, .type(visual.dtype) */
@@ -1157,7 +1246,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
         return NULL;
     }
     vw b = {r, inner};
-    vrms(&b, "norm1", NULL, C);
+    vnorm(&b, q2, "norm1", C);
     vlinear(&b, "attn.qkv", NULL, C, 3 * C, true);
     o = lay(&b, "RotaryAttention", "attn.attention");
     vins(&b, o, "attn.qkv", "visual.rotary_pos_emb");
@@ -1170,15 +1259,21 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     vflag(&b, o, "block_mask", true); /* the sdpa class's [1, n, n] bool mask (RotaryAttention, layers/llm.c) */
     vlinear(&b, "attn.proj", NULL, C, C, true);
     vins(&b, lay(&b, "Add", "attn_residual"), "input", "attn.proj");
-    vrms(&b, "norm2", NULL, C);
-    vlinear(&b, "mlp.gate_proj", NULL, C, t->I, true);
-    vact(&b, t->act, "mlp.act_fn");
-    vlinear(&b, "mlp.up_proj", "norm2", C, t->I, true);
-    vins(&b, lay(&b, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj");
-    vlinear(&b, "mlp.down_proj", NULL, t->I, C, true);
-    vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", "mlp.down_proj");
+    vnorm(&b, q2, "norm2", C);
+    if (q2) {
+        vlinear(&b, "mlp.fc1", NULL, C, t->I, true);
+        vact(&b, t->act, "mlp.act");
+        vlinear(&b, "mlp.fc2", NULL, t->I, C, true);
+    } else {
+        vlinear(&b, "mlp.gate_proj", NULL, C, t->I, true);
+        vact(&b, t->act, "mlp.act_fn");
+        vlinear(&b, "mlp.up_proj", "norm2", C, t->I, true);
+        vins(&b, lay(&b, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj");
+        vlinear(&b, "mlp.down_proj", NULL, t->I, C, true);
+    }
+    vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", q2 ? "mlp.fc2" : "mlp.down_proj");
     /* the merger: ln_q, view(-1, C * merge^2), mlp */
-    vrms(&w, "visual.merger.ln_q", NULL, C);
+    vnorm(&w, q2, "visual.merger.ln_q", C);
     o = lay(&w, "Reshape", "visual.merger.view");
     int64_t d[2] = {n / (t->M * t->M), H4};
     vshape(&w, o, "shape", 2, d);

@@ -309,7 +309,7 @@ def main(argv):
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
                                                          "lfm2", "nemotron_h") + near_llama_replica.FAMILIES and not (
-            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "mistral3")):
+            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
@@ -358,7 +358,7 @@ def main(argv):
     elif cfg.model_type == "mistral3":  # Mistral3 on text: Mistral's LM, the Pixtral tower frozen (mistral3_replica.py)
         import mistral3_replica
         model = mistral3_replica.build(cfg, args.attn)
-    elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
+    elif cfg.model_type in ("qwen2_5_vl", "qwen2_vl"):  # the Qwen2.5-VL / Qwen2-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)
     else:
@@ -762,7 +762,7 @@ def main(argv):
         elif image_tokens:
             # the processor's input_ids: the image tokens first, then --prompt's text (no other id equal to
             # image_token_id); pixel_values and image_grid_thw kept in generate()'s model_kwargs to its return
-            if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl"):
+            if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl"):
                 raise SystemExit("measure_llm.py: generate with --image: the Qwen towers (qwen3vl_tower_replica.py, "
                                  "qwen25vl_replica.py)")
             tid = cfg.d["image_token_id"]

@@ -21,7 +21,26 @@ intermediate_size 3420, num_heads 16, in_channels 3, patch_size 14, spatial_merg
 window_size 112, out_hidden_size 3584, fullatt_block_indexes [7, 15, 23, 31]); config.json files name the
 tower's width hidden_size (1280) and carry in_chans, which the class ignores (in_channels stays 3).
 
-python3 qwen25vl_replica.py prints the counts; `--check` asserts the figures tests/test_hf.c uses.
+Qwen2-VL (model_type qwen2_vl), the same file's build() and counts with what differs, read at
+huggingface/transformers @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e, src/transformers/models/qwen2_vl/modeling_qwen2_vl.py:
+  PatchEmbed                   the same Conv3d (bias=False) over view(-1, C, T, P, P), embed_dim wide
+  Qwen2VLVisionBlock           norm1 / norm2 = nn.LayerNorm(embed_dim, eps=1e-6) (weight and bias);
+                               attn = VisionSdpaAttention (qkv Linear(dim, 3 dim, bias), apply_rotary_pos_emb_vision
+                               in float32, a [1, n, n] bool mask True within each image's cu_seqlens block,
+                               F.scaled_dot_product_attention, proj); mlp = VisionMlp(dim, int(embed_dim * mlp_ratio),
+                               hidden_act): fc2(act(fc1(x))), fc1 / fc2 with biases; x + attn(norm1(x)), x + mlp(norm2(x))
+  PatchMerger                  ln_q = nn.LayerNorm(context_dim=embed_dim, eps=1e-6), mlp = Sequential(Linear(4 dim,
+                               4 dim), GELU(), Linear(4 dim, hidden_size))
+  Qwen2VisionTransformerPretrainedModel.forward: patch_embed, rot_pos_emb, emb = cat, (cos, sin), cu_seqlens of every
+                               image, every block over cu_seqlens (no window index, no reordering), merger
+  Qwen2VLForConditionalGeneration.forward: inputs_embeds = embed_tokens(input_ids); pixel_values.type(
+                               visual.get_dtype()); visual(...); masked_scatter (as Qwen2.5-VL's)
+configuration_qwen2_vl.py @ 018c8e03 Qwen2VLVisionConfig defaults: depth 32, embed_dim 1280, hidden_size 3584 (the
+merger's output), hidden_act quick_gelu (ACT2FN's QuickGELUActivation: input * torch.sigmoid(1.702 * input)),
+mlp_ratio 4, num_heads 16, in_channels 3, patch_size 14, spatial_merge_size 2, temporal_patch_size 2.
+
+python3 qwen25vl_replica.py prints the counts; `--check` asserts the figures tests/test_hf.c and
+tests/test_fam_qwen2_vl.c use.
 """
 
 import json
@@ -32,22 +51,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 
 
-def vision_keys(v):
+def vision_keys(v, qwen2=False):
     g = lambda k, d: v[k] if v.get(k) is not None else d  # noqa: E731  (Qwen2_5_VLVisionConfig defaults)
+    if qwen2:  # Qwen2VLVisionConfig: embed_dim the blocks' width, hidden_size the merger's output
+        C = g("embed_dim", 1280)
+        return dict(depth=g("depth", 32), C=C, I=int(C * g("mlp_ratio", 4)), NH=g("num_heads", 16),
+                    cin=g("in_channels", 3), P=g("patch_size", 14), M=g("spatial_merge_size", 2),
+                    T=g("temporal_patch_size", 2), out=g("hidden_size", 3584), act=g("hidden_act", "quick_gelu"))
     return dict(depth=g("depth", 32), C=g("hidden_size", 3584), I=g("intermediate_size", 3420), NH=g("num_heads", 16),
                 cin=g("in_channels", 3), P=g("patch_size", 14), M=g("spatial_merge_size", 2),
                 T=g("temporal_patch_size", 2), out=g("out_hidden_size", 3584), window=g("window_size", 112),
                 act=g("hidden_act", "silu"))
 
 
-def vision_count(v):
-    """named_parameters() of Qwen2_5_VisionTransformerPretrainedModel, by module."""
-    k = vision_keys(v)
+def vision_count(v, qwen2=False):
+    """named_parameters() of Qwen2_5_VisionTransformerPretrainedModel (or Qwen2-VL's
+    Qwen2VisionTransformerPretrainedModel: LayerNorms with biases, the fc1 / fc2 MLP), by module."""
+    k = vision_keys(v, qwen2)
     C, I = k["C"], k["I"]
     patch = C * k["cin"] * k["T"] * k["P"] * k["P"]
-    block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * (I * C + I) + (C * I + C)
+    if qwen2:
+        block = 4 * C + (3 * C * C + 3 * C) + (C * C + C) + (I * C + I) + (C * I + C)
+    else:
+        block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * (I * C + I) + (C * I + C)
     H4 = C * k["M"] ** 2
-    merger = C + H4 * H4 + H4 + H4 * k["out"] + k["out"]
+    merger = (2 if qwen2 else 1) * C + H4 * H4 + H4 + H4 * k["out"] + k["out"]
     return patch + k["depth"] * block + merger
 
 
@@ -65,12 +93,22 @@ def meta_count(c):
     """The same count from torch modules built as the source builds them (device='meta': no memory)."""
     import torch
     from torch import nn
-    k = vision_keys(c["vision_config"])
+    q2 = c["model_type"] == "qwen2_vl"
+    k = vision_keys(c["vision_config"], q2)
     C, I = k["C"], k["I"]
     dev = "meta"
     n = 0
     n += sum(p.numel() for p in nn.Conv3d(k["cin"], C, (k["T"], k["P"], k["P"]), stride=(k["T"], k["P"], k["P"]),
                                           bias=False, device=dev).parameters())
+    if q2:  # Qwen2VLVisionBlock: nn.LayerNorm norms, VisionMlp fc1 / fc2
+        blk = nn.ModuleDict(dict(norm1=nn.LayerNorm(C, device=dev), norm2=nn.LayerNorm(C, device=dev),
+                                 qkv=nn.Linear(C, 3 * C, device=dev), proj=nn.Linear(C, C, device=dev),
+                                 fc1=nn.Linear(C, I, device=dev), fc2=nn.Linear(I, C, device=dev)))
+        n += k["depth"] * sum(p.numel() for p in blk.parameters())
+        H4 = C * k["M"] ** 2
+        n += sum(p.numel() for p in nn.Sequential(nn.LayerNorm(C, device=dev), nn.Linear(H4, H4, device=dev), nn.GELU(),
+                                                  nn.Linear(H4, k["out"], device=dev)).parameters())
+        return n
     blk = nn.ModuleDict(dict(norm1=nn.Linear(1, C, bias=False, device=dev),  # Qwen2RMSNorm: a weight of C (as [C, 1] here)
                              norm2=nn.Linear(1, C, bias=False, device=dev),
                              qkv=nn.Linear(C, 3 * C, device=dev), proj=nn.Linear(C, C, device=dev),
@@ -117,7 +155,8 @@ def build(cfg, attn_impl=None):
     import vctorch
     import reference as R
 
-    v = vision_keys(cfg.d.get("vision_config") or {})
+    q2 = cfg.d.get("model_type") == "qwen2_vl"
+    v = vision_keys(cfg.d.get("vision_config") or {}, q2)
     C, NH, I = v["C"], v["NH"], v["I"]
     D = C // NH
 
@@ -170,13 +209,29 @@ def build(cfg, attn_impl=None):
         def forward(self, x):
             return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
-    class Block(nn.Module):  # Qwen2_5_VLVisionBlock
+    def quick_gelu(x):  # activations.py QuickGELUActivation.forward
+        return x * torch.sigmoid(1.702 * x)
+
+    class VisionMlp(nn.Module):  # Qwen2-VL's VisionMlp: fc2(act(fc1(x)))
         def __init__(self):
             super().__init__()
-            self.norm1 = R.LlamaRMSNorm(C, eps=1e-6)
-            self.norm2 = R.LlamaRMSNorm(C, eps=1e-6)
+            self.fc1 = R.Linear(C, I, bias=True)
+            self.act = quick_gelu if v["act"] == "quick_gelu" else R.act_fn(v["act"])
+            self.fc2 = R.Linear(I, C, bias=True)
+
+        def forward(self, x):
+            return self.fc2(self.act(self.fc1(x)))
+
+    def norm():  # Qwen2RMSNorm, or Qwen2-VL's nn.LayerNorm(embed_dim, eps=1e-6)
+        return nn.LayerNorm(C, eps=1e-6) if q2 else R.LlamaRMSNorm(C, eps=1e-6)
+
+    class Block(nn.Module):  # Qwen2_5_VLVisionBlock (Qwen2VLVisionBlock: LayerNorms, VisionMlp)
+        def __init__(self):
+            super().__init__()
+            self.norm1 = norm()
+            self.norm2 = norm()
             self.attn = VisionAttention()
-            self.mlp = MLP()
+            self.mlp = VisionMlp() if q2 else MLP()
 
         def forward(self, hidden_states, cu_seqlens, position_embeddings):
             hidden_states = hidden_states + self.attn(self.norm1(hidden_states), cu_seqlens, position_embeddings)
@@ -192,7 +247,7 @@ def build(cfg, attn_impl=None):
                                  persistent=False)
             self.blocks = nn.ModuleList([Block() for _ in range(v["depth"])])
             H4 = C * v["M"] ** 2
-            self.ln_q = R.LlamaRMSNorm(C, eps=1e-6)
+            self.ln_q = norm()
             self.mlp = nn.Sequential(R.Linear(H4, H4), nn.GELU(), R.Linear(H4, v["out"]))
             self.H4 = H4
 
@@ -233,6 +288,18 @@ def build(cfg, attn_impl=None):
             hidden_states = self.patch_embed(x.to(dtype=self.patch_embed.weight.dtype)).view(-1, C)
             del x
             rotary_pos_emb = self.rot_pos_emb(grid_thw)
+            if q2:  # Qwen2VisionTransformerPretrainedModel.forward: no window, every block over cu_seqlens
+                emb = torch.cat((rotary_pos_emb, rotary_pos_emb), dim=-1)
+                del rotary_pos_emb
+                position_embeddings = (emb.cos(), emb.sin())
+                del emb
+                cu_seqlens = torch.repeat_interleave(grid_thw[:, 1] * grid_thw[:, 2], grid_thw[:, 0]).cumsum(
+                    dim=0, dtype=torch.int32)
+                cu_seqlens = torch.nn.functional.pad(cu_seqlens, (1, 0), value=0)
+                for blk in self.blocks:
+                    hidden_states = blk(hidden_states, cu_seqlens, position_embeddings)
+                del position_embeddings
+                return self.mlp(self.ln_q(hidden_states).view(-1, self.H4))  # PatchMerger.forward
             window_index, cu_window_seqlens = self.get_window_index(grid_thw)
             cu_window_seqlens = torch.unique_consecutive(torch.tensor(cu_window_seqlens, dtype=torch.int32))
             n = hidden_states.shape[0]
@@ -307,6 +374,10 @@ def build(cfg, attn_impl=None):
 CASES = {  # config file -> (vision tower + merger, the whole checkpoint)
     "qwen2.5-vl-3b-instruct.json": (668684288, 3754622976),
     "qwen2.5-vl-7b-instruct.json": (676550144, 8292166656),
+    # the Hub's safetensors totals of Qwen/Qwen2-VL-{2B,7B,72B}-Instruct
+    "qwen2-vl-2b-instruct.json": (665271296, 2208985600),
+    "qwen2-vl-7b-instruct.json": (675759104, 8291375616),
+    "qwen2-vl-72b-instruct.json": (699356672, 73405560320),
 }
 
 
@@ -315,7 +386,7 @@ def main():
     for name, (want_v, want_all) in CASES.items():
         with open(os.path.join(ROOT, "tests", "data", "hf", name)) as f:
             c = json.load(f)
-        v = vision_count(c["vision_config"])
+        v = vision_count(c["vision_config"], c["model_type"] == "qwen2_vl")
         t = text_count(c)
         m = meta_count(c)
         print("%-30s vision %d (modules: %d)  text %d  total %d" % (name, v, m, t, v + t))

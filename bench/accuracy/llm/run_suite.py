@@ -1801,6 +1801,40 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=ck,
                         lora=l, **({"lora_dropout": 0.0, "lora_targets": "query,value"} if l else {}),
                         held_out=(i % 3 == 2)))
+    # issue 31 item 4: Qwen2-VL (qwen25vl_replica.py with model_type qwen2_vl, modeling_qwen2_vl.py @ efa7189c): the
+    # frozen Qwen2VisionTransformerPretrainedModel (LayerNorm blocks, VisionMlp fc1 / quick_gelu / fc2, every block
+    # over its image's cu_seqlens, PatchMerger's LayerNorm ln_q) before Qwen2's language model; training full, LoRA
+    # (the language model's q_proj,v_proj) and checkpointed with and without an image, --mode infer, generate() with
+    # the image in the prefill only. Batch 1 with images (the tower runs a batch's images as one sequence). Every
+    # third held out.
+    q2v = [
+        ("train", 1, 64, "adamw", "fp32", False, 0, "224x224", 1),
+        ("train", 1, 64, "adamw", "bf16", False, 0, None, 0),
+        ("train", 1, 48, "sgd", "fp32", False, 0, "448x336", 1),
+        ("train", 1, 64, "adamw", "bf16", False, 8, "224x224", 1),
+        ("train", 2, 64, "adamw", "fp32", False, 8, None, 0),
+        ("train", 1, 96, "adamw", "fp32", True, 0, "640x480", 1),
+        ("train", 1, 64, "sgd", "bf16", True, 0, None, 0),
+        ("train", 1, 32, "adamw", "fp32", True, 8, "320x320", 2),
+        ("infer", 1, 64, None, "fp32", False, 0, "640x480", 1),
+        ("infer", 1, 32, None, "bf16", False, 0, "448x336", 2),
+        ("infer", 1, 128, None, "fp32", False, 0, "448x336", 1),
+        ("infer", 1, 256, None, "bf16", False, 0, "224x224", 1),
+        ("generate", 1, 32, 8, "fp32", False, 0, "224x224", 1),
+        ("generate", 1, 64, 16, "bf16", False, 0, "448x336", 1),
+        ("generate", 1, 16, 8, "fp32", False, 0, "640x480", 1),
+    ]
+    for i, (mode, b, s, o, p, c, l, img, n) in enumerate(q2v):
+        d = dict(config="configs/qwen2_vl_small.json", mode=mode, batch=b, precision=p, held_out=(i % 3 == 2))
+        if img:
+            d.update(image=img, images=n)
+        if mode == "train":
+            d.update(seq=s, optim=o, ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None)
+        elif mode == "infer":
+            d.update(seq=s)
+        else:
+            d.update(prompt=s, new_tokens=o)
+        out.append(d)
     return out
 
 
