@@ -937,8 +937,9 @@ static void fh_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
     cJSON *o = g_mixer_core(r, arr, a, "mamba", a->fh.out_bias);
     vc__hf_flag(r, o, "rms_norm", false);
     g_scale(r, arr, "ssm_out_multiplier", NULL, a->fh.ssm_out);
-    /* FalconH1Attention on h x attention_in_multiplier */
+    /* FalconH1Attention on h x attention_in_multiplier: self_attn's argument, alive to its return */
     g_scale(r, arr, "attention_in_multiplier", "input_layernorm", a->fh.attn_in);
+    vc__hf_str(r, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "held_until", "self_attn.o_proj");
     g_linear(r, arr, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
     g_linear(r, arr, "self_attn.k_proj", "attention_in_multiplier", a->H, kv, a->qkv_bias);
     g_scale(r, arr, "self_attn.key_multiplier", NULL, a->fh.key);
