@@ -4,7 +4,10 @@
  * included, as transformers runs it on a GPU with the mamba_ssm and causal_conv1d kernels. NVIDIA Nemotron-H
  * (nemotron_h, src/hf/hf_granite4.c) writes the same kind for NemotronHMamba2Mixer, whose cuda_kernels_forward
  * (modeling_nemotron_h.py @ 008d9e95) runs the same statements, with norm_groups = n_groups (its
- * Zamba2RMSNormGated's group_size = intermediate // n_groups; gated_norm below).
+ * Zamba2RMSNormGated's group_size = intermediate // n_groups; gated_norm below). TII Falcon-H1 (falcon_h1) writes it for
+ * FalconH1Mixer with rms_norm false (mamba_rms_norm false, modeling_falcon_h1.py @ 68c08116 cuda_kernels_forward:
+ * no norm module, mamba_split_conv1d_scan_combined(..., rmsnorm_weight=None) in training, scan_output *
+ * silu(gate) otherwise, selective_state_update(..., z=gate) on a decoding step).
  *
  * Source: huggingface/transformers 00511f5df3b63c48b31496072ec35d6ff3ffa6c6,
  * src/transformers/models/granitemoehybrid/modeling_granitemoehybrid.py:

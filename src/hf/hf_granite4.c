@@ -77,6 +77,37 @@ static int gh_bool(rd *r, const char *key, bool def, bool *out)
 
 static int params_bound(rd *r, const arch *a, int64_t inter);
 
+/* `key` (mamba_expand, expand): a number above 0, 2 when absent or null */
+static int gh_expand(rd *r, const char *key, double *out)
+{
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *out = 2;
+    if (ex && !cJSON_IsNull(ex)) {
+        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
+            return vc__hf_bad(r, key, "expected a number above 0");
+        *out = ex->valuedouble;
+    }
+    return 0;
+}
+
+/* mamba_d_head: "auto" (or absent, null) the intermediate // mamba_n_heads, else an integer; head_dim x heads must be
+ * the intermediate (`what`), as `cls` checks */
+static int gh_d_head(rd *r, arch *a, int64_t inter, const char *what, const char *cls)
+{
+    const cJSON *dh = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_head");
+    if (!dh || cJSON_IsNull(dh) || (cJSON_IsString(dh) && !strcmp(dh->valuestring, "auto"))) {
+        a->gh.mp = inter / a->gh.mh;
+    } else if (cJSON_IsString(dh)) {
+        return vc__hf_bad(r, "mamba_d_head", "expected an integer or \"auto\"");
+    } else if (gh_int(r, "mamba_d_head", 0, 1, &a->gh.mp)) {
+        return -1;
+    }
+    if (a->gh.mp * a->gh.mh != inter)
+        return vc__hf_bad(r, "mamba_d_head", "%lld x mamba_n_heads (%lld) must equal %s (%lld): %s raises ValueError",
+                          (long long)a->gh.mp, (long long)a->gh.mh, what, (long long)inter, cls);
+    return 0;
+}
+
 bool vc__hf_granite4_mamba(const arch *a, int64_t i)
 {
     if (!a->gh.types) return true; /* layers_block_type: ["mamba"] x num_hidden_layers */
@@ -105,13 +136,8 @@ int vc__hf_granite4_read(rd *r, arch *a)
         return -1;
     /* mamba_intermediate = mamba_expand x hidden_size (a float expand allowed: the layer takes
      * int(mamba_expand x hidden_size)); the config's `mamba_intermediate % mamba_n_heads != 0` raises */
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_expand");
-    double expand = 2;
-    if (ex && !cJSON_IsNull(ex)) {
-        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
-            return vc__hf_bad(r, "mamba_expand", "expected a number above 0");
-        expand = ex->valuedouble;
-    }
+    double expand;
+    if (gh_expand(r, "mamba_expand", &expand)) return -1;
     const double inter_f = expand * (double)a->H;
     if (inter_f > (double)MAX_SIZE)
         return vc__hf_bad(r, "mamba_expand", "%g x hidden_size (%lld) is more than 2^40", expand, (long long)a->H);
@@ -119,17 +145,7 @@ int vc__hf_granite4_read(rd *r, arch *a)
         return vc__hf_bad(r, "mamba_n_heads", "%lld must divide mamba_expand x hidden_size (%g): GraniteMoeHybridConfig "
                           "raises ValueError", (long long)a->gh.mh, inter_f);
     const int64_t inter = (int64_t)inter_f;
-    const cJSON *dh = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_head");
-    if (!dh || cJSON_IsNull(dh) || (cJSON_IsString(dh) && !strcmp(dh->valuestring, "auto"))) {
-        a->gh.mp = inter / a->gh.mh;
-    } else if (cJSON_IsString(dh)) {
-        return vc__hf_bad(r, "mamba_d_head", "expected an integer or \"auto\"");
-    } else if (gh_int(r, "mamba_d_head", 0, 1, &a->gh.mp)) {
-        return -1;
-    }
-    if (a->gh.mp * a->gh.mh != inter)
-        return vc__hf_bad(r, "mamba_d_head", "%lld x mamba_n_heads (%lld) must equal mamba_expand x hidden_size (%lld): "
-                          "GraniteMoeHybridConfig raises ValueError", (long long)a->gh.mp, (long long)a->gh.mh, (long long)inter);
+    if (gh_d_head(r, a, inter, "mamba_expand x hidden_size", "GraniteMoeHybridConfig")) return -1;
     if (a->gh.mh % a->gh.mg) /* mamba_split_conv1d_scan_combined: assert nheads % ngroups == 0 */
         return vc__hf_bad(r, "mamba_n_groups", "%lld must divide mamba_n_heads (%lld)", (long long)a->gh.mg, (long long)a->gh.mh);
     /* conv_dim's groups x state and the chunk scan's state [heads, head_dim, state] within 2^48 */
@@ -475,13 +491,8 @@ int vc__hf_mamba2_read(rd *r, arch *a)
             return vc__hf_bad(r, "time_step_limit", "expected [min, max] with 0 <= min <= max");
     }
     /* intermediate_size = int(expand x hidden_size): the norm's width; the kernels view it as num_heads x head_dim */
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, "expand");
-    double expand = 2;
-    if (ex && !cJSON_IsNull(ex)) {
-        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
-            return vc__hf_bad(r, "expand", "expected a number above 0");
-        expand = ex->valuedouble;
-    }
+    double expand;
+    if (gh_expand(r, "expand", &expand)) return -1;
     const double inter_f = floor(expand * (double)a->H);
     if (inter_f < 1 || inter_f > (double)MAX_SIZE)
         return vc__hf_bad(r, "expand", "int(%g x hidden_size (%lld)) must be from 1 to 2^40", expand, (long long)a->H);
@@ -841,13 +852,8 @@ int vc__hf_falcon_h1_read(rd *r, arch *a)
         return vc__hf_bad(r, "mamba_rms_norm", "true (FalconH1RMSNormGated: the norm per group, then the gate) is not "
                           "modelled; the Falcon-H1 checkpoints write false");
     /* the intermediate: mamba_d_ssm, else int(mamba_expand x hidden_size) */
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_expand");
-    double expand = 2;
-    if (ex && !cJSON_IsNull(ex)) {
-        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
-            return vc__hf_bad(r, "mamba_expand", "expected a number above 0");
-        expand = ex->valuedouble;
-    }
+    double expand;
+    if (gh_expand(r, "mamba_expand", &expand)) return -1;
     int64_t inter;
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_ssm");
     if (ds && cJSON_IsNull(ds)) {
@@ -861,17 +867,7 @@ int vc__hf_falcon_h1_read(rd *r, arch *a)
     if (inter % a->gh.mh)
         return vc__hf_bad(r, "mamba_n_heads", "%lld must divide the Mamba intermediate (%lld): FalconH1Config raises "
                           "ValueError", (long long)a->gh.mh, (long long)inter);
-    const cJSON *dh = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_head");
-    if (!dh || cJSON_IsNull(dh) || (cJSON_IsString(dh) && !strcmp(dh->valuestring, "auto"))) {
-        a->gh.mp = inter / a->gh.mh;
-    } else if (cJSON_IsString(dh)) {
-        return vc__hf_bad(r, "mamba_d_head", "expected an integer or \"auto\"");
-    } else if (gh_int(r, "mamba_d_head", 0, 1, &a->gh.mp)) {
-        return -1;
-    }
-    if (a->gh.mp * a->gh.mh != inter)
-        return vc__hf_bad(r, "mamba_d_head", "%lld x mamba_n_heads (%lld) must equal the Mamba intermediate (%lld): "
-                          "FalconH1Config raises ValueError", (long long)a->gh.mp, (long long)a->gh.mh, (long long)inter);
+    if (gh_d_head(r, a, inter, "the Mamba intermediate", "FalconH1Config")) return -1;
     if (a->gh.mh % a->gh.mg) /* mamba_split_conv1d_scan_combined: nheads % ngroups == 0 */
         return vc__hf_bad(r, "mamba_n_groups", "%lld must divide mamba_n_heads (%lld)", (long long)a->gh.mg, (long long)a->gh.mh);
     if (a->gh.mg > MAX_SIZE / a->gh.mn || inter > (INT64_C(1) << 48) / a->gh.mn)
