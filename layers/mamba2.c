@@ -4,7 +4,10 @@
  * included, as transformers runs it on a GPU with the mamba_ssm and causal_conv1d kernels. NVIDIA Nemotron-H
  * (nemotron_h, src/hf/hf_granite4.c) writes the same kind for NemotronHMamba2Mixer, whose cuda_kernels_forward
  * (modeling_nemotron_h.py @ 008d9e95) runs the same statements, with norm_groups = n_groups (its
- * Zamba2RMSNormGated's group_size = intermediate // n_groups; gated_norm below).
+ * Zamba2RMSNormGated's group_size = intermediate // n_groups; gated_norm below). TII Falcon-H1 (falcon_h1) writes it for
+ * FalconH1Mixer with rms_norm false (mamba_rms_norm false, modeling_falcon_h1.py @ 68c08116 cuda_kernels_forward:
+ * no norm module, mamba_split_conv1d_scan_combined(..., rmsnorm_weight=None) in training, scan_output *
+ * silu(gate) otherwise, selective_state_update(..., z=gate) on a decoding step).
  *
  * Source: huggingface/transformers 00511f5df3b63c48b31496072ec35d6ff3ffa6c6,
  * src/transformers/models/granitemoehybrid/modeling_granitemoehybrid.py:
@@ -62,6 +65,7 @@ typedef struct {
     double eps;
     int path;
     int64_t norm_groups; /* the gated RMSNorm's groups (Zamba2RMSNormGated group_size = intermediate // norm_groups) */
+    bool rms_norm;       /* false: no gated RMSNorm, scan_output x silu(gate) (falcon_h1's mamba_rms_norm false) */
 } m2_cfg;
 
 static int m2_parse(vc_args *a, void *p)
@@ -72,7 +76,8 @@ static int m2_parse(vc_args *a, void *p)
         vc_arg_int(a, "conv_kernel", 4, 1, &c->kernel) || vc_arg_int(a, "chunk_size", 256, 1, &c->chunk) ||
         vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) || vc_arg_bool(a, "conv_bias", true, &c->conv_bias) ||
         vc_arg_bool(a, "bias", false, &c->bias) || vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) ||
-        vc_arg_enum(a, "forward", m2_paths, M2_KERNELS, &c->path) || vc_arg_int(a, "norm_groups", 1, 1, &c->norm_groups))
+        vc_arg_enum(a, "forward", m2_paths, M2_KERNELS, &c->path) || vc_arg_int(a, "norm_groups", 1, 1, &c->norm_groups) ||
+        vc_arg_bool(a, "rms_norm", true, &c->rms_norm))
         return -1;
     if ((c->heads * c->head_dim) % c->norm_groups)
         return vc_arg_fail(a, "norm_groups", "must divide num_heads x head_dim (%lld), got %lld",
@@ -129,7 +134,7 @@ static int m2_setup(vc_setup *s, void *p)
     /* named_parameters() below the module, in registration order (in_proj is its own Linear) */
     if (vc_param_shape(s, "conv1d.weight", 3, (int64_t[3]){CD, 1, c->kernel}, 0) ||
         (c->conv_bias && vc_param(s, "conv1d.bias", CD)) || vc_param(s, "dt_bias", c->heads) ||
-        vc_param(s, "A_log", c->heads) || vc_param(s, "norm.weight", Di) || vc_param(s, "D", c->heads) ||
+        vc_param(s, "A_log", c->heads) || (c->rms_norm && vc_param(s, "norm.weight", Di)) || vc_param(s, "D", c->heads) ||
         vc_param_shape(s, "out_proj.weight", 2, (int64_t[2]){c->hidden, Di}, VC_PARAM_LINEAR) || /* an nn.Linear's */
         (c->bias && vc_param(s, "out_proj.bias", c->hidden)))
         return -1;
@@ -149,7 +154,7 @@ static m2_w weights_of(const m2_cfg *c)
     w.conv_b = c->conv_bias ? i++ : -1;
     w.dt_bias = i++;
     w.a_log = i++;
-    w.norm = i++;
+    w.norm = c->rms_norm ? i++ : -1;
     w.d = i++;
     w.out_w = i++;
     w.out_b = c->bias ? i++ : -1;
@@ -223,8 +228,11 @@ static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_
     vc_t fin = hold(b, vc__op_nograd(b, "_state_passing_fwd", s32, da, vc_n_sample(d->st), VC_DT_F32));
     vc_t cb = vc__op_nograd(b, "_bmm_chunk_fwd", xc, -1, vc_n_sample(nc * G * C * C), VC_DT_F32);
     vc_t outx = vc__op_nograd(b, "_chunk_scan_fwd", cb, sp, vc_n_sample(L * Di), dt);
-    vc_t nrm = vc__op_nograd(b, "_layer_norm_fwd", outx, zx, vc_n_sample(L * Di), dt);
-    vc_t rstd = vc__op_nograd(b, "_layer_norm_fwd", outx, zx, vc_n_sample(G * L), VC_DT_F32);
+    /* rmsnorm_weight None (falcon_h1's mamba_rms_norm false): _mamba_chunk_scan_combined_fwd(..., z=z) returns out
+     * (out_x x silu(z), _chunk_scan_fwd's second output) beside out_x, rstd None; else _layer_norm_fwd's out and rstd */
+    vc_t nrm = c->rms_norm ? vc__op_nograd(b, "_layer_norm_fwd", outx, zx, vc_n_sample(L * Di), dt)
+                           : vc__op_nograd(b, "_chunk_scan_fwd", cb, sp, vc_n_sample(L * Di), dt);
+    vc_t rstd = c->rms_norm ? vc__op_nograd(b, "_layer_norm_fwd", outx, zx, vc_n_sample(G * L), VC_DT_F32) : -1;
     vc_op *o = vc_op_begin(b, "mamba_split_conv1d_scan_combined");
     int i0 = vc_op_in(o, zx);
     vc_op_grad(o, i0, VC_GRAD_NEW); /* dzxbcdt = torch.empty_like(zxbcdt) */
@@ -235,11 +243,11 @@ static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_
         vc_op_grad(o, ik, VC_GRAD_NEW);
     }
     vc_op_in_nodiff(o, outx);
-    vc_op_in_nodiff(o, rstd);
+    if (rstd >= 0) vc_op_in_nodiff(o, rstd);
     vc_op_in_nodiff(o, nrm);
     vc_op_save(o, zx);
     vc_op_save(o, outx);
-    vc_op_save(o, rstd);
+    if (rstd >= 0) vc_op_save(o, rstd);
     if (amp != VC_DT_F32) vc_op_ftemp(o, vc_n_fixed(c->hidden * Di), amp); /* outproj_weight.to(dtype) */
     vc_t out = vc_op_out(o, vc_n_sample(L * c->hidden), amp != VC_DT_F32 ? amp : dt);
     /* backward: the Function's tensors (phase 0: out_recompute, xBC_conv, dxBC, dout, the norm's dx), then
@@ -249,7 +257,7 @@ static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_
     int nq = 0;
     const vc_numel top[5] = {vc_n_sample(L * Di), vc_n_sample(L * CD), vc_n_sample(L * CD), vc_n_sample(L * Di),
                              vc_n_sample(L * Di)};
-    for (int k = 0; k < 5; k++) q[nq++] = (vc_part){top[k], dt, 0, 0, 0};
+    for (int k = 0; k < (c->rms_norm ? 5 : 4); k++) q[nq++] = (vc_part){top[k], dt, 0, 0, 0}; /* no norm: no dx */
     q[nq++] = (vc_part){vc_n_sample(3 * L * Di + 2 * L * CD), dt, 1, 0, 0};
     q[nq++] = (vc_part){vc_n_sample(L * H), dt, 1, 0, 0};
     q[nq++] = (vc_part){vc_n_sample(3 * H * nc * C + nc * G * C * C + 2 * nc * d->st), VC_DT_F32, 1, 0, 0};
@@ -280,7 +288,8 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         /* selective_state_update(ssm_states, x, dt, A, B, C, D, dt_bias, dt_softplus): out = empty_like(x) */
         y = vc__op_nograd(b, "selective_state_update", xc, cache[1], vc_n_sample(Di), dt);
         cache[1] = vc__op_copy_into(b, cache[1], y);
-        vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups);
+        /* without the norm, selective_state_update(..., z=gate) gates inside the kernel: y is the output */
+        vc_t out = c->rms_norm ? gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups) : y;
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
         vc_release(b, xc); /* hidden_states_B_C: a local to the return */
         vc_set_output(b, out);
@@ -307,7 +316,10 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         vc_release(b, dto);
         vc_hold(b, fin); /* ssm_state: a local of cuda_kernels_forward to its return */
         if (cache) cache[1] = vc__op_copy_into(b, cache[1], fin); /* cache_params.ssm_states[i].copy_(ssm_state) */
-        vc_t out = gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups);
+        /* without the norm (FalconH1Mixer.cuda_kernels_forward, mamba_rms_norm false): scan_output *
+         * torch.nn.functional.silu(gate), two new [L, intermediate] in the gate's dtype */
+        vc_t out = c->rms_norm ? gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups)
+                               : mul2(b, y, vc__op_unary(b, "silu", gate, VC_SAVE_IN, false), vc_n_sample(L * Di));
         vc_release(b, y);
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
         vc_release(b, fin);
@@ -355,7 +367,9 @@ static void m2_emit(vc_build *b, const void *p)
     const m2_w iw = weights_of(c);
     const m2_dims d = dims_of(c, vc_input_shape(b, 0)->d[0]);
     if (vc_serve_profile(b)) {
-        if (c->groups > 1) /* Mixer2RMSNormGated.forward_cuda takes forward_native then */
+        if (!c->rms_norm) /* src/hf/hf_granite4.c refuses falcon_h1 under --serve first */
+            vc_refuse(b, O("serve"), "Mamba2 layers without the gated RMSNorm under vLLM are not modelled");
+        else if (c->groups > 1) /* Mixer2RMSNormGated.forward_cuda takes forward_native then */
             vc_refuse(b, O("serve"), "Mamba2 layers with mamba_n_groups > 1 under vLLM (Mixer2RMSNormGated.forward_native's "
                       "float32 temporaries) are not modelled");
         else

@@ -922,7 +922,12 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
         const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
         const bool nemotron_h = cJSON_IsString(mt) && !strcmp(mt->valuestring, "nemotron_h");
+        /* falcon_h1: vllm/model_executor/models/falcon_h1.py was not read (src/hf/hf_granite4.c) */
+        const bool falcon_h1 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "falcon_h1");
         cJSON_Delete(root);
+        if (falcon_h1)
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "falcon_h1 under vLLM is not modelled: vLLM's falcon_h1.py "
+                                "(FalconH1ParallelHybrid, its Mamba2 layers without the gated norm) was not read");
         if (nemotron_h)
             return vc_set_error(err, VC_ERR_USAGE, O("serve"), "nemotron_h under vLLM is not modelled: its Mamba2 layers' "
                                 "grouped Mixer2RMSNormGated (forward_native with n_groups > 1) and vLLM's nemotron_h.py "

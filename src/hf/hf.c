@@ -1078,6 +1078,19 @@ const hf_family vc__hf_families[] = {
               [K_LABELS] = {.key = "id2label"}},
      .block = BLK_VIT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .head = HEAD_CLS, .head_class = "ViTForImageClassification", .prefix = "vit", .lora_targets = NULL},
+    /* FalconH1Config (configuration_falcon_h1.py @ 020a37d2; every key has a default) and modeling_falcon_h1.py @
+     * 68c08116 (src/hf/hf_granite4.c: the mamba_* keys, projectors_bias, the muP multipliers; layers/mamba2.c without
+     * the gated norm): TII Falcon-H1's decoder layers, each a Mamba2 mixer and a rotary attention side by side on the
+     * same normed input, then a SwiGLU MLP (FalconH1MLP, mlp_bias). PEFT's mapping has no falcon_h1: --lora-targets. */
+    {.model_type = "falcon_h1", .config_class = "FalconH1Config",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 128000), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL},
+              [K_INTER] = DEF("intermediate_size", 14336), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 8192),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_EMB_MULT] = DEF("embedding_multiplier", 1.0)},
+     LLAMA_BLOCK, .block = BLK_FALCON_H1, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1338,6 +1351,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
+    if (a.f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_LFM2 && vc__hf_lfm2_unmodelled(&a, split, err)) return err->code; /* hf_lfm2.c */
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */

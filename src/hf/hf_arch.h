@@ -104,6 +104,7 @@ enum {
     BLK_NEMOTRON_H, /* NemotronHBlock: norm, one Mamba2, attention or MLP mixer (hf_granite4.c) */
     BLK_VIT,        /* ViTLayer: vit.encoder.layer.N.attention.attention.query, pre-LN (hf_layers.c vit_layer);
                      * the model's input is pixel_values [num_channels, image_size, image_size] */
+    BLK_FALCON_H1,  /* FalconH1DecoderLayer: Mamba2 and attention side by side, the MLP (hf_granite4.c) */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -397,13 +398,19 @@ typedef struct {
         const cJSON *list;
         bool mlp_bias;
     } nh;
+    /* falcon_h1 (hf_granite4.c; its Mamba2 sizes in gh): projectors_bias (out_proj), mamba_rms_norm, the muP
+     * multipliers (lm_head, key, attention in / out, ssm in / out, mlp_multipliers' gate and down) */
+    struct {
+        bool out_bias, rms_norm;
+        double lm_head, key, attn_in, attn_out, ssm_in, ssm_out, mlp_gate, mlp_down;
+    } fh;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -562,6 +569,13 @@ int vc__hf_nemotron_h_read(rd *r, arch *a);
 char vc__hf_nemotron_h_kind(const arch *a, int64_t i);
 /* hf_granite4.c: NemotronHForCausalLM's layers appended to arr. */
 void vc__hf_nemotron_h_write(rd *r, cJSON *arr, const arch *a);
+/* hf_granite4.c: FalconH1Config's keys the row does not read (the mamba_* keys, projectors_bias, the multipliers,
+ * num_logits_to_keep), read into a->gh and a->fh after the row's keys; -1 with r->err naming the key. */
+int vc__hf_falcon_h1_read(rd *r, arch *a);
+/* hf_granite4.c: 0, or -1 with err naming the option not modelled for falcon_h1 (--tp; --serve: serve.c). */
+int vc__hf_falcon_h1_unmodelled(const arch *a, vc_hf_split split, vc_error *err);
+/* hf_granite4.c: FalconH1ForCausalLM's layers appended to arr. */
+void vc__hf_falcon_h1_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against

@@ -77,6 +77,37 @@ static int gh_bool(rd *r, const char *key, bool def, bool *out)
 
 static int params_bound(rd *r, const arch *a, int64_t inter);
 
+/* `key` (mamba_expand, expand): a number above 0, 2 when absent or null */
+static int gh_expand(rd *r, const char *key, double *out)
+{
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *out = 2;
+    if (ex && !cJSON_IsNull(ex)) {
+        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
+            return vc__hf_bad(r, key, "expected a number above 0");
+        *out = ex->valuedouble;
+    }
+    return 0;
+}
+
+/* mamba_d_head: "auto" (or absent, null) the intermediate // mamba_n_heads, else an integer; head_dim x heads must be
+ * the intermediate (`what`), as `cls` checks */
+static int gh_d_head(rd *r, arch *a, int64_t inter, const char *what, const char *cls)
+{
+    const cJSON *dh = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_head");
+    if (!dh || cJSON_IsNull(dh) || (cJSON_IsString(dh) && !strcmp(dh->valuestring, "auto"))) {
+        a->gh.mp = inter / a->gh.mh;
+    } else if (cJSON_IsString(dh)) {
+        return vc__hf_bad(r, "mamba_d_head", "expected an integer or \"auto\"");
+    } else if (gh_int(r, "mamba_d_head", 0, 1, &a->gh.mp)) {
+        return -1;
+    }
+    if (a->gh.mp * a->gh.mh != inter)
+        return vc__hf_bad(r, "mamba_d_head", "%lld x mamba_n_heads (%lld) must equal %s (%lld): %s raises ValueError",
+                          (long long)a->gh.mp, (long long)a->gh.mh, what, (long long)inter, cls);
+    return 0;
+}
+
 bool vc__hf_granite4_mamba(const arch *a, int64_t i)
 {
     if (!a->gh.types) return true; /* layers_block_type: ["mamba"] x num_hidden_layers */
@@ -105,13 +136,8 @@ int vc__hf_granite4_read(rd *r, arch *a)
         return -1;
     /* mamba_intermediate = mamba_expand x hidden_size (a float expand allowed: the layer takes
      * int(mamba_expand x hidden_size)); the config's `mamba_intermediate % mamba_n_heads != 0` raises */
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_expand");
-    double expand = 2;
-    if (ex && !cJSON_IsNull(ex)) {
-        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
-            return vc__hf_bad(r, "mamba_expand", "expected a number above 0");
-        expand = ex->valuedouble;
-    }
+    double expand;
+    if (gh_expand(r, "mamba_expand", &expand)) return -1;
     const double inter_f = expand * (double)a->H;
     if (inter_f > (double)MAX_SIZE)
         return vc__hf_bad(r, "mamba_expand", "%g x hidden_size (%lld) is more than 2^40", expand, (long long)a->H);
@@ -119,17 +145,7 @@ int vc__hf_granite4_read(rd *r, arch *a)
         return vc__hf_bad(r, "mamba_n_heads", "%lld must divide mamba_expand x hidden_size (%g): GraniteMoeHybridConfig "
                           "raises ValueError", (long long)a->gh.mh, inter_f);
     const int64_t inter = (int64_t)inter_f;
-    const cJSON *dh = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_head");
-    if (!dh || cJSON_IsNull(dh) || (cJSON_IsString(dh) && !strcmp(dh->valuestring, "auto"))) {
-        a->gh.mp = inter / a->gh.mh;
-    } else if (cJSON_IsString(dh)) {
-        return vc__hf_bad(r, "mamba_d_head", "expected an integer or \"auto\"");
-    } else if (gh_int(r, "mamba_d_head", 0, 1, &a->gh.mp)) {
-        return -1;
-    }
-    if (a->gh.mp * a->gh.mh != inter)
-        return vc__hf_bad(r, "mamba_d_head", "%lld x mamba_n_heads (%lld) must equal mamba_expand x hidden_size (%lld): "
-                          "GraniteMoeHybridConfig raises ValueError", (long long)a->gh.mp, (long long)a->gh.mh, (long long)inter);
+    if (gh_d_head(r, a, inter, "mamba_expand x hidden_size", "GraniteMoeHybridConfig")) return -1;
     if (a->gh.mh % a->gh.mg) /* mamba_split_conv1d_scan_combined: assert nheads % ngroups == 0 */
         return vc__hf_bad(r, "mamba_n_groups", "%lld must divide mamba_n_heads (%lld)", (long long)a->gh.mg, (long long)a->gh.mh);
     /* conv_dim's groups x state and the chunk scan's state [heads, head_dim, state] within 2^48 */
@@ -257,23 +273,26 @@ static void g_norm(rd *r, cJSON *arr, const arch *a, const char *name, const cha
     if (held_until) vc__hf_str(r, o, "held_until", held_until);
 }
 
+/* x * factor (a Python float): a new tensor; `in` NULL the layer before */
+static void g_scale(rd *r, cJSON *arr, const char *name, const char *in, double factor)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Scale", name);
+    vc__hf_num(r, o, "factor", factor);
+    if (in) vc__hf_ins(r, o, in, NULL, NULL, NULL);
+}
+
 /* residual + hidden_states * residual_multiplier: the product a new tensor, then the sum */
 static void g_residual(rd *r, cJSON *arr, const arch *a, const char *scale, const char *add, const char *from,
                        const char *residual)
 {
-    cJSON *o = vc__hf_layer(r, arr, "Scale", scale);
-    vc__hf_num(r, o, "factor", a->resid_mult);
-    vc__hf_ins(r, o, from, NULL, NULL, NULL);
+    g_scale(r, arr, scale, from, a->resid_mult);
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", add), residual, scale, NULL, NULL);
 }
 
-/* A Mamba2 mixer (GraniteMoeHybridMambaLayer, Mamba2Mixer, NemotronHMamba2Mixer: the same modules): in_proj (on
- * `in`, NULL the layer before), then the rest in layers/mamba2.c; grouped: the gated norm's variance per group
- * (nemotron_h's Zamba2RMSNormGated, group_size = intermediate // n_groups) */
-static void g_mixer(rd *r, cJSON *arr, const arch *a, const char *in, const char *in_proj, const char *name, bool grouped)
+/* The Mamba2Mixer layer after in_proj (layers/mamba2.c), out_proj's bias `bias`; grouped: the gated norm's variance
+ * per group (nemotron_h's Zamba2RMSNormGated, group_size = intermediate // n_groups) */
+static cJSON *g_mixer_core(rd *r, cJSON *arr, const arch *a, const char *name, bool bias, bool grouped)
 {
-    const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
-    g_linear(r, arr, in_proj, in, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
     cJSON *o = vc__hf_layer(r, arr, "Mamba2Mixer", name);
     vc__hf_num(r, o, "num_heads", (double)a->gh.mh);
     vc__hf_num(r, o, "head_dim", (double)a->gh.mp);
@@ -283,9 +302,19 @@ static void g_mixer(rd *r, cJSON *arr, const arch *a, const char *in, const char
     vc__hf_num(r, o, "chunk_size", (double)a->gh.chunk);
     vc__hf_num(r, o, "hidden_size", (double)a->H);
     vc__hf_flag(r, o, "conv_bias", a->gh.conv_bias);
-    vc__hf_flag(r, o, "bias", a->gh.proj_bias);
+    vc__hf_flag(r, o, "bias", bias);
     vc__hf_num(r, o, "eps", a->eps);
     if (grouped) vc__hf_num(r, o, "norm_groups", (double)a->gh.mg);
+    return o;
+}
+
+/* A Mamba2 mixer (GraniteMoeHybridMambaLayer, Mamba2Mixer, NemotronHMamba2Mixer: the same modules): in_proj (on
+ * `in`, NULL the layer before), then the rest in layers/mamba2.c */
+static void g_mixer(rd *r, cJSON *arr, const arch *a, const char *in, const char *in_proj, const char *name, bool grouped)
+{
+    const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
+    g_linear(r, arr, in_proj, in, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
+    g_mixer_core(r, arr, a, name, a->gh.proj_bias, grouped);
 }
 
 static void g_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
@@ -464,13 +493,8 @@ int vc__hf_mamba2_read(rd *r, arch *a)
             return vc__hf_bad(r, "time_step_limit", "expected [min, max] with 0 <= min <= max");
     }
     /* intermediate_size = int(expand x hidden_size): the norm's width; the kernels view it as num_heads x head_dim */
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->cfg, "expand");
-    double expand = 2;
-    if (ex && !cJSON_IsNull(ex)) {
-        if (!cJSON_IsNumber(ex) || !isfinite(ex->valuedouble) || ex->valuedouble <= 0 || ex->valuedouble > (double)MAX_SIZE)
-            return vc__hf_bad(r, "expand", "expected a number above 0");
-        expand = ex->valuedouble;
-    }
+    double expand;
+    if (gh_expand(r, "expand", &expand)) return -1;
     const double inter_f = floor(expand * (double)a->H);
     if (inter_f < 1 || inter_f > (double)MAX_SIZE)
         return vc__hf_bad(r, "expand", "int(%g x hidden_size (%lld)) must be from 1 to 2^40", expand, (long long)a->H);
@@ -735,4 +759,216 @@ void vc__hf_nemotron_h_write(rd *r, cJSON *arr, const arch *a)
     vc__hf_num(r, o, "in_features", (double)a->H);
     vc__hf_num(r, o, "out_features", (double)a->V);
     vc__hf_flag(r, o, "bias", false);
+}
+
+/* ------------------------------------------------------------ falcon_h1
+ *
+ * TII Falcon-H1 (model_type falcon_h1, FalconH1ForCausalLM; issue 31): Falcon-H1-0.5B, 1.5B, 1.5B-Deep, 3B, 7B, 34B
+ * (base and -Instruct). Sources, huggingface/transformers:
+ *  - configuration_falcon_h1.py @ 020a37d2 (FalconH1Config): vocab_size 128000, tie_word_embeddings False,
+ *    hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8
+ *    (None: the heads), hidden_act silu, rms_norm_eps 1e-5, num_logits_to_keep 1, max_position_embeddings 8192,
+ *    attention_dropout 0, mamba_d_ssm 1024 (None: mamba_expand x hidden_size), mamba_n_heads 128, mamba_d_head "auto"
+ *    (mamba_intermediate // mamba_n_heads), mamba_n_groups 1, mamba_d_state 256, mamba_d_conv 4, mamba_expand 2,
+ *    mamba_chunk_size 256, mamba_conv_bias True, mamba_proj_bias False, mamba_norm_before_gate True, mamba_rms_norm
+ *    False, time_step_min 0.001, time_step_max 0.1, time_step_limit (0, inf), projectors_bias False, the multipliers
+ *    (lm_head_multiplier, embedding_multiplier, key_multiplier, attention_out_multiplier, attention_in_multiplier,
+ *    ssm_in_multiplier, ssm_out_multiplier 1.0; mlp_multipliers None -> [1, 1]; ssm_multipliers None -> [1] x 5),
+ *    attention_bias False, mlp_bias False; validate_architecture: ValueError unless mamba_n_heads divides the
+ *    intermediate and mamba_d_head x mamba_n_heads equals it;
+ *  - modeling_falcon_h1.py @ 68c08116: FalconH1DecoderLayer.forward (residual; input_layernorm; mamba(h) x
+ *    ssm_out_multiplier first; self_attn(h x attention_in_multiplier) x attention_out_multiplier; mamba + attention;
+ *    residual + that; pre_ff_layernorm; feed_forward; residual + that); FalconH1Mixer (intermediate mamba_d_ssm,
+ *    conv1d with mamba_conv_bias, in_proj bias mamba_proj_bias, dt_bias, A_log, norm FalconH1RMSNormGated only under
+ *    mamba_rms_norm, D, out_proj bias projectors_bias; cuda_kernels_forward: h x ssm_in_multiplier, in_proj, x
+ *    mup_vector (compute_mup_vector's [1, 1, in_proj width] buffer, one per model), then the kernels of
+ *    layers/mamba2.c with rmsnorm_weight None: scan_output x silu(gate), selective_state_update(z=gate));
+ *    FalconH1Attention (q/k/v/o_proj with attention_bias, head_dim getattr(config, "head_dim", hidden // heads),
+ *    k x key_multiplier after the view, the rotary on every layer, scaling head_dim^-0.5); FalconH1MLP (up_proj(x) x
+ *    act(gate_proj(x) x gate_multiplier), down_proj(y) x down_multiplier; bias mlp_bias); FalconH1Model (embed_tokens
+ *    x embedding_multiplier, final_layernorm); FalconH1ForCausalLM (lm_head(h) x lm_head_multiplier, tied under
+ *    tie_word_embeddings by _tied_weights_keys; prepare_inputs_for_generation: FalconHybridMambaAttentionDynamicCache
+ *    (conv_states [B, conv_dim, d_conv] and ssm_states [B, heads, head_dim, state] zeros for every layer, K/V by
+ *    torch.cat), logits_to_keep config.num_logits_to_keep).
+ * Not modelled, refused in one line naming the key or option: mamba_rms_norm true (FalconH1RMSNormGated's own
+ * order), hidden_act other than silu, num_logits_to_keep other than 1, --serve (vllm/model_executor/models/
+ * falcon_h1.py was not read), --tp. Left out: the in_proj output x attention_mask[..., None] and
+ * apply_mask_to_padding_states (only with a padded batch: _update_mamba_mask drops an all-ones mask),
+ * update_conv_state's roll temporary ([B, conv_dim, d_conv]) in the prefill, the mup_vector buffer (in_proj width
+ * elements). */
+
+static int fh_num(rd *r, const char *key, double def, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *out = def;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e9)
+        return vc__hf_bad(r, key, "expected a number from -1e9 to 1e9");
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* a list of n numbers (null: ones); out may be NULL */
+static int fh_list(rd *r, const char *key, int n, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    for (int k = 0; out && k < n; k++) out[k] = 1.0;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n)
+        return vc__hf_bad(r, key, "expected a list of %d numbers", n);
+    int k = 0;
+    for (const cJSON *e = v->child; e; e = e->next, k++) {
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || fabs(e->valuedouble) > 1e9)
+            return vc__hf_bad(r, key, "expected a list of %d numbers from -1e9 to 1e9", n);
+        if (out) out[k] = e->valuedouble;
+    }
+    return 0;
+}
+
+int vc__hf_falcon_h1_read(rd *r, arch *a)
+{
+    a->gh.types = NULL;
+    a->gh.E = a->gh.K = 0;
+    a->gh.rope = true;
+    bool before = true;
+    if (gh_int(r, "mamba_n_heads", 128, 1, &a->gh.mh) || gh_int(r, "mamba_n_groups", 1, 1, &a->gh.mg) ||
+        gh_int(r, "mamba_d_state", 256, 1, &a->gh.mn) || gh_int(r, "mamba_d_conv", 4, 1, &a->gh.mk) ||
+        gh_int(r, "mamba_chunk_size", 256, 1, &a->gh.chunk) || gh_bool(r, "mamba_conv_bias", true, &a->gh.conv_bias) ||
+        gh_bool(r, "mamba_proj_bias", false, &a->gh.proj_bias) || gh_bool(r, "projectors_bias", false, &a->fh.out_bias) ||
+        gh_bool(r, "mamba_rms_norm", false, &a->fh.rms_norm) || gh_bool(r, "mamba_norm_before_gate", true, &before))
+        return -1;
+    if (a->fh.rms_norm)
+        return vc__hf_bad(r, "mamba_rms_norm", "true (FalconH1RMSNormGated: the norm per group, then the gate) is not "
+                          "modelled; the Falcon-H1 checkpoints write false");
+    /* the intermediate: mamba_d_ssm, else int(mamba_expand x hidden_size) */
+    double expand;
+    if (gh_expand(r, "mamba_expand", &expand)) return -1;
+    int64_t inter;
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_d_ssm");
+    if (ds && cJSON_IsNull(ds)) {
+        const double f = floor(expand * (double)a->H);
+        if (f < 1 || f > (double)MAX_SIZE)
+            return vc__hf_bad(r, "mamba_expand", "int(%g x hidden_size) must be from 1 to 2^40", expand);
+        inter = (int64_t)f;
+    } else if (gh_int(r, "mamba_d_ssm", 1024, 1, &inter)) {
+        return -1;
+    }
+    if (inter % a->gh.mh)
+        return vc__hf_bad(r, "mamba_n_heads", "%lld must divide the Mamba intermediate (%lld): FalconH1Config raises "
+                          "ValueError", (long long)a->gh.mh, (long long)inter);
+    if (gh_d_head(r, a, inter, "the Mamba intermediate", "FalconH1Config")) return -1;
+    if (a->gh.mh % a->gh.mg) /* mamba_split_conv1d_scan_combined: nheads % ngroups == 0 */
+        return vc__hf_bad(r, "mamba_n_groups", "%lld must divide mamba_n_heads (%lld)", (long long)a->gh.mg, (long long)a->gh.mh);
+    if (a->gh.mg > MAX_SIZE / a->gh.mn || inter > (INT64_C(1) << 48) / a->gh.mn)
+        return vc__hf_bad(r, "mamba_d_state", "%lld: the Mamba state (intermediate x state) would pass 2^48 elements",
+                          (long long)a->gh.mn);
+    if (a->act != A_SILU)
+        return vc__hf_bad(r, "hidden_act", "only silu is modelled for falcon_h1 (cuda_kernels_forward's causal_conv1d_fn, "
+                          "the MLP's act_fn)");
+    double mlp[2];
+    if (fh_num(r, "lm_head_multiplier", 1, &a->fh.lm_head) || fh_num(r, "key_multiplier", 1, &a->fh.key) ||
+        fh_num(r, "attention_in_multiplier", 1, &a->fh.attn_in) || fh_num(r, "attention_out_multiplier", 1, &a->fh.attn_out) ||
+        fh_num(r, "ssm_in_multiplier", 1, &a->fh.ssm_in) || fh_num(r, "ssm_out_multiplier", 1, &a->fh.ssm_out) ||
+        fh_list(r, "mlp_multipliers", 2, mlp) || fh_list(r, "ssm_multipliers", 5, NULL) ||
+        m2_num(r, "time_step_min", 0, 1e9) || m2_num(r, "time_step_max", 0, 1e9))
+        return -1;
+    a->fh.mlp_gate = mlp[0];
+    a->fh.mlp_down = mlp[1];
+    /* time_step_limit: read by nothing (FalconH1Mixer sets (0, inf) itself), a pair when given */
+    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(r->cfg, "time_step_limit");
+    if (tl && !cJSON_IsNull(tl) && (!cJSON_IsArray(tl) || cJSON_GetArraySize(tl) != 2 ||
+                                    !cJSON_IsNumber(cJSON_GetArrayItem(tl, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(tl, 1))))
+        return vc__hf_bad(r, "time_step_limit", "expected [min, max]");
+    int64_t keep = 1;
+    if (gh_int(r, "num_logits_to_keep", 1, 0, &keep)) return -1;
+    if (keep != 1)
+        return vc__hf_bad(r, "num_logits_to_keep", "%lld: generate()'s logits_to_keep other than 1 is not modelled",
+                          (long long)keep);
+    a->R = a->D; /* FalconH1RotaryEmbedding: the whole head */
+    if (a->D % 2)
+        return vc__hf_bad(r, "head_dim", "%lld: the rotary embedding needs an even head_dim", (long long)a->D);
+    /* the whole model within 2^56 parameters (hf_read.c check_total does not see the Mamba layers) */
+    int64_t per = 0, m, tot;
+    bool ovf = __builtin_mul_overflow(4 * inter + 2 * a->gh.mg * a->gh.mn + a->gh.mh, a->H, &per) ||
+               __builtin_mul_overflow(3 * a->I, a->H, &m) || __builtin_add_overflow(per, m, &per) ||
+               __builtin_mul_overflow(2 * (a->NH + a->KV) * a->D, a->H, &m) || __builtin_add_overflow(per, m, &per) ||
+               __builtin_mul_overflow(per, a->N, &tot) || __builtin_mul_overflow(a->V, 2 * a->H, &m) ||
+               __builtin_add_overflow(tot, m, &tot);
+    if (ovf || tot > (INT64_C(1) << 56))
+        return vc__hf_bad(r, "num_hidden_layers", "%lld layers: more than 2^56 parameters, byte counts would overflow 64-bit "
+                          "arithmetic", (long long)a->N);
+    return 0;
+}
+
+int vc__hf_falcon_h1_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
+{
+    (void)a; /* --serve: src/engine/serve.c refuses falcon_h1 (vLLM's falcon_h1.py not read) */
+    if (split.tp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "falcon_h1: tensor parallelism of the Mamba2 layers is not modelled");
+    return 0;
+}
+
+/* One FalconH1DecoderLayer, in forward's order */
+static void fh_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
+{
+    (void)i;
+    const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
+    const int64_t q = a->NH * a->D, kv = a->KV * a->D;
+    g_norm(r, arr, a, "input_layernorm", "attention_in_multiplier");
+    /* FalconH1Mixer.cuda_kernels_forward: h x ssm_in_multiplier, in_proj, x mup_vector, the kernels */
+    g_scale(r, arr, "mamba.ssm_in_multiplier", NULL, a->fh.ssm_in);
+    g_linear(r, arr, "mamba.in_proj", NULL, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
+    g_scale(r, arr, "mamba.mup_vector", NULL, 1.0); /* projected_states * self.mup_vector: a new tensor */
+    cJSON *o = g_mixer_core(r, arr, a, "mamba", a->fh.out_bias, false);
+    vc__hf_flag(r, o, "rms_norm", false);
+    g_scale(r, arr, "ssm_out_multiplier", NULL, a->fh.ssm_out);
+    /* FalconH1Attention on h x attention_in_multiplier: self_attn's argument, alive to its return */
+    g_scale(r, arr, "attention_in_multiplier", "input_layernorm", a->fh.attn_in);
+    vc__hf_str(r, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "held_until", "self_attn.o_proj");
+    g_linear(r, arr, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+    g_linear(r, arr, "self_attn.k_proj", "attention_in_multiplier", a->H, kv, a->qkv_bias);
+    g_scale(r, arr, "self_attn.key_multiplier", NULL, a->fh.key);
+    g_linear(r, arr, "self_attn.v_proj", "attention_in_multiplier", a->H, kv, a->qkv_bias);
+    o = vc__hf_layer(r, arr, "RotaryAttention", "self_attn.attention");
+    vc__hf_ins(r, o, "self_attn.q_proj", "self_attn.key_multiplier", "self_attn.v_proj", "model.rotary_emb");
+    vc__hf_num(r, o, "num_heads", (double)a->NH);
+    vc__hf_num(r, o, "num_kv_heads", (double)a->KV);
+    vc__hf_num(r, o, "head_dim", (double)a->D);
+    vc__hf_num(r, o, "rotary_dim", (double)a->D);
+    vc__hf_flag(r, o, "causal", true);
+    if (a->p_attn > 0) vc__hf_num(r, o, "dropout", a->p_attn);
+    g_linear(r, arr, "self_attn.o_proj", NULL, q, a->H, a->qkv_bias);
+    g_scale(r, arr, "attention_out_multiplier", NULL, a->fh.attn_out);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "mixer_sum"), "ssm_out_multiplier", "attention_out_multiplier", NULL, NULL);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "attn_residual"), "input", "mixer_sum", NULL, NULL);
+    /* FalconH1MLP: up_proj(x) * act_fn(gate_proj(x) * gate_multiplier), down_proj(y) * down_multiplier */
+    g_norm(r, arr, a, "pre_ff_layernorm", "feed_forward.gate_proj");
+    g_linear(r, arr, "feed_forward.up_proj", NULL, a->H, a->I, a->mlp_bias);
+    g_linear(r, arr, "feed_forward.gate_proj", "pre_ff_layernorm", a->H, a->I, a->mlp_bias);
+    g_scale(r, arr, "feed_forward.gate_multiplier", NULL, a->fh.mlp_gate);
+    vc__hf_layer(r, arr, "SiLU", "feed_forward.act_fn");
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "feed_forward.mul"), "feed_forward.up_proj", "feed_forward.act_fn", NULL, NULL);
+    g_linear(r, arr, "feed_forward.down_proj", NULL, a->I, a->H, a->mlp_bias);
+    g_scale(r, arr, "feed_forward.down_multiplier", NULL, a->fh.mlp_down);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "mlp_residual"), "attn_residual", "feed_forward.down_multiplier", NULL, NULL);
+}
+
+void vc__hf_falcon_h1_write(rd *r, cJSON *arr, const arch *a)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens");
+    vc__hf_num(r, o, "num_embeddings", (double)a->V);
+    vc__hf_num(r, o, "embedding_dim", (double)a->H);
+    g_scale(r, arr, "model.embedding_multiplier", NULL, a->emb_mult); /* embed_tokens(input_ids) * embedding_multiplier */
+    o = vc__hf_layer(r, arr, "RotaryEmbedding", "model.rotary_emb");
+    vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+    vc__hf_num(r, o, "head_dim", (double)a->D);
+    vc__hf_num(r, o, "rotary_dim", (double)a->D);
+    g_stack(r, arr, a, "model.layers", "model.embedding_multiplier", "model.embedding_multiplier", NULL, fh_layer);
+    g_norm(r, arr, a, "model.final_layernorm", NULL);
+    o = vc__hf_layer(r, arr, "Linear", "lm_head");
+    vc__hf_num(r, o, "in_features", (double)a->H);
+    vc__hf_num(r, o, "out_features", (double)a->V);
+    vc__hf_flag(r, o, "bias", false);
+    if (a->tie) vc__hf_str(r, o, "tie", "model.embed_tokens");
+    g_scale(r, arr, "lm_head_multiplier", NULL, a->fh.lm_head); /* lm_head(...) * self.model.lm_head_multiplier */
 }

@@ -1167,6 +1167,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_NEMOTRON_H: /* NemotronHForCausalLM (hf_granite4.c) */
         vc__hf_nemotron_h_write(w->r, w->arr, a);
         return;
+    case BLK_FALCON_H1: /* FalconH1ForCausalLM (hf_granite4.c) */
+        vc__hf_falcon_h1_write(w->r, w->arr, a);
+        return;
     default:
         break;
     }

@@ -476,6 +476,7 @@ static int read_family(rd *r, arch *a)
     if (f->block == BLK_LFM2 && vc__hf_lfm2_read(r, a)) return -1; /* layer_types, conv_L_cache and the rest (hf_lfm2.c) */
     if (f->block == BLK_NEMOTRON_H && vc__hf_nemotron_h_read(r, a)) return -1; /* the pattern and the rest (hf_granite4.c) */
     if (f->block == BLK_VIT && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
+    if (f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_read(r, a)) return -1; /* the mamba_* keys, the multipliers (hf_granite4.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;

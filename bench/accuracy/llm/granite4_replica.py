@@ -80,7 +80,9 @@ def kv_bytes_per_token(d, elem):
 
 
 class SplitConv1dScanCombined(torch.autograd.Function):
-    """MambaSplitConv1dScanCombinedFn's allocations (module docstring)."""
+    """MambaSplitConv1dScanCombinedFn's allocations (module docstring). norm_w None (falcon_h1_replica.py,
+    rmsnorm_weight=None): _mamba_chunk_scan_combined_fwd(..., z=z) returns out (out_x x silu(z)) beside out_x, rstd
+    None, and the backward has no _layer_norm_bwd."""
 
     @staticmethod
     def forward(ctx, zx, conv_w, conv_b, dt_bias, A, D, norm_w, out_w, out_b, dims):
@@ -96,9 +98,12 @@ class SplitConv1dScanCombined(torch.autograd.Function):
         del s32
         cb = torch.zeros(B, nc, G, C, C)
         out_x = zx.new_zeros(B, L, H, P)
+        if norm_w is None:  # _chunk_scan_fwd's out beside out_x, CB alive to the return
+            nrm = zx.new_zeros(B * L, Di)
         del cb
-        nrm = zx.new_zeros(B * L, Di)
-        rstd = torch.zeros(G * B * L)
+        if norm_w is not None:
+            nrm = zx.new_zeros(B * L, Di)
+        rstd = torch.zeros(G * B * L) if norm_w is not None else None
         out = F.linear(nrm.view(B, L, Di), out_w, out_b)
         ctx.save_for_backward(zx, conv_w, conv_b, out_x, A, D, dt_bias, norm_w, rstd, out_w, out_b)
         ctx.dims = dims
@@ -117,7 +122,7 @@ class SplitConv1dScanCombined(torch.autograd.Function):
         dxbc = zx.new_zeros(B, L, CD)
         dout_og = dout
         dout = F.linear(dout, out_w.t())
-        dx_rms = zx.new_zeros(B * L, Di)
+        dx_rms = zx.new_zeros(B * L, Di) if norm_w is not None else None
         # _mamba_chunk_scan_combined_bwd
         dt_in = zx.new_zeros(B, L, H)
         f32 = torch.zeros(3 * B * H * nc * C + B * nc * G * C * C + 2 * B * nc * H * P * N)
@@ -127,7 +132,7 @@ class SplitConv1dScanCombined(torch.autograd.Function):
         dconv_b = torch.zeros_like(conv_b) if conv_b is not None else None
         del out_recompute, xc, dxbc, dout, dx_rms
         return (dzx, dconv_w, dconv_b, torch.zeros_like(dt_bias), torch.zeros_like(A), torch.zeros_like(D),
-                torch.zeros_like(norm_w), doutproj, None if out_b is None else torch.zeros_like(out_b), None)
+                None if norm_w is None else torch.zeros_like(norm_w), doutproj, None if out_b is None else torch.zeros_like(out_b), None)
 
 
 def chunk_scan_combined(x_like, L, dims):

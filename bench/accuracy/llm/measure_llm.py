@@ -259,6 +259,9 @@ def main(argv):
     if raw.get("model_type") == "nemotron_h":  # NemotronHConfig's defaults and the layer pattern (nemotron_h_replica.py)
         import nemotron_h_replica
         raw = nemotron_h_replica.resolve(raw)
+    if raw.get("model_type") == "falcon_h1":  # FalconH1Config's defaults (falcon_h1_replica.py)
+        import falcon_h1_replica
+        raw = falcon_h1_replica.resolve(raw)
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -308,7 +311,7 @@ def main(argv):
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
-                                                         "lfm2", "nemotron_h") + near_llama_replica.FAMILIES and not (
+                                                         "lfm2", "nemotron_h", "falcon_h1") + near_llama_replica.FAMILIES and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
@@ -340,6 +343,9 @@ def main(argv):
     elif cfg.model_type == "nemotron_h":  # NemotronHForCausalLM with the mamba kernels (nemotron_h_replica.py)
         import nemotron_h_replica
         model = nemotron_h_replica.CausalLM(cfg, args.attn)
+    elif cfg.model_type == "falcon_h1":  # FalconH1ForCausalLM with the mamba kernels (falcon_h1_replica.py)
+        import falcon_h1_replica
+        model = falcon_h1_replica.CausalLM(cfg, args.attn)
     elif cfg.model_type == "llama4_text":  # Llama4ForCausalLM (llama4_replica.py)
         import llama4_replica
         model = llama4_replica.CausalLM(cfg, args.attn)
@@ -500,7 +506,7 @@ def main(argv):
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
     if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
-                                                           "ernie4_5_moe", "lfm2", "nemotron_h") +
+                                                           "ernie4_5_moe", "lfm2", "nemotron_h", "falcon_h1") +
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
@@ -1014,6 +1020,11 @@ def main(argv):
                 elif cfg.model_type == "nemotron_h":  # the Mamba states made before the prefill (nemotron_h_replica.py)
                     import nemotron_h_replica
                     cache = nemotron_h_replica.Cache(cfg.d, B, dtype)
+                elif cfg.model_type == "falcon_h1":
+                    # FalconH1ForCausalLM.prepare_inputs_for_generation: FalconHybridMambaAttentionDynamicCache before
+                    # the prefill (falcon_h1_replica.py)
+                    import falcon_h1_replica
+                    cache = falcon_h1_replica.Cache(cfg.d, B, dtype)
                 elif cfg.model_type in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
                     # Qwen3NextModel.forward: past_key_values = Qwen3NextDynamicCache(config) (deltanet_replica.py);
                     # Qwen3_5TextModel.forward: Qwen3_5DynamicCache, the same class (modular_qwen3_5.py @ 8940358a)
@@ -1100,6 +1111,9 @@ def main(argv):
         elif cfg.model_type == "nemotron_h":  # the attention layers' keys and values (nemotron_h_replica.py)
             import nemotron_h_replica
             kv_per_token = nemotron_h_replica.kv_bytes_per_token(cfg.d, 2 if args.precision == "bf16" else 4)
+        elif cfg.model_type == "falcon_h1":  # every layer's keys and values (falcon_h1_replica.py)
+            import falcon_h1_replica
+            kv_per_token = falcon_h1_replica.kv_bytes_per_token(cfg.d, 2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "gemma4_text":  # each layer's kv heads and head_dim (gemma4_replica.py)
             import gemma4_replica
             kv_per_token = gemma4_replica.kv_bytes_per_token(cfg.d, 2 if args.precision == "bf16" else 4)

@@ -1835,6 +1835,37 @@ def cases():
         else:
             d.update(prompt=s, new_tokens=o)
         out.append(d)
+    # issue 31: TII Falcon-H1 (falcon_h1, falcon_h1_replica.py, modeling_falcon_h1.py @ 68c08116): every layer a Mamba2
+    # mixer (the mamba_ssm kernels' allocations, rmsnorm_weight None: mamba_rms_norm false) beside a rotary attention
+    # on the same normed input, the muP multipliers, a SwiGLU MLP. falcon_h1_small (Falcon-H1-0.5B's multipliers,
+    # chunk 16) and falcon_h1_bias_small (mamba_d_ssm null, 2 groups, every bias, tied, chunk 32). Training (full,
+    # LoRA on in_proj / q_proj / v_proj / up_proj, checkpointing), inference, generate. Every third held out.
+    fh = [
+        ("train", "falcon_h1_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "falcon_h1_small", 2, 48, "adamw", "bf16", False, 0),
+        ("train", "falcon_h1_small", 1, 96, "sgd", "fp32", True, 0),
+        ("train", "falcon_h1_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "falcon_h1_bias_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "falcon_h1_bias_small", 4, 40, "adam", "bf16", True, 0),
+        ("train", "falcon_h1_bias_small", 1, 128, "adamw", "fp32", False, 8),
+        ("train", "falcon_h1_small", 2, 80, "adamw", "bf16", True, 0),
+        ("train", "falcon_h1_bias_small", 2, 96, "adamw", "bf16", False, 8),
+        ("infer", "falcon_h1_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "falcon_h1_bias_small", 2, 100, None, "bf16", False, 0),
+        ("infer", "falcon_h1_small", 4, 32, None, "bf16", False, 0),
+        ("generate", "falcon_h1_small", 1, 40, 8, "fp32", False, 0),
+        ("generate", "falcon_h1_bias_small", 2, 64, 12, "bf16", False, 0),
+        ("generate", "falcon_h1_small", 2, 24, 16, "bf16", False, 0),
+    ]
+    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(fh):
+        base = dict(config="configs/%s.json" % cfg, mode=mode, batch=b, precision=p, held_out=(i % 3 == 2))
+        if mode == "train":
+            out.append(dict(base, seq=s, optim=o, ckpt=c, lora=l, lora_dropout=0.0,
+                            **({"lora_targets": "in_proj,q_proj,v_proj,up_proj"} if l else {})))
+        elif mode == "infer":
+            out.append(dict(base, seq=s))
+        else:
+            out.append(dict(base, prompt=s, new_tokens=o))
     return out
 
 
