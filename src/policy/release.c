@@ -159,7 +159,8 @@ static const vc_tf_row tf_rows[] = {
      * mask cat dropped as the full mask is put back); the loop then starts from the last prompt token over the cache
      * of prompt - 1 tokens, whatever the cache class. First in 5.0 (the v5.0.0 tag itself was not stored to read; 4.57
      * was not read either: the PR's breaking marker and dates stand for them). Not tabled: PR #44130 (merged
-     * 2026-02, in 5.3) makes _prefill run the whole prompt again and hand its outputs to the loop's first step. */
+     * 2026-02; a Hub custom_generate tests transformers >= 5.3.0 for it) makes _prefill run the whole prompt again and
+     * hand its outputs to the loop's first step. */
     {VC_TF_PREFILL_BUT_LAST, 446, 0},
     {VC_TF_PREFILL_BUT_LAST, 500, 1},
 };
