@@ -49,6 +49,9 @@ typedef enum {
                                * (_prepare_4d_causal_attention_mask_with_cache_position), 0: masking_utils' bool one */
     VC_TF_CKPT_REENTRANT, /* 1: gradient_checkpointing_enable() without gradient_checkpointing_kwargs checkpoints
                            * with use_reentrant=True, 0: use_reentrant=False */
+    VC_TF_PREFILL_BUT_LAST, /* 1: generate()'s GenerationMixin._prefill runs the model over input_ids[:, :-1] and
+                             * discards its outputs, the decoding loop's first step feeding the last prompt token;
+                             * 0: the loop's first step runs over the whole prompt (src/engine/generate.c) */
     VC_TF__N
 } vc_tf_what;
 /* The value of `what` at transformers release `version` (0: VC_TRANSFORMERS_DEFAULT). */

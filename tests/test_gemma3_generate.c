@@ -132,7 +132,17 @@ static void image_masks(void **state)
     assert_int_equal(bytes[1], 20480);
     trace_or(CFG "gemma3_vl_small.json -m generate --image 224x224 --prompt 32 --new-tokens 4 -b 2 --attention math",
              &n, bytes, &dec);
-    assert_int_equal(n, 2); /* the prefill's */
+    /* the prefill's: at 5.0 (the default release) GenerationMixin._prefill's forward over input_ids[:, :-1]
+     * (generation/utils.py @000034a4; src/engine/generate.c "The prefill"), P - 1 = 99 tokens: [2, 1, 99, 99] bool =
+     * 19,602 bytes, 19,968 in 512-byte blocks; the last prompt token's step after it runs no tower and no masks */
+    assert_int_equal(n, 2);
+    assert_int_equal(bytes[0], 19968);
+    assert_int_equal(bytes[1], 19968);
+    assert_int_equal(dec, 0);
+    /* 4.57: the loop's first step over all P = 100 tokens */
+    trace_or(CFG "gemma3_vl_small.json -m generate --image 224x224 --prompt 32 --new-tokens 4 -b 2 --attention math "
+                 "--transformers 4.57", &n, bytes, &dec);
+    assert_int_equal(n, 2);
     assert_int_equal(bytes[0], 20480);
     assert_int_equal(bytes[1], 20480);
     assert_int_equal(dec, 0);

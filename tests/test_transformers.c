@@ -52,6 +52,12 @@ static void test_rows(void **state)
     assert_int_equal(vc_transformers_value(457, VC_TF_EXPERTS), VC_EXPERTS_PER_EXPERT);
     assert_int_equal(vc_transformers_value(500, VC_TF_EXPERTS), VC_EXPERTS_GROUPED_MM);
     assert_int_equal(vc_transformers_value(0, VC_TF_EXPERTS), VC_EXPERTS_GROUPED_MM);
+    /* generate()'s prefill: the loop's first step over the whole prompt through 4.x, GenerationMixin._prefill over
+     * input_ids[:, :-1] from 5.0 (generation/utils.py @000034a4; tests/test_prefill_release.c) */
+    assert_int_equal(vc_transformers_value(446, VC_TF_PREFILL_BUT_LAST), 0);
+    assert_int_equal(vc_transformers_value(457, VC_TF_PREFILL_BUT_LAST), 0);
+    assert_int_equal(vc_transformers_value(500, VC_TF_PREFILL_BUT_LAST), 1);
+    assert_int_equal(vc_transformers_value(0, VC_TF_PREFILL_BUT_LAST), 1);
     assert_int_equal(VC_TRANSFORMERS_DEFAULT, 500);
 }
 

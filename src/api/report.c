@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "release.h"
 #include "report.h"
 
 void format_bytes(int64_t bytes, char *buf, size_t n)
@@ -586,12 +587,18 @@ void report_table(FILE *f, const vc_report *rep)
     else snprintf(note, sizeof note, "(%s%s%s)", vc_phase_name(r->peak.phase), r->peak.kind[0] ? ", " : "", r->peak.kind);
     row(f, t, "peak allocated", m->peak_allocated, note);
     if (o->mode == VC_MODE_GENERATE && (r->generate.kv_tokens || r->generate.ssm_layers)) { /* issue 13: the phases apart */
+        /* GenerationMixin._prefill (--transformers 5.0, src/engine/generate.c "The prefill"): prompt - 1 tokens,
+         * then the last one's step */
+        const int shift = !r->generate.cross_cache && o->prompt > 1 &&
+                          vc_transformers_value(rep->transformers, VC_TF_PREFILL_BUT_LAST);
         row(f, t, "  prefill peak", r->generate.prefill_peak,
             r->generate.cross_cache ? "(the encoder over the prompt, the decoder's first token)"
+            : shift                 ? "(_prefill over prompt - 1 tokens, the last one's step)"
                                     : "(the prompt's forward, logits of its last token)");
         if (r->generate.decode_step) {
             snprintf(note, sizeof note, "(step %" PRId64 " of %" PRId64 ": %s)", r->generate.decode_step, o->new_tokens - 1,
-                     o->cache == VC_CACHE_QUANTIZED && r->generate.decode_step % (o->kv_residual > 2 ? o->kv_residual : 2) == 0
+                     o->cache == VC_CACHE_QUANTIZED &&
+                             (r->generate.decode_step + shift) % (o->kv_residual > 2 ? o->kv_residual : 2) == 0
                          ? "the cache is requantized"
                      /* generate.c prefill_storage_held: the first step emitted before the last */
                      : r->generate.decode_step == 1 && o->new_tokens > 2 ? "sliding layers hold the prompt's K/V"

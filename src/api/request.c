@@ -1449,6 +1449,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     resp->lora = q->lora;
     resp->rep.hf = &resp->hf;
     resp->rep.lora = &resp->lora;
+    resp->rep.transformers = q->transformers;
     if (resp->recipe) {
         resp->rep.recipe = vc__recipe_at((size_t)resp->recipe - 1);
         resp->rep.recipe_set = resp->recipe_set;

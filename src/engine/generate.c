@@ -39,6 +39,7 @@
 
 #include "ops.h"
 #include "plan.h"
+#include "release.h"
 #include "serve_nccl.h"
 #include "util.h"
 
@@ -136,13 +137,16 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     /* --loss grpo with --grad-ckpt: TRL's unwrap_model_for_generation turns gradient checkpointing off around
      * generate() (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771), so the decoder layers keep
      * past_key_values and the cache grows as without it (src/engine/grpo.c) */
+    g->shift = 0;
     if (!g->profile) {
         g->prompt = b->o.prompt + g->image_tokens; /* the processor's input_ids: the image tokens and the text */
         g->steps = b->o.new_tokens;
         g->head_rows = 1;
+        /* GenerationMixin._prefill ("The prefill" below): none for a one-token prompt */
+        g->shift = g->prompt > 1 && vc_transformers_value(m->tf.release, VC_TF_PREFILL_BUT_LAST);
     }
     vc_model *t0 = NULL, *t1 = NULL;
-    vc_status st = vc__model_twin(m, g->prompt, &t0, err);
+    vc_status st = vc__model_twin(m, g->prompt - g->shift, &t0, err);
     if (st == VC_OK) st = g->image_tokens ? vc__model_twin_decode(m, g->head_rows, &t1, err)
                                           : vc__model_twin(m, g->head_rows, &t1, err);
     g->twin[0] = t0;
@@ -498,12 +502,49 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
 static bool prefill_storage_held(const vc_build *b)
 {
     const vc_gen *g = &b->gen;
-    /* beam search: the prefill's reorder_cache keeps an index_select copy of the window's tokens */
-    if (b->o.cache != VC_CACHE_DYNAMIC || g->hybrid || g->encdec || g->beams > 1) return false;
+    /* beam search: the prefill's reorder_cache keeps an index_select copy of the window's tokens; _prefill ("The
+     * prefill" below): the loop's first step, which rebinds the prompt's storage, is part of the prefill phase */
+    if (g->shift || b->o.cache != VC_CACHE_DYNAMIC || g->hybrid || g->encdec || g->beams > 1) return false;
     for (int i = 0; i < g->nslot; i++)
         if (g->slot[i].window > 0 && !g->slot[i].cross && g->slot[i].k >= 0 && g->slot[i].len > g->slot[i].window)
             return true;
     return false;
+}
+
+/* ---- The prefill ----
+ *
+ * --transformers 5.0 (VC_TF_PREFILL_BUT_LAST, src/policy/release.c): GenerationMixin._prefill (generation/utils.py
+ * @000034a44ef887621d9b36001a5eb7c46e64cb3f), which _sample and _beam_search call before their loop (beam search after
+ * _expand_inputs_for_generation: B x N rows), whatever the cache class:
+ *    prefill_input_ids = input_ids[:, :-1]                                  (a view; no prefill for a one-token prompt)
+ *    model_kwargs["attention_mask"] = attention_mask[:, :prefill_len]       (a view)
+ *    _get_initial_cache_position(prefill_len): cache_position = arange(prompt - 1)
+ *    outputs = self(**prepare_inputs_for_generation(prefill_input_ids, ...)) (logits_to_keep=1, set by generate())
+ *    _update_model_kwargs_for_generation: cat([the sliced mask, new_ones]) [B, prompt], dropped at once as
+ *        model_kwargs["attention_mask"] = attention_mask puts the full mask back; cache_position[-1:] + 1
+ *    return model_kwargs                                                    (outputs, the [B, 1, V] logits, freed)
+ * The loop's first step then feeds the last prompt token (prepare_inputs_for_generation: input_ids[:, -1:] by the one
+ * cache position) over the cache of prompt - 1 tokens. That step picks the first token: the plan's prefill phase is the
+ * forward over prompt - 1 tokens and that step (as measure_llm.py --transformers 5.0 tags it); the decoding steps after
+ * it hold what the old flow's held. The forward over prompt - 1 tokens is emitted here; the caller then emits the step
+ * (g->pass 1: the slots the forward made, past prompt - 1, one token). */
+static void prefill_but_last(vc_build *b, size_t head, vc_t prompt, vc_t mask, vc_t *pos)
+{
+    vc_gen *g = &b->gen;
+    const int64_t L = g->prompt - 1;
+    g->pass = 0;
+    g->past = 0;
+    g->seq = L;
+    forward_pass(b, g->twin[0], vc__op_select(b, prompt, vc_n_sample(L), false), head);
+    b->cur_inst = b->cur_region = -1;
+    vc_t ones = vc__op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
+    vc__extend_life(b, vc__op_nograd(b, "cat", mask, ones, vc_n_sample(L + 1), VC_DT_I64));
+    vc_t last = vc__op_select(b, *pos, vc_n_fixed(1), true);
+    *pos = vc__op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
+    vc__extend_life(b, b->val_t[b->m->output]); /* _prefill's outputs: freed when it returns */
+    g->pass = 1;
+    g->past = L;
+    g->seq = 1;
 }
 
 /* ---- Beam search ----
@@ -660,10 +701,12 @@ static void beam_emit(vc_build *b, size_t head, int64_t vocab)
     for (vc_t *t = &bs.run_seq; t <= &bs.hits; t++) *t = -1;
     b->cur_inst = b->cur_region = -1;
     bs.mask = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
-    bs.pos = vc__op_new(b, "arange", vc_n_fixed(P), VC_DT_I64);
+    bs.pos = vc__op_new(b, "arange", vc_n_fixed(P - g->shift), VC_DT_I64);
     vc_t pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
     vc_t t1 = vc__op_new(b, "ones", vc_n_fixed(N), VC_DT_BOOL), t0 = vc__op_new(b, "zeros", vc_n_fixed(N), VC_DT_BOOL);
     bs.top_mask = vc__op_nograd(b, "cat", t1, t0, vc_n_fixed(2 * N), VC_DT_BOOL);
+    /* _beam_search: _expand_inputs_for_generation, then _prefill ("The prefill" above), then the state below */
+    if (g->shift) prefill_but_last(b, head, prompt, bs.mask, &bs.pos);
     bs.run_seq = vc__op_new(b, "full", vc_n_sample(bs.ml), VC_DT_I64);
     index_copy(b, bs.run_seq, prompt);
     bs.seqs = vc__op_nograd(b, "clone", bs.run_seq, -1, vc_n_sample(bs.ml), VC_DT_I64);
@@ -689,13 +732,14 @@ static void beam_emit(vc_build *b, size_t head, int64_t vocab)
                 bs.len = cur_len;
             }
         }
-        g->pass = pass;
-        g->past = pass ? cur_len - 1 : 0;
-        g->seq = pass ? 1 : P;
+        const bool one = pass || g->shift; /* the step feeds one token (after _prefill, the first step too) */
+        g->pass = one;
+        g->past = one ? cur_len - 1 : 0;
+        g->seq = one ? 1 : P;
         /* flat_running_sequences: a copy of running_sequences[:, :, :cur_len] */
         rebind(b, &bs.flat, vc__op_nograd(b, "clone", bs.run_seq, -1, vc_n_sample(cur_len), VC_DT_I64));
-        vc_t cur = pass ? vc__op_select(b, bs.flat, vc_n_sample(1), false) : bs.flat;
-        forward_pass(b, g->twin[pass ? 1 : 0], cur, head);
+        vc_t cur = one ? vc__op_select(b, bs.flat, vc_n_sample(1), false) : bs.flat;
+        forward_pass(b, g->twin[one ? 1 : 0], cur, head);
         beam_step_end(b, &bs, b->val_t[m->output], vocab, cur_len);
     }
     /* what _beam_search still holds when it returns */
@@ -761,7 +805,7 @@ void vc__gen_emit(vc_build *b)
     b->cur_inst = b->cur_region = -1;
     /* generate(): the attention mask (ones), cache_position (arange), unfinished_sequences (ones) and the pad token */
     ls.mask = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
-    ls.pos = vc__op_new(b, "arange", vc_n_fixed(P), VC_DT_I64);
+    ls.pos = vc__op_new(b, "arange", vc_n_fixed(P - g->shift), VC_DT_I64);
     ls.unfinished = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
     ls.pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
     /* GraniteMoeHybridForCausalLM.prepare_inputs_for_generation: HybridMambaAttentionDynamicCache(config,
@@ -799,12 +843,19 @@ void vc__gen_emit(vc_build *b)
     g->pass = 0;
     g->past = 0;
     g->seq = P;
-    forward_pass(b, g->twin[0], prompt, head);
+    if (g->shift) { /* _prefill, then the loop's first step over the last prompt token ("The prefill" above) */
+        prefill_but_last(b, head, prompt, ls.mask, &ls.pos);
+        forward_pass(b, g->twin[1], vc__op_select(b, ls.ids, vc_n_sample(1), false), head);
+    } else {
+        forward_pass(b, g->twin[0], prompt, head);
+    }
     step_end(b, &ls, b->val_t[m->output], vocab);
     /* the decoding steps emitted: the last (every step holds what the one before held, one
      * token longer); a quantized cache also the last step that requantizes (the store's
      * old, dequantized and new copies at once), when that is an earlier one */
-    int64_t C = vc__kvq_cycle(&b->o), kq = C * ((M - 1) / C);
+    /* the loop's step k requantizes when (k + shift) % C == 0: after _prefill ("The prefill") the residual holds k + 1
+     * tokens at step k */
+    int64_t C = vc__kvq_cycle(&b->o), kq = C * ((M - 1 + g->shift) / C) - g->shift;
     g->dstep[0] = M >= 2 ? M - 1 : 0;
     g->dstep[1] = 0;
     if (b->o.cache == VC_CACHE_QUANTIZED && kq >= 1 && kq < M - 1) {

@@ -120,9 +120,11 @@ static bool group_fits(vc_build *b, int64_t per_token)
 {
     const vc_gen *g = &b->gen;
     const int64_t gs = b->o.kv_group, C = vc__kvq_cycle(&b->o), M = g->steps;
-    int64_t last = M >= 2 ? (M - 1) / C : 0; /* requantizations: P + j C tokens, j <= last */
+    /* requantizations: P + j C tokens, j <= last (after _prefill, generate.c "The prefill": P - 1 + j C, the loop's
+     * step k requantizing when (k + 1) % C == 0) */
+    int64_t last = M >= 2 || g->shift ? (M - 1 + g->shift) / C : 0;
     for (int64_t j = 0; j <= last && j <= gs; j++) {
-        int64_t T = g->prompt + j * C, n;
+        int64_t T = g->prompt - g->shift + j * C, n;
         if (__builtin_mul_overflow(per_token, T, &n) || n < gs || n % gs) {
             b->st = VC_ERR_USAGE;
             b->why_opt = O("kv_group_size");
@@ -186,10 +188,12 @@ bool vc__kvq_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, in
 }
 
 /* The cache as it is before decoding step `step` (1-based): the quantized store of
- * P + C floor((step - 1) / C) tokens, a residual of (step - 1) mod C. */
+ * P + C floor((step - 1) / C) tokens, a residual of (step - 1) mod C; after _prefill (generate.c "The prefill",
+ * shift 1) P - 1 + C floor(step / C) and step mod C. */
 void vc__kvq_grow(vc_build *b, vc_kv_slot *s, int64_t step)
 {
-    const int64_t C = vc__kvq_cycle(&b->o), Q = b->gen.prompt + C * ((step - 1) / C), r = (step - 1) % C;
+    const int64_t sh = b->gen.shift, e = step - 1 + sh;
+    const int64_t C = vc__kvq_cycle(&b->o), Q = b->gen.prompt - sh + C * (e / C), r = e % C;
     if (s->qlen == 0 || b->st) return;
     if (Q != s->qlen) { /* requantized in between: the new store replaces the old */
         const int64_t gsz = b->o.kv_group, vpi = 8 / b->o.kv_bits;

@@ -287,6 +287,10 @@ typedef struct {
     /* --num-beams (generate.c "Beam search"): generate()'s num_beams, 1 greedy; the plan's rows are then
      * batch x beams (vc_plan_simulate multiplies the batch by it) */
     int64_t beams;
+    /* 1: transformers' GenerationMixin._prefill (--transformers 5.0, VC_TF_PREFILL_BUT_LAST) runs the first pass over
+     * prompt - 1 tokens and the loop's first step over the last one (generate.c "The prefill"); 0: the first pass
+     * over the whole prompt */
+    int shift;
 } vc_gen;
 
 /* --compile (compile.c): the partition and inductor's fusion, decided per op

@@ -147,6 +147,22 @@ static const vc_tf_row tf_rows[] = {
      * modeling_utils.py was not stored to read: the PR thread is the source). docs/llm.md "Gradient checkpointing". */
     {VC_TF_CKPT_REENTRANT, 446, 1},
     {VC_TF_CKPT_REENTRANT, 500, 0},
+    /* generate()'s prefill. 4.x: GenerationMixin._sample and _beam_search run the decoding loop's first step over the
+     * whole prompt (prepare_inputs_for_generation slices input_ids by cache_position = arange(prompt)), whose logits
+     * (logits_to_keep=1) pick the first token (generation/utils.py @1097d4b3f8dd6440add50f87a2784b03cc0b4c85, a 4.4x
+     * commit: no _prefill). PR #40652 ("Isolate prefill from generation loops", marked breaking, opened 2025-09-03;
+     * PR #42088 of 2025-11-07 calls its merge recent) made GenerationMixin._prefill (generation/utils.py
+     * @000034a44ef887621d9b36001a5eb7c46e64cb3f), called by _sample and _beam_search after _expand_inputs_for_generation:
+     * prefill_input_ids = input_ids[:, :-1] (none for a one-token prompt: an encoder-decoder's decoder_start_token),
+     * the attention mask sliced to it, cache_position = arange(prompt - 1), one forward (logits_to_keep=1, as
+     * generate() set it) whose outputs are dropped when _prefill returns, _update_model_kwargs_for_generation (its
+     * mask cat dropped as the full mask is put back); the loop then starts from the last prompt token over the cache
+     * of prompt - 1 tokens, whatever the cache class. First in 5.0 (the v5.0.0 tag itself was not stored to read; 4.57
+     * was not read either: the PR's breaking marker and dates stand for them). Not tabled: PR #44130 (merged
+     * 2026-02; a Hub custom_generate tests transformers >= 5.3.0 for it) makes _prefill run the whole prompt again and
+     * hand its outputs to the loop's first step. */
+    {VC_TF_PREFILL_BUT_LAST, 446, 0},
+    {VC_TF_PREFILL_BUT_LAST, 500, 1},
 };
 
 int vc_transformers_value(int version, vc_tf_what what)

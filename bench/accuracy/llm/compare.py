@@ -89,6 +89,20 @@ def run(cli, case, a):
         a = a + ["--experts-implementation", "per_expert"]
     if case.get("model_type") == "gemma2" and case.get("attn_implementation") == "eager":
         a = a + ["--transformers", "4.46"]
+    if (case.get("mode") == "generate" or case.get("loss") == "grpo") and "--transformers" not in a \
+            and case.get("transformers", "4.57") == "4.57":
+        # generate() as 4.x runs it: the loop's first step over the whole prompt (measure_llm.py --transformers 4.57,
+        # the cases measured before the option; grpo_replica.py's generation likewise); 5.0's GenerationMixin._prefill
+        # is the default (src/policy/release.c VC_TF_PREFILL_BUT_LAST). The release's other rows kept at 5.0's: the
+        # experts grouped_mm (unless the case ran per_expert) and the non-reentrant checkpointing
+        a = a + ["--transformers", "4.57"]
+        if case.get("gradient_checkpointing"):
+            a = a + ["--grad-ckpt-kind", "non-reentrant"]
+        if "per_expert" not in a:
+            p = subprocess.run([cli] + a + ["--experts-implementation", "grouped_mm"], cwd=ROOT, capture_output=True,
+                               text=True)
+            if "has no SparseMoE layer" not in p.stderr:  # a mixture of experts
+                return p
     return subprocess.run([cli] + a, cwd=ROOT, capture_output=True, text=True)
 
 

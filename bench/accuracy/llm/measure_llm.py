@@ -116,6 +116,11 @@ def parse_args(argv):
                     help="generate: DynamicCache, or QuantizedCache with the quanto backend (kvq_replica.py)")
     ap.add_argument("--num-beams", type=int, default=1,
                     help="generate: beam search with N beams, GenerationMixin._beam_search (generate_beams below)")
+    ap.add_argument("--transformers", default="4.57", choices=["4.57", "5.0"],
+                    help="generate: the release's prefill. 4.57 (the cases measured before this option; their commands "
+                    "have none): the loop's first step over the whole prompt. 5.0: GenerationMixin._prefill (generation/"
+                    "utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) over input_ids[:, :-1], its outputs dropped, "
+                    "then the loop from the last prompt token (prefill() below)")
     ap.add_argument("--kv-bits", type=int, default=4)
     ap.add_argument("--kv-group-size", type=int, default=64)
     ap.add_argument("--kv-residual-length", type=int, default=128)
@@ -805,6 +810,30 @@ def main(argv):
             sw = cfg.sliding_window
             return ["sliding_attention" if sw else "full_attention"] * n, sw
 
+        def prefill(input_ids, attention_mask, cache):
+            # GU (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) GenerationMixin._prefill, no
+            # prefill_chunk_size: the model over input_ids[:, :-1] with the attention mask sliced to it and
+            # cache_position = arange(prefill_len) (_get_initial_cache_position), logits_to_keep=1 (generate() put it
+            # in model_kwargs); _update_model_kwargs_for_generation then cats the sliced mask with new_ones and advances
+            # cache_position; model_kwargs["attention_mask"] = attention_mask puts the full mask back; `outputs` dies
+            # when _prefill returns. Returns the loop's cache_position ([prefill_len]).
+            prefill_input_ids = input_ids[:, :-1, ...]
+            prefill_len = prefill_input_ids.shape[1]
+            am = attention_mask[:, :prefill_len, ...]
+            cache_position = torch.arange(prefill_len, dtype=torch.int64)
+            cur = prefill_input_ids[:, -cache_position.shape[0]:]  # prepare_inputs_for_generation
+            outputs = model(cur, past_key_values=cache, cache_position=cache_position, attention_mask=am,
+                            logits_to_keep=1)
+            am = torch.cat([am, am.new_ones((am.shape[0], 1))], dim=-1)
+            cache_position = cache_position[-1:] + 1
+            del am, outputs
+            return cache_position
+
+        # _prefill only where input_ids has more than one token (prefill_input_ids.numel() == 0 otherwise)
+        use_prefill = args.transformers == "5.0" and P > 1
+        if use_prefill and (t5 or image_tokens):
+            raise SystemExit("measure_llm.py: --transformers 5.0: decoder-only models with text prompts")
+
         def generate_t5(record):
             # t5_replica.generate: GenerationMixin.generate of an encoder-decoder (the encoder once, then the
             # decoder a step at a time with EncoderDecoderCache); phase 0 is the encoder and the first step
@@ -865,7 +894,15 @@ def main(argv):
                 decoder_prompt_len = cur_len
                 max_length = P + M  # max_new_tokens + the input's length
                 length_penalty, early_stopping = 1.0, False  # GenerationConfig's defaults
-                cache_position = torch.arange(P, dtype=torch.int64)
+                # _get_initial_cache_position (in _prefill with --transformers 5.0)
+                cache_position = None if use_prefill else torch.arange(P, dtype=torch.int64)
+                if use_prefill:  # _beam_search: _prefill after _expand_inputs_for_generation, before the state
+                    if record:  # the prefill phase: _prefill and the loop's first step
+                        tr.O.opobs_reset_peak()
+                        if args.per_op_file:
+                            tr.O.opobs_log_open(args.per_op_file.encode())
+                        tr.tag("prefill")
+                    cache_position = prefill(input_ids, attention_mask, cache)
                 running_sequences = torch.full((batch_size, N, max_length), fill_value=int(pad), dtype=torch.int64)
                 running_sequences[:, :, :cur_len] = input_ids.reshape(batch_size, N, cur_len)
                 sequences = running_sequences.detach().clone()
@@ -902,7 +939,7 @@ def main(argv):
                 step = 0
                 this_peer_finished = False
                 while not this_peer_finished:
-                    if record:
+                    if record and not (use_prefill and step == 0):
                         tr.O.opobs_reset_peak()
                         if args.per_op_file and step == 0:
                             tr.O.opobs_log_open(args.per_op_file.encode())
@@ -1032,7 +1069,8 @@ def main(argv):
                     cache = deltanet_replica.Qwen3NextDynamicCache(cfg)
                 else:
                     cache = R.DynamicCache(lt, sw)
-                cache_position = torch.arange(P, dtype=torch.int64)
+                # _get_initial_cache_position (in _prefill with --transformers 5.0)
+                cache_position = None if use_prefill else torch.arange(P, dtype=torch.int64)
                 unfinished = torch.ones(B, dtype=torch.long)
                 pad = torch.tensor(cfg.d.get("pad_token_id") or 0, dtype=torch.long)
                 tti = token_type_ids  # generate()'s model_kwargs["token_type_ids"] (gemma3 with images)
@@ -1056,6 +1094,8 @@ def main(argv):
                     elif pixel_values is not None:
                         model.embed_tokens.pixel_values = pixel_values if step == 0 else None
                         model.embed_tokens.grid_thw = grid_thw if step == 0 else None
+                    if use_prefill and step == 0:  # _sample: _prefill before the loop (tagged with its first step)
+                        cache_position = prefill(input_ids, attention_mask, cache)
                     cur = input_ids[:, -cache_position.shape[0]:]
                     _, logits = model(cur, past_key_values=cache, cache_position=cache_position,
                                       attention_mask=attention_mask, logits_to_keep=1)
@@ -1132,6 +1172,7 @@ def main(argv):
         result.update({
             "prompt": P, "new_tokens": M,
             **({"num_beams": args.num_beams} if args.num_beams > 1 else {}),
+            **({"transformers": args.transformers} if args.transformers != "4.57" else {}),
             "cache": "DynamicCache" if args.cache == "dynamic" else "QuantizedCache(quanto)",
             "prefill_peak": phases[0][0], "prefill_peak_where": phases[0][1],
             "decode_peak": decode[dstep][0] if decode else None,

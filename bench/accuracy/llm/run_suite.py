@@ -1866,6 +1866,27 @@ def cases():
             out.append(dict(base, seq=s))
         else:
             out.append(dict(base, prompt=s, new_tokens=o))
+    # issue 31 item 6: generate() as transformers 5.0 runs it, GenerationMixin._prefill (generation/utils.py
+    # @000034a44ef887621d9b36001a5eb7c46e64cb3f; measure_llm.py --transformers 5.0 prefill()): the model over
+    # input_ids[:, :-1], its outputs dropped, then the loop from the last prompt token. Greedy over a full cache
+    # (llama_small, qwen2_small), sliding layers past their window (mistral_w32_small, qwen2_sw40_small, gemma3_small),
+    # a MoE (olmoe_small, grouped_mm), beam search, the quantized cache (its requantizing cycle one step earlier).
+    # Every third held out.
+    pre = [
+        ("llama_small", 1, 64, 16, "fp32", 1, None, None),
+        ("qwen2_small", 2, 48, 16, "bf16", 1, None, None),
+        ("mistral_w32_small", 2, 48, 20, "fp32", 1, None, None),
+        ("olmoe_small", 1, 40, 12, "fp32", 1, "grouped_mm", None),
+        ("gemma3_small", 1, 96, 16, "fp32", 1, None, None),
+        ("qwen2_sw40_small", 1, 64, 12, "bf16", 1, None, None),
+        ("llama_small", 2, 64, 6, "fp32", 4, None, None),
+        ("gemma3_small", 2, 64, 8, "bf16", 3, None, None),
+        ("qwen2_small", 1, 97, 34, "fp32", 1, None, 32),
+    ]
+    for i, (cfg, b, s, o, p, n, ex, res) in enumerate(pre):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
+                        num_beams=n, experts=ex, transformers="5.0", held_out=(i % 3 == 2),
+                        **({"cache": "quantized", "kv_bits": 4, "kv_residual": res} if res else {})))
     return out
 
 
@@ -1927,6 +1948,8 @@ def argv_of(c):
             a += ["--cache", "quantized", "--kv-bits", str(c["kv_bits"]), "--kv-residual-length", str(c["kv_residual"])]
         if c.get("num_beams", 1) > 1:  # beam search (measure_llm.py generate_beams)
             a += ["--num-beams", str(c["num_beams"])]
+        if c.get("transformers"):  # the release's prefill (measure_llm.py --transformers)
+            a += ["--transformers", c["transformers"]]
     if c.get("target_seq"):  # t5 (t5_replica.py): the decoder's tokens
         a += ["--target-seq", str(c["target_seq"])]
     if c.get("image"):  # qwen2_5_vl (qwen25vl_replica.py), gemma3 (gemma3vl_replica.py): the training cases' too
