@@ -368,6 +368,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         q->hf_given = q->loss_given = true;
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
     case VC_OPT_PACKING: q->hf_given = true; o->packing = on; return VC_OK;
+    case VC_OPT_LIGER: q->hf_given = true; hf->liger = on; return VC_OK;
     case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
     case VC_OPT_BETA: return parse_real(name, v, 0, 1e6, &o->grpo_beta, err);
     case VC_OPT_NUM_GENERATIONS: return parse_count(name, v, 1, &o->num_generations, err);

@@ -54,6 +54,8 @@ def args_for(case):
         a.append("--hold-output")
     if case.get("packing"):  # TRL's padding_free row (packing_replica.py)
         a.append("--packing")
+    if case.get("liger"):  # Liger-Kernel's patch set (liger_patch_replica.py)
+        a.append("--liger")
     if case.get("loss") == "grpo":  # GRPOTrainer's step (grpo_replica.py): prompt + completion, not --seq
         i = a.index("--seq")
         a[i:i + 2] = ["--prompt", str(case["prompt"]), "--new-tokens", str(case["new_tokens"])]
