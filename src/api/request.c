@@ -1526,7 +1526,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                        q->emit ? O("emit_model") : resp->recipe ? O("recipe") : o->packing ? O("packing") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
                        : q->given[VC_OPT_EXPERTS] ? O("experts_implementation")
                        : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : q->given[VC_OPT_IMAGE] ? O("image")
-                       : q->given[VC_OPT_IMAGES] ? O("images") : q->given[VC_OPT_TARGET_SEQ] ? O("target_seq") : O("moe_imbalance"),
+                       : q->given[VC_OPT_IMAGES] ? O("images") : q->given[VC_OPT_TARGET_SEQ] ? O("target_seq")
+                       : hf->liger ? O("liger") : O("moe_imbalance"),
                        resp->recipe || o->packing ? "" : hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;

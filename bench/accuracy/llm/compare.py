@@ -162,7 +162,8 @@ def main():
             bad += abs(err) > opt.bound
         rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
                      "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora") or c.get("peft")),
-                     "loss": c.get("loss", "hf") if c["mode"] == "train" else "infer",
+                     # --liger: "liger+", the patch set (liger_patch_replica.py), not the fused loss alone
+                     "loss": (c.get("loss", "hf") + ("+" if c.get("liger") else "")) if c["mode"] == "train" else "infer",
                      **({"packing": True} if c.get("packing") else {}),
                      "held_out": c.get("held_out", False), "measured": c["peak_allocated"], "estimate": est,
                      "error_pct": round(err, 2)})
