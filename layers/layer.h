@@ -182,6 +182,9 @@ int64_t vc_n_at(vc_numel n, int64_t batch);
 bool vc_n_same(vc_numel a, vc_numel b);
 
 const vc_options *vc_opts(const vc_build *b);
+/* The estimated device's multiprocessors, as torch.cuda.get_device_properties(...).multi_processor_count
+ * reads them (src/engine/scratch.c vc_kernel_sms: 1 under --workspace 0, the CPU harness) */
+int64_t vc_sm_count(const vc_build *b);
 int64_t vc_batch(const vc_build *b);
 /* A layer that decides something from vc_batch() (a kernel chosen by the
  * batch, a transpose that is contiguous only for batch 1) declares the
@@ -376,7 +379,10 @@ enum {
     VC_GRAD_NEW_REDUCE = 4, /* the node computes an output-sized gradient for this broadcast
                             * input (mul: grad * other), which the engine then reduces to
                             * the input's shape: both alive together, the full one freed after */
-    VC_GRAD_SAVED = 5  /* the gradient is a tensor the op made in forward (vc_op_extra_grad) */
+    VC_GRAD_SAVED = 5, /* the gradient is a tensor the op made in forward (vc_op_extra_grad) */
+    VC_GRAD_INTO_SAVED = 6 /* backward writes the gradient into this input's own storage, which the op saved
+                            * (vc_op_save), and returns it: nothing allocated (Liger's LigerSiLUMulFunction);
+                            * a new tensor where that storage is not among the node's saved ones (offloaded) */
 };
 
 vc_op *vc_op_begin(vc_build *b, const char *name);

@@ -170,6 +170,7 @@ typedef struct {
                   * 3 gemma4 ((x * weight.float()).type_as(x)),
                   * 4 olmo ((weight * x).to(dtype), the weight in the model's dtype: Olmo3RMSNorm, Olmo2RMSNorm),
                   * 5 cohere (CohereLayerNorm: a mean-subtracted LayerNorm without bias, in float32; hf_cohere_norm) */
+    bool liger; /* --liger: LigerRMSNorm.forward bound to the module (liger_rmsnorm) */
 } hfrms_cfg;
 
 static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", "olmo", "cohere", NULL};
@@ -178,7 +179,10 @@ static int hfrms_parse(vc_args *a, void *p)
 {
     hfrms_cfg *c = p;
     return vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) ||
-           vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_enum(a, "variant", rms_variants, 0, &c->variant);
+           vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_enum(a, "variant", rms_variants, 0, &c->variant) ||
+           vc_arg_bool(a, "liger", false, &c->liger) ||
+           (c->liger && c->variant != 0 ? vc_arg_fail(a, "liger", "is LigerRMSNorm with casting_mode \"llama\": the "
+                                                      "llama variant's") : 0);
 }
 
 static int hfrms_setup(vc_setup *s, void *p)
@@ -283,9 +287,40 @@ static int64_t rows_of(const vc_shape *x)
     return m;
 }
 
+/* LigerRMSNormFunction.apply(x, weight, eps, offset 0, casting_mode "llama", in_place True), what
+ * _patch_rms_norm_module binds (Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c,
+ * src/liger_kernel/ops/rms_norm.py):
+ *   forward (l.636-660): ensure_contiguous (x is); rms_norm_forward (l.436-510): Y = torch.empty((n_rows, n_cols),
+ *     X.dtype) (l.449), RSTD = torch.empty(n_rows, float32) (l.452-453, the llama casting mode), the kernel writes
+ *     both; save_for_backward(X, W, RSTD) (l.657)
+ *   backward (l.664-683): rms_norm_backward (l.513-609): sm_count = multi_processor_count (l.519-525, 1 off CUDA),
+ *     _dW = torch.empty((sm_count, n_cols), float32) (l.529), dX = dY (in_place, l.541-542: the incoming gradient
+ *     rewritten), dW = _dW.sum(dim=0).to(W.dtype) (l.605): a float32 [H] and, for a bf16 weight, its cast (the
+ *     weight's gradient); _dW and the float32 sum live until it returns. rows: rows per sample */
+static vc_t liger_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t H)
+{
+    vc_dtype wdt = vc_dt_of(b, w);
+    vc_op *o = vc_op_begin(b, "LigerRMSNormFunction");
+    int ix = vc_op_in(o, x);
+    vc_op_grad(o, ix, VC_GRAD_PASS);
+    vc_op_in(o, w);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_save(o, x);
+    vc_op_extra(o, rows, VC_DT_F32);
+    vc_part p[2] = {{vc_n_fixed(vc_sm_count(b) * H), VC_DT_F32, 0, 0, 0}, {vc_n_fixed(H), VC_DT_F32, 0, 0, 0}};
+    vc_op_btemp_parts(o, p, wdt == VC_DT_F32 ? 1 : 2, false);
+    vc_op_end(o);
+    return y;
+}
+
 static void hfrms_emit(vc_build *b, const void *p)
 {
     const hfrms_cfg *c = p;
+    if (c->liger) {
+        vc_set_output(b, liger_rmsnorm(b, vc_input(b, 0), vc_weight(b, 0), vc_n_sample(rows_of(vc_input_shape(b, 0))),
+                                       c->hidden));
+        return;
+    }
     vc_set_output(b, hf_rmsnorm(b, vc_input(b, 0), vc_weight(b, 0), vc_n_sample(rows_of(vc_input_shape(b, 0))), c->variant));
 }
 
@@ -331,6 +366,7 @@ typedef struct {
     /* Gemma3Model.forward with an image input (hf_layers.c): create_causal_mask_mapping's token_type_ids
      * or-mask (image_masks), in every layer of the language model */
     bool image_mask;
+    bool liger_rope; /* --liger: liger_rotary_pos_emb in apply_rotary_pos_emb's place (liger_rope) */
     bool mask_4x; /* the sliding mask is transformers 4.46-4.52's float one (sliding_mask_4x; release.c
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
     bool rope_f32; /* Olmo2's apply_rotary_pos_emb on float32 cos / sin: float32 products, q_embed.to(q_type) */
@@ -361,8 +397,11 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "kv_shared", false, &c->kv_shared) || vc_arg_bool(a, "kv_last", false, &c->kv_last) ||
         vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask) ||
         vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32) ||
-        vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads))
+        vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads) ||
+        vc_arg_bool(a, "liger_rope", false, &c->liger_rope))
         return -1;
+    if (c->liger_rope && (c->rope_style || c->rope_f32 || c->fused || c->falcon || c->kv_shared || c->R != c->D))
+        return vc_arg_fail(a, "liger_rope", "is LigerRopeFunction: rope_style llama over the whole head, separate q, k, v");
     if (c->rope_upcast && !c->rope_f32) return vc_arg_fail(a, "rope_upcast", "needs \"rope_f32\": true");
     if (c->qk_heads && (!c->qk_norm || c->qk_whole))
         return vc_arg_fail(a, "qk_norm_heads", "needs \"qk_norm\": true without \"qk_norm_whole\"");
@@ -514,6 +553,28 @@ static vc_t rope_apply_dt(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L
     vc_op_grad(o, vc_op_in(o, e), VC_GRAD_PASS);
     vc_op_grad(o, vc_op_in(o, pass), VC_GRAD_PASS);
     vc_t y = vc_op_out(o, vc_n_sample(heads * L * D), vc_dt_of(b, x));
+    vc_op_end(o);
+    return y;
+}
+
+/* LigerRopeFunction (Liger-Kernel @ ead96b61, src/liger_kernel/ops/rope.py) on x [B, heads, L, D] (a view of
+ * the projection's [B, L, heads, D] storage): forward, rope_forward: x.transpose(1, 2).contiguous() (the storage
+ * itself: no copy), the kernel rotates it in place, x.transpose(1, 2) returned (a view); save_for_backward(cos,
+ * sin). backward, rope_backward: dq.transpose(1, 2).contiguous(), rotated in place and returned: a copy when the
+ * gradient arrives [B, heads, L, D]-contiguous, as the math backend's and eager attention's matmul gradients do
+ * (copy); flash and efficient attention's backward allocate dq like q ([B, L, heads, D] storage: no copy). Modelled
+ * as one Function per tensor (the node's two gradients arrive together), each reading the other's input. */
+static vc_t liger_rope(vc_build *b, vc_t x, vc_t other, vc_t cs, bool copy)
+{
+    vc_op *o = vc_op_begin(b, "LigerRopeFunction");
+    int ix = vc_op_in(o, x);
+    vc_op_grad(o, ix, copy ? VC_GRAD_NEW : VC_GRAD_PASS);
+    /* the Function's other tensor (k for q, q for k): both outputs require grad when either input does (a
+     * frozen k_proj's keys over inputs that need none, LoRA's first layer, come out requiring grad) */
+    vc_op_grad(o, vc_op_in(o, other), VC_GRAD_NONE);
+    vc_op_in_nodiff(o, cs);
+    vc_t y = vc_op_out_view(o, ix, vc_numel_of(b, x), false);
+    vc_op_save(o, cs);
     vc_op_end(o);
     return y;
 }
@@ -1328,6 +1389,13 @@ static void ra_emit(vc_build *b, const void *p)
     v = vc__op_view(b, v, vc_numel_of(b, v), false);
     if (c->R > 0 && c->rope_style == 2) { /* Llama4TextAttention: apply_rotary_emb (frees its arguments, rebound) */
         llama4_rope(b, &q, &k, cs, H, KV, L, D);
+    } else if (c->R > 0 && c->liger_rope) {
+        /* liger_rotary_pos_emb (Liger-Kernel @ ead96b61, src/liger_kernel/transformers/rope.py) for q, then k:
+         * the projections rotated in place, the module's locals rebound to views of the same storages */
+        const bool copy = c->eager || vc_opts(b)->attention == VC_ATTN_MATH;
+        vc_t q0 = q;
+        q = liger_rope(b, q, k, cs, copy);
+        k = liger_rope(b, k, q0, cs, copy);
     } else if (c->R > 0 && c->rope_style == 1) { /* GptOssAttention: apply_rotary_pos_emb with _apply_rotary_emb */
         vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
         q = rope_apply_half(b, q, cs, H, L, D);
@@ -1563,12 +1631,16 @@ static const char *const act_names[] = {"silu", "gelu", "gelu_tanh", "relu", NUL
 typedef struct {
     int act;
     bool fused;
+    bool liger; /* --liger: LigerSiLUMulFunction (liger_silu_mul) */
 } gate_cfg;
 
 static int gate_parse(vc_args *a, void *p)
 {
     gate_cfg *c = p;
-    return vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_bool(a, "fused", false, &c->fused);
+    return vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_bool(a, "fused", false, &c->fused) ||
+           vc_arg_bool(a, "liger", false, &c->liger) ||
+           (c->liger && (c->fused || c->act != ACT_SILU)
+                ? vc_arg_fail(a, "liger", "is LigerSiLUMulFunction(gate, up): silu, two inputs") : 0);
 }
 
 static int gate_setup(vc_setup *s, void *p)
@@ -1599,10 +1671,31 @@ static vc_t act_op(vc_build *b, int act, vc_t x)
 /* LlamaMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x)); Phi3MLP:
  * gate, up = gate_up_proj(x).chunk(2, dim=-1); up * act_fn(gate). The
  * activation keeps its input (silu/gelu), the product keeps both factors. */
+/* LigerSiLUMulFunction.apply(gate, up) (Liger-Kernel @ ead96b61, src/liger_kernel/ops/swiglu.py): forward
+ * (l.201-233): ensure_contiguous (both are); swiglu_forward (l.122-160): c = torch.empty_like(a) (l.128), the
+ * kernel writes silu(a) * b into it; save_for_backward(a, b) (l.231). backward (l.236-263): swiglu_backward
+ * (l.163-198) recomputes silu(a) in the kernel and writes da into a, db into b, returning them: no allocation, the
+ * saved inputs become the gradients (VC_GRAD_INTO_SAVED) */
+static vc_t liger_silu_mul(vc_build *b, vc_t g, vc_t u, vc_numel out)
+{
+    vc_op *o = vc_op_begin(b, "LigerSiLUMulFunction");
+    vc_op_grad(o, vc_op_in(o, g), VC_GRAD_INTO_SAVED);
+    vc_op_grad(o, vc_op_in(o, u), VC_GRAD_INTO_SAVED);
+    vc_t c = vc_op_out(o, out, vc_dt_of(b, g));
+    vc_op_save(o, g);
+    vc_op_save(o, u);
+    vc_op_end(o);
+    return c;
+}
+
 static void gate_emit(vc_build *b, const void *p)
 {
     const gate_cfg *c = p;
     vc_numel out = vc_n_sample(vc_shape_numel(vc_output_shape(b)));
+    if (c->liger) {
+        vc_set_output(b, liger_silu_mul(b, vc_input(b, 0), vc_input(b, 1), out));
+        return;
+    }
     vc_t g, u;
     if (c->fused) {
         vc_t gu = vc_input(b, 0);

@@ -90,7 +90,7 @@ NEEDS = {
     "vllm_tensor_parallel_size": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True,
                                   "parallel": "ddp", "gpus": 2},
 }
-MODEL_OF = {"recipe": CFG, "peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
+MODEL_OF = {"recipe": CFG, "peft": CFG, "liger": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE, "image": VLM, "images": VLM, "target_seq": T5, "num_beams": CFG}
 
 

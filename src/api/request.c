@@ -368,6 +368,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         q->hf_given = q->loss_given = true;
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
     case VC_OPT_PACKING: q->hf_given = true; o->packing = on; return VC_OK;
+    case VC_OPT_LIGER: q->hf_given = true; hf->liger = on; return VC_OK;
     case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
     case VC_OPT_BETA: return parse_real(name, v, 0, 1e6, &o->grpo_beta, err);
     case VC_OPT_NUM_GENERATIONS: return parse_count(name, v, 1, &o->num_generations, err);
@@ -1526,7 +1527,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                        q->emit ? O("emit_model") : resp->recipe ? O("recipe") : o->packing ? O("packing") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
                        : q->given[VC_OPT_EXPERTS] ? O("experts_implementation")
                        : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : q->given[VC_OPT_IMAGE] ? O("image")
-                       : q->given[VC_OPT_IMAGES] ? O("images") : q->given[VC_OPT_TARGET_SEQ] ? O("target_seq") : O("moe_imbalance"),
+                       : q->given[VC_OPT_IMAGES] ? O("images") : q->given[VC_OPT_TARGET_SEQ] ? O("target_seq")
+                       : hf->liger ? O("liger") : O("moe_imbalance"),
                        resp->recipe || o->packing ? "" : hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;

@@ -134,6 +134,14 @@ static int32_t saved_grad(vc_build *b, int32_t k, int in)
     return -1;
 }
 
+/* Storage s when node op holds it among its saved storages (VC_GRAD_INTO_SAVED), -1 otherwise. */
+static int32_t saved_input(vc_build *b, const op_t *op, int32_t s)
+{
+    for (int32_t j = 0; s >= 0 && j < op->nsv; j++)
+        if (b->sv[op->sv0 + j] == s) return s;
+    return -1;
+}
+
 static bool in_rg(vc_build *b, int32_t k, int in)
 {
     item_t *its = op_items(b, k);
@@ -1101,6 +1109,8 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         }
         if (it->how == VC_GRAD_PASS) {
             g = gin;
+            s_ref(b, g);
+        } else if (it->how == VC_GRAD_INTO_SAVED && (g = saved_input(b, op, t->stor)) >= 0) {
             s_ref(b, g);
         } else if (it->how == VC_GRAD_SAVED) {
             int in = 0; /* this input's number */

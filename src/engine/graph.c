@@ -76,6 +76,7 @@ static vc_dtype resolve(const vc_build *b, vc_dtype dt)
 /* ------------------------------------------------------------ builder API */
 
 const vc_options *vc_opts(const vc_build *b) { return &b->o; }
+int64_t vc_sm_count(const vc_build *b) { return vc_kernel_sms(&b->o); }
 int64_t vc_batch(const vc_build *b) { return b->batch; }
 vc_dtype vc_act_dt(const vc_build *b) { return b->act_dt; }
 vc_dtype vc_param_dt(const vc_build *b) { return b->param_dt; }

@@ -60,6 +60,15 @@ static bool device(const vc_options *o, int64_t *sms, int64_t *threads)
     return true;
 }
 
+/* torch.cuda.get_device_properties(device).multi_processor_count of the device estimated for (--gpu's preset,
+ * an AMD one's compute units as ROCm reports them; without one DEFAULT_SMS); 1 with --workspace 0 (the CPU
+ * harness, where a kernel written for "cuda" / "xpu" / "npu" devices falls back to its own count of 1) */
+int64_t vc_kernel_sms(const vc_options *o)
+{
+    if (o->workspace == 0) return 1;
+    return o->device && o->device->sms > 0 ? o->device->sms : DEFAULT_SMS;
+}
+
 int64_t vc_reduce_scratch(const vc_options *o, int64_t nout, int64_t nin, bool fastest, int in_size, int acc_size)
 {
     int64_t sms, threads;

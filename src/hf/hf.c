@@ -1163,6 +1163,43 @@ bool vc_hf_is_config(const cJSON *root)
            !cJSON_GetObjectItemCaseSensitive(root, "layers");
 }
 
+/* --liger: transformers' Trainer (use_liger_kernel=True; TRL's SFTTrainer the same) calls Liger-Kernel's
+ * _apply_liger_kernel_to_instance(model), which looks model.config.model_type up in MODEL_TYPE_TO_APPLY_LIGER_FN and
+ * calls apply_liger_kernel_to_<model_type>(model=model) with its defaults (rope, rms_norm, swiglu,
+ * fused_linear_cross_entropy True; cross_entropy False) (src/liger_kernel/transformers/monkey_patch.py @
+ * ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c, apply_liger_kernel_to_llama l.221-286, _mistral l.688, _qwen2 l.1598,
+ * _qwen3 l.1665). An unknown model_type is only logged there (nothing patched): refused here, as the option would
+ * do nothing. Modelled: the four whose instance patch is the same (base_model.norm, each layer's input_layernorm
+ * and post_attention_layernorm through _patch_rms_norm_module's defaults: offset 0, casting_mode "llama",
+ * in_place True; each layer's mlp through _patch_swiglu_module(LigerSwiGLUMLP); the module's apply_rotary_pos_emb
+ * replaced by liger_rotary_pos_emb; the lce_forward). Qwen3's q_norm / k_norm are no instance attributes it
+ * patches: they stay Qwen3RMSNorm. */
+static int liger_family(const arch *a, const char *fam, vc_error *err)
+{
+    static const char *const modelled[] = {"llama", "mistral", "qwen2", "qwen3", NULL};
+    /* MODEL_TYPE_TO_APPLY_LIGER_FN's keys at ead96b61 that are families here */
+    static const char *const patched[] = {"gemma", "gemma2", "gemma3_text", "gemma3", "gemma4_text", "gemma4", "glm4",
+                                          "gpt_oss", "llama4_text", "llama4", "granite", "mixtral", "nemotron", "olmo2",
+                                          "olmo3", "pixtral", "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_next",
+                                          "qwen3_vl", "qwen3_vl_moe", "smollm3", "phi3", "falcon_h1", "exaone4", NULL};
+    for (int i = 0; modelled[i]; i++)
+        if (!strcmp(fam, modelled[i])) {
+            if (a->act != A_SILU) /* LigerSwiGLUMLP.__init__ raises ValueError for another hidden_act */
+                return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: LigerSwiGLUMLP takes hidden_act silu only", fam);
+            if (a->R != a->D) /* liger_rotary_pos_emb's kernel rotates the whole head_dim */
+                return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: a partial rotary (%lld of head_dim %lld) is not "
+                                    "what LigerRopeFunction rotates", fam, (long long)a->R, (long long)a->D);
+            return 0;
+        }
+    for (int i = 0; patched[i]; i++)
+        if (!strcmp(fam, patched[i]))
+            return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: apply_liger_kernel_to_%s's patch set is not modelled "
+                                "(modelled: llama, mistral, qwen2, qwen3); " OV("loss", "liger") " models its fused "
+                                "linear cross-entropy alone", fam, fam);
+    return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: Liger-Kernel has no apply_liger_kernel_to_%s "
+                        "(_apply_liger_kernel_to_instance patches nothing for it)", fam, fam);
+}
+
 static void defaults(vc_hf_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -1433,6 +1470,15 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     static const char *const loss_opts[] = {VC_LOSS_MAP(VC__LNAME) NULL};
 #undef VC__LNAME
     if (li >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, O("loss"), "unknown loss");
+    if (o && o->liger) { /* --liger: apply_liger_kernel_to_<model_type>'s defaults (liger_family) */
+        if (liger_family(&a, r.fam, err)) return err->code;
+        if (li != VC_LOSS_IMPL_HF && li != VC_LOSS_IMPL_LIGER)
+            return vc_set_error(err, VC_ERR_USAGE, O("liger"), "applies the fused linear cross-entropy "
+                                "(fused_linear_cross_entropy=True, its default); " O("loss") " %s is another loss",
+                                loss_opts[li]);
+        li = VC_LOSS_IMPL_LIGER;
+        a.liger = true;
+    }
     int lrow = vc__loss_from_option(loss_opts[li]);
     if (encoder && li != VC_LOSS_IMPL_HF)
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s is a causal-LM loss; %s is an encoder with a classification "

@@ -305,6 +305,8 @@ typedef struct {
     const cJSON *hybrid_types;
     double imbalance;
     bool eager;         /* the attention runs eager_attention_forward: .eager, or .eager_release at the release */
+    bool liger;         /* --liger: Liger-Kernel's patch set on the decoder layers (the norms, the gated MLP, the
+                         * rotary: layers/llm.c liger_*; the loss is the liger row of src/engine/loss.c) */
     bool mask_4x;       /* mistral at a --transformers release before masking_utils (VC_TF_SLIDING_FLOAT_MASK): the
                          * sdpa sliding mask is the model's float one (layers/llm.c sliding_mask_4x) */
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */

@@ -60,6 +60,8 @@ typedef struct {
  * dimension is the contiguous one); 0 without a global reduction, under
  * --workspace 0 and on AMD. */
 int64_t vc_reduce_scratch(const vc_options *o, int64_t nout, int64_t nin, bool fastest, int in_size, int acc_size);
+/* The multiprocessors a kernel sized by the device's multi_processor_count launches over (scratch.c) */
+int64_t vc_kernel_sms(const vc_options *o);
 /* An upper bound a + c x batch of vc_reduce_scratch for nin = ps x batch + fx. */
 void vc_reduce_scratch_bounds(int64_t nout, int64_t ps, int64_t fx, int acc_size, int64_t *a, int64_t *c);
 

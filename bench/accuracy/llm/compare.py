@@ -54,6 +54,8 @@ def args_for(case):
         a.append("--hold-output")
     if case.get("packing"):  # TRL's padding_free row (packing_replica.py)
         a.append("--packing")
+    if case.get("liger"):  # Liger-Kernel's patch set (liger_patch_replica.py)
+        a.append("--liger")
     if case.get("loss") == "grpo":  # GRPOTrainer's step (grpo_replica.py): prompt + completion, not --seq
         i = a.index("--seq")
         a[i:i + 2] = ["--prompt", str(case["prompt"]), "--new-tokens", str(case["new_tokens"])]
@@ -174,7 +176,8 @@ def main():
             bad += abs(err) > opt.bound
         rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
                      "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora") or c.get("peft")),
-                     "loss": c.get("loss", "hf") if c["mode"] == "train" else "infer",
+                     # --liger: "liger+", the patch set (liger_patch_replica.py), not the fused loss alone
+                     "loss": (c.get("loss", "hf") + ("+" if c.get("liger") else "")) if c["mode"] == "train" else "infer",
                      **({"packing": True} if c.get("packing") else {}),
                      "held_out": c.get("held_out", False), "measured": c["peak_allocated"], "estimate": est,
                      "error_pct": round(err, 2)})

@@ -77,6 +77,9 @@ def parse_args(argv):
                     "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
+    ap.add_argument("--liger", action="store_true", help="Liger-Kernel's patch set as use_liger_kernel=True applies it "
+                    "(liger_patch_replica.py: the RMSNorm, SwiGLU and RoPE Functions, and --loss liger's fused linear "
+                    "cross-entropy); llama, mistral, qwen2, qwen3")
     ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto",
                                                          "chunked-nll", "grpo"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
@@ -375,6 +378,12 @@ def main(argv):
     else:
         model = R.CausalLM(cfg, args.attn)
     model.loss_impl = args.loss
+    if args.liger:  # _apply_liger_kernel_to_instance(model): before PEFT wraps it (TRL patches the base model)
+        if args.loss not in ("hf", "liger"):
+            raise SystemExit("measure_llm.py: --liger applies the fused linear cross-entropy (--loss liger)")
+        import liger_patch_replica
+        liger_patch_replica.apply(model, R)
+        args.loss = "liger"
     model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
@@ -725,6 +734,7 @@ def main(argv):
             **({"ckpt_kind": "reentrant"} if args.ckpt and args.ckpt_kind == "reentrant" else {}),
             **({"hold_output": True} if args.hold_output else {}),
             **({"packing": True} if args.packing else {}),
+            **({"liger": True} if args.liger else {}),
             **({"prompt": args.prompt, "new_tokens": args.new_tokens, "beta": args.beta,
                 "num_generations": args.num_generations, **({"accumulate": args.accumulate} if args.accumulate > 1 else {}),
                 "generate_peak": grpo_phases.get("generate")} if args.loss == "grpo" else {}),

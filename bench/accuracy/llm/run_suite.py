@@ -1887,6 +1887,25 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
                         num_beams=n, experts=ex, transformers="5.0", held_out=(i % 3 == 2),
                         **({"cache": "quantized", "kv_bits": 4, "kv_residual": res} if res else {})))
+    # issue 26: --liger, Liger-Kernel's patch set as use_liger_kernel=True applies it (liger_patch_replica.py:
+    # LigerRMSNormFunction, LigerSiLUMulFunction, LigerRopeFunction; liger_replica.py's fused linear
+    # cross-entropy), llama / qwen2 / qwen3 / mistral, full and LoRA, with and without checkpointing;
+    # llama_wide (I = 1408) where the MLP sets more of the peak. Every third held out.
+    liger_patch = [
+        ("llama_small", 2, 64, "adamw", "fp32", False, 0),
+        ("llama_small", 2, 64, "adamw", "bf16", True, 0),
+        ("llama_small", 2, 64, "adamw", "bf16", False, 8),
+        ("llama_wide", 2, 64, "sgd", "bf16", False, 0),
+        ("qwen2_small", 2, 64, "sgd", "bf16", False, 0),
+        ("qwen2_small", 2, 64, "adamw", "bf16", True, 8),
+        ("qwen3_small", 2, 64, "sgd", "bf16", False, 0),
+        ("qwen3_small", 2, 64, "adamw", "fp32", True, 0),
+        ("mistral_w32_small", 2, 64, "sgd", "fp32", False, 8),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_wide", 1, 96, "adamw", "fp32", True, 8),
+        ("qwen2_small", 1, 96, "sgd", "fp32", True, 8),
+    ]
+    train_cases(out, liger_patch, loss="liger", liger=True)
     return out
 
 
@@ -1932,6 +1951,8 @@ def argv_of(c):
             a.append("--hold-output")
         if c.get("packing"):
             a.append("--packing")
+        if c.get("liger"):  # Liger-Kernel's patch set (liger_patch_replica.py)
+            a.append("--liger")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
         if c.get("loss") == "grpo":  # grpo_replica.py: the step generates prompt + new_tokens

@@ -1,0 +1,149 @@
+"""liger_patch_replica.py -- Liger-Kernel's patch set (use_liger_kernel=True) in plain torch (1.13, CPU), for the
+accuracy harness (measure_llm.py --liger): the RMSNorm, SwiGLU and RoPE autograd Functions with the tensors their
+Python wrappers allocate and save; the fused linear cross-entropy is liger_replica.py's.
+
+Source: github.com/linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c
+  src/liger_kernel/transformers/monkey_patch.py  _apply_liger_kernel_to_instance, apply_liger_kernel_to_llama
+                                                 (l.221-286; _mistral, _qwen2, _qwen3 the same instance patch):
+                                                 rope, rms_norm, swiglu, fused_linear_cross_entropy True;
+                                                 _patch_rms_norm_module (l.68: offset 0, casting_mode "llama",
+                                                 in_place True) on base_model.norm and each layer's
+                                                 input_layernorm / post_attention_layernorm;
+                                                 _patch_swiglu_module(mlp, LigerSwiGLUMLP) (l.136)
+  src/liger_kernel/ops/rms_norm.py               LigerRMSNormFunction, rms_norm_forward / rms_norm_backward
+  src/liger_kernel/ops/swiglu.py                 LigerSiLUMulFunction, swiglu_forward / swiglu_backward
+  src/liger_kernel/ops/rope.py                   LigerRopeFunction, rope_forward / rope_backward
+  src/liger_kernel/transformers/swiglu.py        LigerSwiGLUMLP.forward
+  src/liger_kernel/transformers/rope.py          liger_rotary_pos_emb
+  src/liger_kernel/ops/utils.py                  ensure_contiguous (x.contiguous() of each tensor argument)
+
+What is not the source's: the Triton kernels compute in registers and write only into the tensors the Python
+allocates. Their replicas here are in-place torch ops on those tensors that allocate nothing; the values are not
+the kernels' (the RMS is not taken, the rotation is a scaling): the memory is the same, the values are not used.
+Written from the source, without reading vramcalc's engine.
+"""
+import torch
+
+COMMIT = "ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c"
+
+
+def _sm_count(x):
+    """rms_norm_backward l.519-525: multi_processor_count on cuda, 1 on any other device (the CPU here)."""
+    if x.device.type == "cuda":
+        return torch.cuda.get_device_properties(x.device).multi_processor_count
+    return 1
+
+
+class LigerRMSNormFunction(torch.autograd.Function):
+    """ops/rms_norm.py LigerRMSNormFunction (casting_mode "llama", offset 0, in_place True, row_mode None)."""
+
+    @staticmethod
+    def forward(ctx, X, W, eps):
+        X = X.contiguous()                                             # ensure_contiguous
+        shape = X.shape
+        X2 = X.view(-1, shape[-1])                                     # rms_norm_forward: X.view(-1, dim)
+        n_rows, n_cols = X2.shape
+        Y = torch.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)  # l.449
+        RSTD = torch.empty(n_rows, dtype=torch.float32, device=X.device)   # l.452-453 (llama casting: fp32)
+        Y.copy_(X2).mul_(W)                                            # _rms_norm_forward_kernel (in place)
+        RSTD.fill_(1.0)
+        ctx.save_for_backward(X, W, RSTD)                              # l.657
+        return Y.view(*shape)
+
+    @staticmethod
+    def backward(ctx, dY):
+        X, W, RSTD = ctx.saved_tensors
+        dY = dY.contiguous()                                           # ensure_contiguous
+        shape = dY.shape
+        dY = dY.view(-1, shape[-1])                                    # rms_norm_backward l.516
+        n_cols = dY.shape[1]
+        _dW = torch.empty((_sm_count(X), n_cols), dtype=torch.float32, device=W.device)  # l.529
+        dX = dY                                                        # in_place (l.541-542)
+        _dW.fill_(0.0)                                                 # _rms_norm_backward_kernel (in place)
+        dX.mul_(W)
+        dX = dX.view(*shape)
+        dW = _dW.sum(dim=0).to(W.dtype)                                # l.605
+        return dX, dW, None
+
+
+class LigerSiLUMulFunction(torch.autograd.Function):
+    """ops/swiglu.py LigerSiLUMulFunction (gate_multiplier = down_multiplier = 1, no DTensor)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        a = a.contiguous()                                             # ensure_contiguous
+        b = b.contiguous()
+        c = torch.empty_like(a)                                        # swiglu_forward l.128
+        c.copy_(a).sigmoid_().mul_(a).mul_(b)                          # _swiglu_forward_kernel: silu(a) * b
+        ctx.save_for_backward(a, b)                                    # l.231
+        return c
+
+    @staticmethod
+    def backward(ctx, dc):
+        dc = dc.contiguous()                                           # ensure_contiguous
+        a, b = ctx.saved_tensors
+        # swiglu_backward: _swiglu_backward_kernel recomputes silu(a) and writes da into a, db into b
+        b.mul_(dc)
+        a.mul_(dc)
+        return a, b
+
+
+class LigerRopeFunction(torch.autograd.Function):
+    """ops/rope.py LigerRopeFunction: q [B, H, L, D], k [B, KV, L, D] views of [B, L, heads, D] storages."""
+
+    @staticmethod
+    def forward(ctx, q, k, cos, sin):
+        q = q.transpose(1, 2)                                          # rope_forward
+        k = k.transpose(1, 2)
+        q = q.contiguous()                                             # no-op: the projections' own storage
+        k = k.contiguous()
+        cos = cos.contiguous()
+        sin = sin.contiguous()
+        q.mul_(cos.unsqueeze(2))                                       # _triton_rope (in place)
+        k.mul_(cos.unsqueeze(2))
+        ctx.save_for_backward(cos, sin)
+        return q.transpose(1, 2), k.transpose(1, 2)
+
+    @staticmethod
+    def backward(ctx, dq, dk):
+        cos, sin = ctx.saved_tensors
+        dq = dq.transpose(1, 2)                                        # rope_backward
+        dk = dk.transpose(1, 2)
+        dq = dq.contiguous()                                           # a copy when dq arrives [B, H, L, D]
+        dk = dk.contiguous()
+        dq.mul_(cos.unsqueeze(2))                                      # _triton_rope(BACKWARD_PASS=True)
+        dk.mul_(cos.unsqueeze(2))
+        return dq.transpose(1, 2), dk.transpose(1, 2), None, None
+
+
+def liger_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+    """transformers/rope.py liger_rotary_pos_emb."""
+    return LigerRopeFunction.apply(q, k, cos, sin)
+
+
+def _rms_forward(self, hidden_states):
+    """transformers/rms_norm.py LigerRMSNorm.forward, bound by _patch_rms_norm_module."""
+    return LigerRMSNormFunction.apply(hidden_states, self.weight, self.variance_epsilon)
+
+
+def _swiglu_forward(self, x):
+    """transformers/swiglu.py LigerSwiGLUMLP.forward, bound by _patch_swiglu_module."""
+    return self.down_proj(LigerSiLUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
+
+
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+def apply(model, reference):
+    """apply_liger_kernel_to_<model_type>(model=model) with its defaults on reference.py's CausalLM: the module's
+    apply_rotary_pos_emb replaced, the norms' and MLPs' forwards rebound, the loss liger_replica.py's."""
+    if model.cfg.model_type not in FAMILIES:
+        raise SystemExit("liger_patch_replica.py: --liger models llama, mistral, qwen2, qwen3")
+    import types
+    reference.apply_rotary_pos_emb = liger_rotary_pos_emb
+    model.norm.forward = types.MethodType(_rms_forward, model.norm)
+    for layer in model.layers:
+        layer.mlp.forward = types.MethodType(_swiglu_forward, layer.mlp)
+        layer.input_layernorm.forward = types.MethodType(_rms_forward, layer.input_layernorm)
+        layer.post_attention_layernorm.forward = types.MethodType(_rms_forward, layer.post_attention_layernorm)
+    model.loss_impl = "liger"

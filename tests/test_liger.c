@@ -1,0 +1,141 @@
+/*
+ * test_liger.c — --liger (issue 26): Liger-Kernel's patch set as transformers' and TRL's
+ * use_liger_kernel=True applies it (_apply_liger_kernel_to_instance, apply_liger_kernel_to_<family>
+ * with its defaults: rope, rms_norm, swiglu, fused_linear_cross_entropy), linkedin/Liger-Kernel
+ * @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c.
+ *
+ * 1. The CLI's refusals: exit 2, nothing on stdout, one stderr line naming --liger (a family
+ *    Liger-Kernel has no apply function for, one whose patch set is not modelled, another --loss,
+ *    another mode), and the layer arguments "liger" / "liger_rope" where they are not the Functions'.
+ * 2. A hand-written model's peak derived by hand from the Functions' allocations (the
+ *    LigerRMSNormFunction and LigerSiLUMulFunction of layers/llm.c, which cite the source's lines).
+ * The measured configs (bench/accuracy/llm/measured.json, the --liger cases at the end of
+ * run_suite.py) are held to their bound by CTest llm_train_measured.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli_run.h"
+#include "vramcalc/vramcalc.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+static void test_cli_refusals(void **state)
+{
+    (void)state;
+    /* MODEL_TYPE_TO_APPLY_LIGER_FN (monkey_patch.py @ ead96b61) has no gpt_neox: nothing would be patched */
+    assert_usage(HF "gpt-neox-20b.json --seq 64 --liger",
+                 "--liger: gpt_neox: Liger-Kernel has no apply_liger_kernel_to_gpt_neox");
+    /* apply_liger_kernel_to_gemma2 exists (GEGLU, the gemma casting mode, in_place False): not modelled here */
+    assert_usage(HF "gemma-2-9b.json --seq 64 --liger", "--liger: gemma2: apply_liger_kernel_to_gemma2's patch set is not modelled");
+    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger", "--liger: mixtral: apply_liger_kernel_to_mixtral's patch set is not modelled");
+    /* fused_linear_cross_entropy=True is one of the defaults: another loss contradicts it */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --loss cce", "--liger: applies the fused linear cross-entropy");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --loss chunked", "--liger: applies the fused linear cross-entropy");
+    /* the patch set is a training option (options.def: A_TR) and a config.json's (A_CFG) */
+    assert_usage(HF "llama-3.1-8b.json --liger -m generate", "--liger does not apply to --mode generate");
+    assert_usage(VC_EXAMPLES "/mlp.json --liger", "--liger applies to a Hugging Face config.json");
+    /* the fused loss's own refusals still hold (src/engine/loss.c: no vocabulary-parallel mode) */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --tp 2 --gpus 2", "--loss: liger with --tp is not modelled");
+}
+
+static vc_status estimate(const char *json, const vc_options *o, vc_result *r, vc_error *err)
+{
+    vc_model *m = NULL;
+    vc_status st = vc_model_load_string(json, strlen(json), "t", &m, err);
+    if (st == VC_OK) st = vc_estimate(m, o, r, err);
+    vc_model_free(m);
+    return st;
+}
+
+/* A gated MLP after a Liger RMSNorm: x [16, 32] fp32 -> w0 (32 -> 32) -> LigerRMSNorm -> gate, up (32 -> 64)
+ * -> LigerSiLUMulFunction(gate, up) -> down (64 -> 32), the default loss output.mean(). */
+#define TINY(norm, act)                                                                                               \
+    "{\"input\": {\"shape\": [16, 32], \"dtype\": \"float32\"}, \"layers\": ["                                       \
+    "{\"type\": \"Linear\", \"name\": \"w0\", \"in_features\": 32, \"out_features\": 32, \"bias\": false},"          \
+    "{\"type\": \"HFRMSNorm\", \"name\": \"norm\", \"hidden_size\": 32" norm "},"                                     \
+    "{\"type\": \"Linear\", \"name\": \"gate\", \"in_features\": 32, \"out_features\": 64, \"bias\": false},"        \
+    "{\"type\": \"Linear\", \"name\": \"up\", \"inputs\": [\"norm\"], \"in_features\": 32, \"out_features\": 64, "   \
+    "\"bias\": false},"                                                                                              \
+    "{\"type\": \"GatedActivation\", \"name\": \"act\", \"inputs\": [\"gate\", \"up\"]" act "},"                      \
+    "{\"type\": \"Linear\", \"name\": \"down\", \"in_features\": 64, \"out_features\": 32, \"bias\": false}]}"
+
+/* Batch 1, fp32, sgd (no state), no workspace (sm_count 1: rms_norm.py l.519, off CUDA). Bytes, each rounded up
+ * to 512. Weights: w0 4096, norm 128 -> 512, gate / up / down 8192 each: 29184; the input x 2048.
+ * Forward (saved, alive after it):
+ *   w0 saves x (its weight's gradient);                      a0 = w0(x) [16, 32]            2048
+ *   LigerRMSNormFunction: Y = torch.empty((n_rows, n_cols)) (rms_norm.py l.449)              2048
+ *     RSTD = torch.empty(n_rows, float32) (l.452-453), saved with X = a0 (l.657)             512
+ *   gate(Y), up(Y) [16, 64] (each saves Y)                                                   4096 + 4096
+ *   LigerSiLUMulFunction: c = torch.empty_like(a) (swiglu.py l.128); saves a, b (l.231)     4096
+ *   down(c) [16, 32] saves c; the loss output.mean() 512 (down's output freed after it)
+ * Backward, in order: the root gradient 512; mean's gradient [16, 32] 2048; down: dc 4096 and its weight's
+ * gradient 8192, then c and mean's gradient freed; LigerSiLUMulFunction.backward: swiglu_backward writes da into
+ * a and db into b and returns them (l.163-198, l.263): nothing allocated, dc freed; up: dY 2048 and its weight's
+ * gradient 8192, then b (up's gradient, consumed) freed; gate: dY 2048 and its weight's gradient 8192 -- the peak:
+ *   weights 29184 + activations (x 2048, a0 2048, RSTD 512, Y 2048, a = gate's gradient 4096) 10752
+ *   + gradients (down, up, gate weights) 24576 + temporaries (root 512, loss 512, two dY 2048 + 2048) 5120
+ *   = 69632.
+ * With the eager modules (act_fn(gate) * up: silu saves gate, the product saves silu's output and up; each
+ * gradient a new tensor) the same step keeps one more [16, 64] tensor and allocates its gradients. */
+static void test_tiny_bytes(void **state)
+{
+    (void)state;
+    static const char liger[] = TINY(", \"liger\": true", ", \"liger\": true");
+    static const char eager[] = TINY("", "");
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(liger, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 69632);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r.peak.weights, 29184);
+    assert_int_equal(r.peak.activations, 10752);
+    assert_int_equal(r.peak.gradients, 24576);
+    assert_int_equal(r.peak.temporaries, 5120);
+    int64_t liger_peak = r.memory.peak_allocated;
+    vc_result_free(&r);
+    assert_int_equal(estimate(eager, &o, &r, &err), VC_OK);
+    assert_true(r.memory.peak_allocated > liger_peak);
+    vc_result_free(&r);
+}
+
+/* The layer arguments are the Functions' only: LigerRMSNorm's casting mode "llama" (the llama variant),
+ * LigerSiLUMulFunction's silu over two inputs, LigerRopeFunction's whole-head llama rotation. */
+static void test_bad_args(void **state)
+{
+    (void)state;
+    vc_options o;
+    vc_options_init(&o);
+    vc_result r;
+    vc_error err;
+    static const char gemma_norm[] = TINY(", \"variant\": \"gemma\", \"liger\": true", "");
+    assert_int_equal(estimate(gemma_norm, &o, &r, &err), VC_ERR_MODEL);
+    assert_non_null(strstr(err.path, "liger"));
+    static const char gelu[] = TINY("", ", \"activation\": \"gelu\", \"liger\": true");
+    assert_int_equal(estimate(gelu, &o, &r, &err), VC_ERR_MODEL);
+    assert_non_null(strstr(err.path, "liger"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cli_refusals),
+        cmocka_unit_test(test_tiny_bytes),
+        cmocka_unit_test(test_bad_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
