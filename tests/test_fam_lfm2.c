@@ -267,6 +267,37 @@ static void test_moe_ep(void **state)
     assert_true(p1 < cli_json_field(HF "lfm2-8b-a1b.json --seq 8192 -f json", "\"peak_allocated\": "));
 }
 
+/* the SparseMoE kind's style lfm2_moe written by hand: expert_bias only there, grouped_mm only, no shared expert;
+ * parameters gate 4 x 64 + experts 4 x 3 x 64 x 32 = 24,832 (the expert_bias buffer not one) */
+static void test_moe_kind(void **state)
+{
+    (void)state;
+    static const struct { const char *extra; const char *want; } c[] = {
+        {", \"style\": \"lfm2_moe\", \"experts_implementation\": \"grouped_mm\"", NULL},
+        {", \"style\": \"lfm2_moe\", \"experts_implementation\": \"grouped_mm\", \"expert_bias\": false", NULL},
+        {", \"style\": \"mixtral\", \"expert_bias\": true", "layers[0].expert_bias"},
+        {", \"style\": \"lfm2_moe\"", "layers[0].experts_implementation"},
+        {", \"style\": \"lfm2_moe\", \"experts_implementation\": \"grouped_mm\", \"shared_expert_intermediate_size\": 8",
+         "layers[0].shared_expert_intermediate_size"},
+    };
+    char path[] = "/tmp/vc_lfm2_moe_kind_XXXXXX", body[512];
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        snprintf(body, sizeof body,
+                 "{\"name\": \"k\", \"input\": {\"shape\": [32, 64]}, \"layers\": [{\"type\": \"SparseMoE\", "
+                 "\"hidden_size\": 64, \"intermediate_size\": 32, \"num_experts\": 4, \"top_k\": 2%s}]}", c[i].extra);
+        strcpy(path, "/tmp/vc_lfm2_moe_kind_XXXXXX");
+        fam_write(path, body);
+        if (c[i].want) {
+            assert_usage(path, c[i].want);
+        } else {
+            char a[128];
+            snprintf(a, sizeof a, "%s -b 2", path);
+            assert_int_equal(cli_json_field(a, "\"parameters\": "), 24832);
+        }
+        remove(path);
+    }
+}
+
 /* what is not modelled: one line each */
 static void test_refused(void **state)
 {
@@ -310,7 +341,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts), cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_generate),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_kind), cmocka_unit_test(test_moe),
-        cmocka_unit_test(test_moe_ep),
+        cmocka_unit_test(test_moe_ep), cmocka_unit_test(test_moe_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
