@@ -2353,6 +2353,32 @@ static vc_t add_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
     return r;
 }
 
+/* torch.gather(src, 1, idx) of the [T, k] chosen rows' scores: a new [S] tensor of dt, the index saved for backward */
+static vc_t gather_k(vc_build *b, vc_t src, vc_t idx, vc_numel S, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "gather");
+    vc_op_in(o, src);
+    vc_op_in_nodiff(o, idx);
+    vc_t r = vc_op_out(o, S, dt);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    return r;
+}
+
+/* rw / den out of place (den [T, 1]): a new [S] tensor of dt saving both, den's gradient reduced to [T, 1] */
+static vc_t div_rows(vc_build *b, vc_t rw, vc_t den, vc_numel S, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "div");
+    vc_op_in(o, rw);
+    int id = vc_op_in(o, den);
+    vc_t q = vc_op_out(o, S, dt);
+    vc_op_save(o, rw);
+    vc_op_save(o, den);
+    vc_op_grad(o, id, VC_GRAD_NEW_REDUCE); /* -grad * self / other^2, output-sized, reduced to [T, 1] */
+    vc_op_end(o);
+    return q;
+}
+
 /* The end of DeepseekV3MoE.forward and DeepseekV2Moe.forward: the routing's weights and indices
  * (held, as the block's locals) through the stacked experts, then hidden + shared_experts(residuals)
  * (parameters 3-5), the block's router logits, indices and weights released when it returns. */
@@ -2649,12 +2675,7 @@ static void moe_minimax_emit(vc_build *b, const moe_cfg *c)
     vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32);                                   /* scores_for_choice */
     vc_t idx;
     vc_t top = topk_op(b, choice, S, VC_DT_F32, &idx); /* the router's `_` and top_k_index */
-    vc_op *o = vc_op_begin(b, "gather"); /* top_k_weights = routing_weights.gather(1, top_k_index) */
-    vc_op_in(o, sig);
-    vc_op_in_nodiff(o, idx);
-    vc_t rw = vc_op_out(o, S, VC_DT_F32);
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t rw = gather_k(b, sig, idx, S, VC_DT_F32); /* top_k_weights = routing_weights.gather(1, top_k_index) */
     const vc_t rlocals[] = {sig, choice, top};
     for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_hold(b, rlocals[i]);
     rw = topk_renorm(b, rw, T, false);
@@ -2848,22 +2869,10 @@ static void moe_ernie_emit(vc_build *b, const moe_cfg *c)
     vc_t choice = add_b(b, sm, vc_weight(b, 1), TE, VC_DT_F32); /* moe_statics(routing_weights) */
     vc_t idx;
     vc_t top = topk_op(b, choice, S, VC_DT_F32, &idx); /* `_, selected_experts` */
-    vc_op *o = vc_op_begin(b, "gather");
-    vc_op_in(o, sm);
-    vc_op_in_nodiff(o, idx);
-    vc_t rw = vc_op_out(o, S, VC_DT_F32);
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t rw = gather_k(b, sm, idx, S, VC_DT_F32);
     vc_hold(b, top); /* the router's `_`; the choice's scores an unnamed temporary topk consumed */
     vc_t den = vc__op_unary(b, "clamp", vc__op_mean(b, rw, T), VC_SAVE_IN, false);
-    o = vc_op_begin(b, "div");
-    vc_op_in(o, rw);
-    int id = vc_op_in(o, den);
-    vc_t q = vc_op_out(o, S, VC_DT_F32);
-    vc_op_save(o, rw);
-    vc_op_save(o, den);
-    vc_op_grad(o, id, VC_GRAD_NEW_REDUCE); /* -grad * self / other^2, output-sized, reduced to [T, 1] */
-    vc_op_end(o);
+    vc_t q = div_rows(b, rw, den, S, VC_DT_F32);
     vc_release(b, top);
     rw = vc__op_cast(b, q, vc_dt_of(b, x)); /* routing_weights.to(hidden_states.dtype) */
     vc_hold(b, rw);
@@ -2905,12 +2914,7 @@ static void moe_lfm2_emit(vc_build *b, const moe_cfg *c)
         choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32); /* scores_for_routing */
         top = topk_op(b, choice, S, VC_DT_F32, &idx);        /* `_, selected_experts` */
         vc_hold(b, top);
-        vc_op *o = vc_op_begin(b, "gather");
-        vc_op_in(o, sig);
-        vc_op_in_nodiff(o, idx);
-        rw = vc_op_out(o, S, ldt);
-        vc_op_save(o, idx);
-        vc_op_end(o);
+        rw = gather_k(b, sig, idx, S, ldt);
     } else {
         rw = topk_op(b, sig, S, ldt, &idx);
     }
@@ -2918,15 +2922,7 @@ static void moe_lfm2_emit(vc_build *b, const moe_cfg *c)
         /* sum(dim=-1, keepdim=True) + 1e-6: sum is on autocast's float32 list (its input's float32 copy a
          * temporary), and the quotient takes the promoted dtype */
         vc_t den = scalar_op(b, "add", vc__op_mean(b, vc__op_autocast_f32(b, rw), T));
-        vc_op *o = vc_op_begin(b, "div");
-        vc_op_in(o, rw);
-        int id = vc_op_in(o, den);
-        vc_t q = vc_op_out(o, S, vc_dt_of(b, den) == VC_DT_F32 ? VC_DT_F32 : ldt);
-        vc_op_save(o, rw);
-        vc_op_save(o, den);
-        vc_op_grad(o, id, VC_GRAD_NEW_REDUCE);
-        vc_op_end(o);
-        rw = q;
+        rw = div_rows(b, rw, den, S, vc_dt_of(b, den) == VC_DT_F32 ? VC_DT_F32 : ldt);
     }
     rw = scalar_op(b, "mul", rw); /* * self.routed_scaling_factor */
     vc_release(b, sig);
