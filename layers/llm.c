@@ -1915,9 +1915,9 @@ const vc_kind vc_kind_NewGELU = {
 /* ================================================== SparseMoE */
 
 enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_DEEPSEEK_V2, MOE_MINIMAX, MOE_PHIMOE,
-       MOE_GRANITE, MOE_ERNIE };
+       MOE_GRANITE, MOE_ERNIE, MOE_LFM2 };
 static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "deepseek_v2",
-                                         "minimax_m2", "phimoe", "granitemoe", "ernie4_5_moe", NULL};
+                                         "minimax_m2", "phimoe", "granitemoe", "ernie4_5_moe", "lfm2_moe", NULL};
 /* style deepseek_v2's topk_method (DeepseekV2Moe.route_tokens_to_experts) */
 enum { TOPK_GREEDY, TOPK_GROUP_LIMITED };
 static const char *const topk_methods[] = {"greedy", "group_limited_greedy", NULL};
@@ -1939,6 +1939,7 @@ typedef struct {
     int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
     double jitter; /* phimoe: input_jitter_noise (the training jitter of the block's and the router's input) */
     bool router_f32; /* minimax_m2 under vLLM: the gate's weight and the bias float32, the gate's input cast to it */
+    bool expert_bias; /* lfm2_moe: Lfm2MoeSparseMoeBlock's float32 expert_bias buffer (use_expert_bias) */
 } moe_cfg;
 
 static int moe_parse(vc_args *a, void *p)
@@ -1954,8 +1955,11 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl) ||
         vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group) ||
         vc_arg_enum(a, "topk_method", topk_methods, TOPK_GREEDY, &c->topk_method) ||
-        vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32))
+        vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32) ||
+        vc_arg_bool(a, "expert_bias", c->style == MOE_LFM2, &c->expert_bias))
         return -1;
+    if (c->style != MOE_LFM2 && vc_arg_type(a, "expert_bias"))
+        return vc_arg_fail(a, "expert_bias", "only style lfm2_moe (Lfm2MoeSparseMoeBlock) has an expert_bias buffer");
     if (c->style != MOE_MINIMAX && c->style != MOE_ERNIE && c->router_f32)
         return vc_arg_fail(a, "router_f32", "only styles minimax_m2 (vLLM's MiniMaxM2MoE) and ernie4_5_moe (transformers' "
                            "Ernie4_5_MoeTopKRouter) have a float32 router");
@@ -2035,6 +2039,12 @@ static int moe_parse(vc_args *a, void *p)
         return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : vc_arg_type(a, "n_group") ? "n_group"
                            : "topk_group", "style ernie4_5_moe (Ernie4_5_MoeTopKRouter, Ernie4_5_MoeExperts) is modelled "
                            "with grouped_mm (transformers 5) and no groups");
+    } else if (c->style == MOE_LFM2 && (c->impl != MOE_GROUPED_MM || c->shared || vc_arg_type(a, "n_group") ||
+                                        vc_arg_type(a, "topk_group"))) {
+        /* Lfm2MoeSparseMoeBlock (transformers 5 only): Lfm2MoeExperts (Qwen2MoeExperts), no shared expert, no groups */
+        return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : c->shared ? "shared_expert_intermediate_size"
+                           : vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "style lfm2_moe (Lfm2MoeSparseMoeBlock, "
+                           "Lfm2MoeExperts) is modelled with grouped_mm (transformers 5), no shared expert and no groups");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
         return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
@@ -2139,6 +2149,14 @@ static int moe_setup(vc_setup *s, void *p)
                    vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
                    vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
                    vc_buffer(s, "e_score_correction_bias", c->E, c->router_f32 ? VC_DT_F32 : VC_DT_FLOAT);
+        if (c->style == MOE_LFM2) /* Lfm2MoeSparseMoeBlock.__init__ (modular_lfm2_moe.py @ 0c67e26d): gate (nn.Linear(H, E),
+                                   * no bias), experts (Lfm2MoeExperts = Qwen2MoeExperts: [E, 2I, H], [E, H, I]),
+                                   * expert_bias (register_buffer(torch.zeros(E, dtype=torch.float32)) under
+                                   * use_expert_bias, else None) */
+            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   (c->expert_bias && vc_buffer(s, "expert_bias", c->E, VC_DT_F32));
         if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
                                       * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
             return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
@@ -2433,6 +2451,32 @@ static vc_t add_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
     vc_op_grad(o, iy, vc_n_same(vc_numel_of(b, y), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
     vc_op_end(o);
     return r;
+}
+
+/* torch.gather(src, 1, idx) of the [T, k] chosen rows' scores: a new [S] tensor of dt, the index saved for backward */
+static vc_t gather_k(vc_build *b, vc_t src, vc_t idx, vc_numel S, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "gather");
+    vc_op_in(o, src);
+    vc_op_in_nodiff(o, idx);
+    vc_t r = vc_op_out(o, S, dt);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    return r;
+}
+
+/* rw / den out of place (den [T, 1]): a new [S] tensor of dt saving both, den's gradient reduced to [T, 1] */
+static vc_t div_rows(vc_build *b, vc_t rw, vc_t den, vc_numel S, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "div");
+    vc_op_in(o, rw);
+    int id = vc_op_in(o, den);
+    vc_t q = vc_op_out(o, S, dt);
+    vc_op_save(o, rw);
+    vc_op_save(o, den);
+    vc_op_grad(o, id, VC_GRAD_NEW_REDUCE); /* -grad * self / other^2, output-sized, reduced to [T, 1] */
+    vc_op_end(o);
+    return q;
 }
 
 /* The end of DeepseekV3MoE.forward and DeepseekV2Moe.forward: the routing's weights and indices
@@ -2731,12 +2775,7 @@ static void moe_minimax_emit(vc_build *b, const moe_cfg *c)
     vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32);                                   /* scores_for_choice */
     vc_t idx;
     vc_t top = topk_op(b, choice, S, VC_DT_F32, &idx); /* the router's `_` and top_k_index */
-    vc_op *o = vc_op_begin(b, "gather"); /* top_k_weights = routing_weights.gather(1, top_k_index) */
-    vc_op_in(o, sig);
-    vc_op_in_nodiff(o, idx);
-    vc_t rw = vc_op_out(o, S, VC_DT_F32);
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t rw = gather_k(b, sig, idx, S, VC_DT_F32); /* top_k_weights = routing_weights.gather(1, top_k_index) */
     const vc_t rlocals[] = {sig, choice, top};
     for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_hold(b, rlocals[i]);
     rw = topk_renorm(b, rw, T, false);
@@ -2930,22 +2969,10 @@ static void moe_ernie_emit(vc_build *b, const moe_cfg *c)
     vc_t choice = add_b(b, sm, vc_weight(b, 1), TE, VC_DT_F32); /* moe_statics(routing_weights) */
     vc_t idx;
     vc_t top = topk_op(b, choice, S, VC_DT_F32, &idx); /* `_, selected_experts` */
-    vc_op *o = vc_op_begin(b, "gather");
-    vc_op_in(o, sm);
-    vc_op_in_nodiff(o, idx);
-    vc_t rw = vc_op_out(o, S, VC_DT_F32);
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t rw = gather_k(b, sm, idx, S, VC_DT_F32);
     vc_hold(b, top); /* the router's `_`; the choice's scores an unnamed temporary topk consumed */
     vc_t den = vc__op_unary(b, "clamp", vc__op_mean(b, rw, T), VC_SAVE_IN, false);
-    o = vc_op_begin(b, "div");
-    vc_op_in(o, rw);
-    int id = vc_op_in(o, den);
-    vc_t q = vc_op_out(o, S, VC_DT_F32);
-    vc_op_save(o, rw);
-    vc_op_save(o, den);
-    vc_op_grad(o, id, VC_GRAD_NEW_REDUCE); /* -grad * self / other^2, output-sized, reduced to [T, 1] */
-    vc_op_end(o);
+    vc_t q = div_rows(b, rw, den, S, VC_DT_F32);
     vc_release(b, top);
     rw = vc__op_cast(b, q, vc_dt_of(b, x)); /* routing_weights.to(hidden_states.dtype) */
     vc_hold(b, rw);
@@ -2961,8 +2988,60 @@ static void moe_ernie_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* Lfm2MoeSparseMoeBlock.forward (models/lfm2_moe/modular_lfm2_moe.py @ 0c67e26d765996423ebf953347b1428b47dc38d5,
+ * transformers 5): view(-1, H); router_logits = self.gate(x) (nn.Linear, a local until forward returns);
+ * route_tokens_to_experts: routing_weights = router_logits.sigmoid() (the logits' dtype, saving its result); with
+ * expert_bias scores_for_routing = routing_weights + expert_bias (float32, the choice only), `_, selected_experts =
+ * torch.topk(scores_for_routing, k)` (the values bound to `_` until it returns), routing_weights =
+ * torch.gather(routing_weights, 1, selected_experts).type_as(router_logits) (saves the index; the cast a no-op);
+ * without it routing_weights, selected_experts = torch.topk(routing_weights, k); with norm_topk_prob routing_weights /
+ * (routing_weights.sum(-1, keepdim=True) + 1e-6) (the sum, the sum + 1e-6 and the quotient new tensors, div saving
+ * both), then * routed_scaling_factor (a new tensor, a Python scalar: nothing saved); self.experts(...) under
+ * @use_experts_implementation (grouped_mm_experts_forward: experts_grouped); reshape. Parameters: gate.weight 0,
+ * experts.gate_up_proj 1, down_proj 2; buffer 0 expert_bias. */
+static void moe_lfm2_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
+    vc_t x = vc_input(b, 0);
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* router_logits, the block's local */
+    vc_dtype ldt = vc_dt_of(b, logits);
+    vc_t sig = vc__op_unary(b, "sigmoid", logits, VC_SAVE_OUT, false); /* routing_weights */
+    vc_hold(b, sig);
+    vc_t idx, rw, top = -1, choice = -1;
+    if (c->expert_bias) {
+        choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32); /* scores_for_routing */
+        top = topk_op(b, choice, S, VC_DT_F32, &idx);        /* `_, selected_experts` */
+        vc_hold(b, top);
+        rw = gather_k(b, sig, idx, S, ldt);
+    } else {
+        rw = topk_op(b, sig, S, ldt, &idx);
+    }
+    if (c->norm_topk) {
+        /* sum(dim=-1, keepdim=True) + 1e-6: sum is on autocast's float32 list (its input's float32 copy a
+         * temporary), and the quotient takes the promoted dtype */
+        vc_t den = scalar_op(b, "add", vc__op_mean(b, vc__op_autocast_f32(b, rw), T));
+        rw = div_rows(b, rw, den, S, vc_dt_of(b, den) == VC_DT_F32 ? VC_DT_F32 : ldt);
+    }
+    rw = scalar_op(b, "mul", rw); /* * self.routed_scaling_factor */
+    vc_release(b, sig);
+    if (top >= 0) vc_release(b, top);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_LFM2) {
+        moe_lfm2_emit(b, c);
+        return;
+    }
     if (c->style == MOE_ERNIE) {
         moe_ernie_emit(b, c);
         return;

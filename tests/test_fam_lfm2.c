@@ -24,6 +24,19 @@
  *   - LFM2-350M (H 1024, 16 heads, 8 kv of 64, block_ff_dim 6656: int(2 x 6656 / 3) = 4437, rounded up to
  *     4608; LFM2-1.2B's layout): 67,108,864 + 16 x (2,048 + 14,155,776) + 10 x 4,197,376 + 6 x 3,145,856 + 1,024
  *     = 354,483,968 (the published 350M).
+ *
+ * lfm2_moe (Lfm2MoeForCausalLM; modular_lfm2_moe.py @ 0c67e26d, configuration_lfm2_moe.py @ 06053b84):
+ * tests/data/hf/lfm2-8b-a1b.json is not the checkpoint's file (not in reach here): written from Lfm2MoeConfig's
+ * defaults (the class is documented as LFM2-8B-A1B's: hidden 2048, intermediate_size 7168, moe_intermediate_size
+ * 1792, 32 experts, 4 per token, num_dense_layers 2, 32 heads, 8 kv heads, vocab 65536, tied) and the model card's
+ * 24 layers (18 convolution, 6 attention); the attention positions are assumed (the count does not depend on them).
+ * By hand from the modeling source (Lfm2MoeForCausalLM.named_parameters(), lm_head tied; the float32 expert_bias
+ * a buffer, not a parameter): embed_tokens 134,217,728; per layer 4,096 of norms; 18 convolution layers x
+ * 16,783,360, 6 attention layers x 10,485,888 (q_layernorm / k_layernorm 64 each); 2 Lfm2MoeMLP of 7168:
+ * 3 x 2048 x 7168 = 44,040,192 each; 22 Lfm2MoeSparseMoeBlock: gate 32 x 2048 = 65,536 + experts 32 x 3 x 2048 x
+ * 1792 = 352,321,536; embedding_norm 2,048. Total 8,339,929,856 (the published 8.3B); active (4 of 32 experts:
+ * 22 x (65,536 + 4 x 11,010,048) = 970,326,016, plus the 587,414,272 outside the experts) 1,557,740,288 (the
+ * published 1.5B).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -176,6 +189,111 @@ static void test_generate(void **state)
     assert_non_null(strstr(out, "\"cache_class\": \"Lfm2HybridConvCache\", \"conv_state\": 393216, \"conv_layers\": 16"));
 }
 
+/* a tiny LFM2-MoE (bench/accuracy/llm/configs/lfm2_moe_small.json's sizes): vocab 256, hidden 64, 5 layers
+ * (attention at 2 and 4), 4 heads / 2 kv heads of 16, intermediate_size 128 (no adjustment) below num_dense_layers
+ * (the default 2 here, 1 in the replica's config), then 4 experts of 32, 2 per token */
+#define MOE "{\"model_type\":\"lfm2_moe\",\"vocab_size\":256,\"hidden_size\":64,\"num_hidden_layers\":5," \
+            "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":128,\"moe_intermediate_size\":32," \
+            "\"num_experts\":4,\"num_experts_per_tok\":2,\"layer_types\":[\"conv\",\"conv\"," \
+            "\"full_attention\",\"conv\",\"full_attention\"]"
+
+/* by hand: embeddings 16,384 (tied) + embedding_norm 64 + 5 x 128 of norms + 3 x 16,576 (convolution) + 2 x 12,320
+ * (attention) + dense dense layers x 3 x 64 x 128 + the others x (gate 4 x 64 + 4 x 3 x 64 x 32) */
+static int64_t tiny_moe(int64_t dense) { return 16384 + 64 + 640 + 3 * 16576 + 2 * 12320 + dense * 24576 + (5 - dense) * 24832; }
+
+static void test_moe(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file_hf(HF "lfm2-8b-a1b.json", NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(vc_model_parameters(m), INT64_C(8339929856));
+    vc_model_free(m);
+    assert_int_equal(count_of(MOE "}"), tiny_moe(2));
+    assert_int_equal(count_of(MOE ",\"num_dense_layers\":1}"), tiny_moe(1)); /* 215,360: configs/lfm2_moe_small.json */
+    assert_int_equal(count_of(MOE ",\"num_dense_layers\":3}"), tiny_moe(3));
+    assert_int_equal(count_of(MOE ",\"num_dense_layers\":0}"), tiny_moe(0));
+    /* the block_* keys are lfm2's: Lfm2MoeMLP reads intermediate_size as it is */
+    assert_int_equal(count_of(MOE ",\"block_ff_dim\":288,\"block_auto_adjust_ff_dim\":true}"), tiny_moe(2));
+    /* 3 SparseMoE blocks (layers 2-4), each its own run (attention, convolution, attention) */
+    assert_int_equal(emitted(MOE "}", "\"lfm2_moe\""), 3);
+    assert_int_equal(emitted(MOE "}", "\"expert_bias\""), 0);
+    assert_int_equal(emitted(MOE ",\"use_expert_bias\":false}", "\"expert_bias\":\tfalse"), 3);
+    static const struct { const char *kv, *key; } bad[] = {
+        {"\"layer_types\":null", "layer_types"},
+        {"\"layer_types\":[\"conv\"]", "layer_types"},
+        {"\"use_expert_bias\":1", "use_expert_bias"},
+        {"\"num_dense_layers\":6", "num_dense_layers"},
+        {"\"num_dense_layers\":-1", "num_dense_layers"},
+        {"\"num_experts_per_tok\":5", "num_experts_per_tok"},
+        {"\"num_experts\":0", "num_experts"},
+        {"\"moe_intermediate_size\":0", "moe_intermediate_size"},
+        {"\"norm_topk_prob\":\"yes\"", "norm_topk_prob"},
+        {"\"routed_scaling_factor\":\"2\"", "routed_scaling_factor"},
+    };
+    char js[1024];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(js, sizeof js, MOE ",%s}", bad[i].kv);
+        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+    }
+    /* no layer_types at all: Lfm2MoeConfig has no default for it */
+    assert_int_equal(load_js("{\"model_type\":\"lfm2_moe\"}", &m, &err), VC_ERR_MODEL);
+    assert_string_equal(CLI_PATH(&err), "layer_types");
+    /* generate: the conv cache of all 24 layers, 24 x 2048 x 3 x 4 B = 589,824 B fp32 */
+    const char *out = cli_output(HF "lfm2-8b-a1b.json -m generate -f json");
+    assert_non_null(strstr(out, "\"cache_class\": \"Lfm2HybridConvCache\", \"conv_state\": 589824, \"conv_layers\": 24"));
+    /* what is not modelled: one line each */
+    assert_usage(HF "lfm2-8b-a1b.json --serve --gpu h100-80gb", "lfm2 under vLLM");
+    assert_usage(HF "lfm2-8b-a1b.json --experts-implementation per_expert", "Lfm2MoeExperts stacked");
+    assert_usage(HF "lfm2-8b-a1b.json --lora 8", "--lora-targets");
+}
+
+/* --moe-imbalance and --ep reach the blocks: under --ep the dispatch buffers grow with the imbalance */
+static void test_moe_ep(void **state)
+{
+    (void)state;
+    const char *base = HF "lfm2-8b-a1b.json --ep 4 --gpus 4 --parallel ddp --seq 8192 -f json";
+    char a[256];
+    int64_t p1 = cli_json_field(base, "\"peak_allocated\": ");
+    snprintf(a, sizeof a, "%s --moe-imbalance 2", base);
+    int64_t p2 = cli_json_field(a, "\"peak_allocated\": ");
+    assert_true(p2 > p1);
+    assert_true(p1 < cli_json_field(HF "lfm2-8b-a1b.json --seq 8192 -f json", "\"peak_allocated\": "));
+}
+
+/* the SparseMoE kind's style lfm2_moe written by hand: expert_bias only there, grouped_mm only, no shared expert;
+ * parameters gate 4 x 64 + experts 4 x 3 x 64 x 32 = 24,832 (the expert_bias buffer not one) */
+static void test_moe_kind(void **state)
+{
+    (void)state;
+    static const struct { const char *extra; const char *want; } c[] = {
+        {", \"style\": \"lfm2_moe\", \"experts_implementation\": \"grouped_mm\"", NULL},
+        {", \"style\": \"lfm2_moe\", \"experts_implementation\": \"grouped_mm\", \"expert_bias\": false", NULL},
+        {", \"style\": \"mixtral\", \"expert_bias\": true", "layers[0].expert_bias"},
+        {", \"style\": \"lfm2_moe\"", "layers[0].experts_implementation"},
+        {", \"style\": \"lfm2_moe\", \"experts_implementation\": \"grouped_mm\", \"shared_expert_intermediate_size\": 8",
+         "layers[0].shared_expert_intermediate_size"},
+    };
+    char path[] = "/tmp/vc_lfm2_moe_kind_XXXXXX", body[512];
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        snprintf(body, sizeof body,
+                 "{\"name\": \"k\", \"input\": {\"shape\": [32, 64]}, \"layers\": [{\"type\": \"SparseMoE\", "
+                 "\"hidden_size\": 64, \"intermediate_size\": 32, \"num_experts\": 4, \"top_k\": 2%s}]}", c[i].extra);
+        strcpy(path, "/tmp/vc_lfm2_moe_kind_XXXXXX");
+        fam_write(path, body);
+        if (c[i].want) {
+            assert_usage(path, c[i].want);
+        } else {
+            char a[128];
+            snprintf(a, sizeof a, "%s -b 2", path);
+            assert_int_equal(cli_json_field(a, "\"parameters\": "), 24832);
+        }
+        remove(path);
+    }
+}
+
 /* what is not modelled: one line each */
 static void test_refused(void **state)
 {
@@ -218,7 +336,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts), cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_generate),
-        cmocka_unit_test(test_refused), cmocka_unit_test(test_kind),
+        cmocka_unit_test(test_refused), cmocka_unit_test(test_kind), cmocka_unit_test(test_moe),
+        cmocka_unit_test(test_moe_ep), cmocka_unit_test(test_moe_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1025,6 +1025,9 @@ static void test_family_table(void **state)
         } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), f->nested);
+        } else if (f->moe == MOE_LFM2) { /* Lfm2MoeConfig() builds, but its layer_types None fails Lfm2DecoderLayer */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "layer_types");
         } else if (f->keys[K_VOCAB].how != D_REQUIRED) {
             /* a class whose every key has a default (GptOssConfig, Gemma3TextConfig: transformers'
              * AutoConfig.for_model(model_type) builds it) loads from model_type alone */

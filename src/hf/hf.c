@@ -1013,6 +1013,21 @@ const hf_family vc__hf_families[] = {
               [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_ACT] = FIXED(A_SILU), [K_TIE] = DEF("tie_word_embeddings", 1),
               [K_P_ATTN] = FIXED(0)},
      LLAMA_BLOCK, .block = BLK_LFM2, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
+    /* Lfm2MoeConfig (configuration_lfm2_moe.py @ 06053b84: the class defaults are LFM2-8B-A1B's but for its 24
+     * layers; layer_types required (Lfm2DecoderLayer indexes it), use_expert_bias: hf_lfm2.c) and
+     * modular_lfm2_moe.py @ 0c67e26d: lfm2's layers (Lfm2MoeDecoderLayer = Lfm2DecoderLayer) with Lfm2MoeMLP of
+     * intermediate_size (no width adjustment) below num_dense_layers, Lfm2MoeSparseMoeBlock (SparseMoE style
+     * lfm2_moe) from it on. PEFT's mapping has no lfm2_moe: --lora-targets. */
+    {.model_type = "lfm2_moe", .config_class = "Lfm2MoeConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 65536), [K_HIDDEN] = DEF("hidden_size", 2048),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_EPS] = DEF("norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 128000), [K_INTER] = DEF("intermediate_size", 7168),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_ACT] = FIXED(A_SILU), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = FIXED(0), [K_EXPERTS] = DEF("num_experts", 32), [K_TOPK] = DEF("num_experts_per_tok", 4),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 1792), [K_FIRST_DENSE] = DEF("num_dense_layers", 2),
+              [K_NORM_TOPK] = DEF("norm_topk_prob", 1), [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 1.0)},
+     LLAMA_BLOCK, .block = BLK_LFM2, .moe = MOE_LFM2, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
     /* CohereConfig (configuration_cohere.py @ 008e5743: vocab_size 256000, hidden_size 8192, intermediate_size 22528,
      * logit_scale 0.0625, num_hidden_layers 40, num_attention_heads 64, num_key_value_heads None: the heads,
      * hidden_act silu, max_position_embeddings 8192, layer_norm_eps 1e-5, tie_word_embeddings True, attention_bias

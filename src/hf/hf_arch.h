@@ -152,6 +152,8 @@ enum {
     MOE_ERNIE,    /* mlp: Ernie4_5_MoeSparseMoeBlock (float32 softmax router, e_score_correction_bias for the choice,
                    * stacked experts, shared experts) where (i + 1) % moe_layer_interval == 0 and moe_layer_start_index
                    * <= i <= moe_layer_end_index (hf_ernie.c) */
+    MOE_LFM2,     /* feed_forward: Lfm2MoeSparseMoeBlock (sigmoid routing, a float32 expert_bias for the choice, stacked
+                   * experts, routed_scaling_factor) from num_dense_layers on (hf_lfm2.c) */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -392,6 +394,7 @@ typedef struct {
         const cJSON *types, *idxs;
         int64_t k;
         bool bias;
+        bool ebias; /* lfm2_moe: use_expert_bias */
     } lf;
     /* nemotron_h (hf_granite4.c; its Mamba2 sizes in gh): hybrid_override_pattern (pat) or layers_block_type
      * (list), mlp_bias */
@@ -412,7 +415,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -280,6 +280,7 @@ static bool layer_is_moe(const arch *a, int64_t i)
         a->f->moe == MOE_GRANITE)
         return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
+    if (a->f->moe == MOE_LFM2) return i >= a->first_dense;     /* Lfm2MoeDecoderLayer: layer_idx >= num_dense_layers */
     if (a->f->moe == MOE_LLAMA4) return vc__hf_llama4_moe_layer(a, i); /* layer_idx in config.moe_layers */
     if (a->f->moe == MOE_ERNIE) /* Ernie4_5_MoeDecoderLayer.__init__ (modeling_ernie4_5_moe.py @ 0233e509) */
         return (i + 1) % a->sparse_step == 0 && i >= a->first_dense && i <= a->moe_end;
@@ -570,6 +571,22 @@ static void lfm2_layer(wr *w, const arch *a, int64_t i)
         linear(w, "self_attn.out_proj", NULL, q, a->H, false);
     }
     residual_add(w, a, "operator_residual", "input", NULL);
+    if (layer_is_moe(a, i)) {
+        /* lfm2_moe (modular_lfm2_moe.py @ 0c67e26d): Lfm2MoeSparseMoeBlock (layers/llm.c moe_lfm2_emit) */
+        rmsnorm(w, a, "ffn_norm", NULL);
+        cJSON *o = add_layer(w, "SparseMoE", "feed_forward");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "lfm2_moe");
+        flag(w, o, "norm_topk_prob", a->norm_topk);
+        if (!a->lf.ebias) flag(w, o, "expert_bias", false);
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", "grouped_mm");
+        residual_add(w, a, "ffn_residual", "operator_residual", NULL);
+        return;
+    }
     str(w, rmsnorm(w, a, "ffn_norm", NULL), "held_until", "feed_forward.w2");
     linear(w, "feed_forward.w1", NULL, a->H, a->I, false);
     act_layer(w, a, "feed_forward.act");

@@ -20,6 +20,17 @@
  *    ffn_norm, feed_forward, + residual); Lfm2Model (embed_tokens, layers, pos_emb Lfm2RotaryEmbedding,
  *    embedding_norm after the layers); Lfm2ForCausalLM (lm_head, tied by _tied_weights_keys).
  *
+ * lfm2_moe (Lfm2MoeForCausalLM, LFM2-8B-A1B), huggingface/transformers:
+ *  - configuration_lfm2_moe.py @ 06053b84, Lfm2MoeConfig.__init__: vocab_size 65536, hidden_size 2048,
+ *    intermediate_size 7168, moe_intermediate_size 1792, num_hidden_layers 32, num_attention_heads 32,
+ *    num_key_value_heads 8, norm_eps 1e-5, tie_word_embeddings True (kwargs tie_embedding first), conv_bias False,
+ *    conv_L_cache 3, num_dense_layers 2, num_experts_per_tok 4, num_experts 32, use_expert_bias True,
+ *    routed_scaling_factor 1.0, norm_topk_prob True, layer_types None (no full_attn_idxs and no block_* keys:
+ *    Lfm2DecoderLayer's config.layer_types[layer_idx] needs the list, so it is required here);
+ *  - modular_lfm2_moe.py @ 0c67e26d: Lfm2MoeMLP(config, intermediate_size=config.intermediate_size) (w1, w3, w2,
+ *    no width adjustment) for layer_idx < num_dense_layers, else Lfm2MoeSparseMoeBlock (layers/llm.c
+ *    moe_lfm2_emit); Lfm2MoeDecoderLayer.forward, Lfm2MoeModel and the cache are lfm2's.
+ *
  * Refused in one line: --tp (no split of the short convolution written), --serve (layers/shortconv.c: vLLM's
  * conv state pages not written).
  */
@@ -61,35 +72,9 @@ bool vc__hf_lfm2_conv(const arch *a, int64_t i)
     return true;
 }
 
-int vc__hf_lfm2_read(rd *r, arch *a)
+/* Lfm2MLP's width: block_ff_dim (the original key) before intermediate_size, then its adjustment */
+static int lf_width(rd *r, arch *a)
 {
-    /* layer_types, else full_attn_idxs */
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
-    a->lf.types = a->lf.idxs = NULL;
-    if (t && !cJSON_IsNull(t)) {
-        if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) < a->N)
-            return vc__hf_bad(r, "layer_types", "expected a list of at least %lld layer types (\"conv\" or \"full_attention\")",
-                              (long long)a->N);
-        for (const cJSON *e = t->child; e; e = e->next)
-            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "conv") && strcmp(e->valuestring, "full_attention")))
-                return vc__hf_bad(r, "layer_types", "expected \"conv\" or \"full_attention\" for each layer");
-        a->lf.types = t;
-    } else if ((t = cJSON_GetObjectItemCaseSensitive(r->cfg, "full_attn_idxs")) && !cJSON_IsNull(t)) {
-        if (!cJSON_IsArray(t)) return vc__hf_bad(r, "full_attn_idxs", "expected a list of layer indices");
-        for (const cJSON *e = t->child; e; e = e->next)
-            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
-                e->valuedouble >= (double)a->N)
-                return vc__hf_bad(r, "full_attn_idxs", "expected layer indices from 0 to num_hidden_layers - 1 (%lld)",
-                                  (long long)a->N - 1);
-        a->lf.idxs = t;
-    }
-    if (lf_int(r, "conv_L_cache", 3, 1, &a->lf.k)) return -1;
-    if (a->lf.k > 4096) return vc__hf_bad(r, "conv_L_cache", "%lld: more than the 4096 taps modelled", (long long)a->lf.k);
-    a->lf.bias = false;
-    if (lf_bool(r, "conv_bias", &a->lf.bias)) return -1;
-    /* tie_embedding (the original key) before tie_word_embeddings */
-    if (lf_bool(r, "tie_embedding", &a->tie)) return -1;
-    /* the MLP's width: block_ff_dim (the original key) before intermediate_size, then Lfm2MLP's adjustment */
     int64_t I = a->I, mult = 256;
     if (cJSON_GetObjectItemCaseSensitive(r->cfg, "block_ff_dim") && lf_int(r, "block_ff_dim", 0, 1, &I)) return -1;
     bool adjust = true;
@@ -109,6 +94,53 @@ int vc__hf_lfm2_read(rd *r, arch *a)
         return vc__hf_bad(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "block_ff_dim") ? "block_ff_dim" : "intermediate_size",
                           "Lfm2MLP's width would be %lld (expected 1 to 2^40)", (long long)I);
     a->I = I;
+    return 0;
+}
+
+int vc__hf_lfm2_read(rd *r, arch *a)
+{
+    /* layer_types, else full_attn_idxs (lfm2_moe: layer_types alone) */
+    const bool moe = a->f->moe == MOE_LFM2;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
+    a->lf.types = a->lf.idxs = NULL;
+    if (moe && (!t || cJSON_IsNull(t)))
+        return vc__hf_bad(r, "layer_types", "Lfm2MoeConfig has no default: Lfm2DecoderLayer reads config.layer_types[i] "
+                          "(\"conv\" or \"full_attention\" for each of the %lld layers)", (long long)a->N);
+    if (t && !cJSON_IsNull(t)) {
+        if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) < a->N)
+            return vc__hf_bad(r, "layer_types", "expected a list of at least %lld layer types (\"conv\" or \"full_attention\")",
+                              (long long)a->N);
+        for (const cJSON *e = t->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "conv") && strcmp(e->valuestring, "full_attention")))
+                return vc__hf_bad(r, "layer_types", "expected \"conv\" or \"full_attention\" for each layer");
+        a->lf.types = t;
+    } else if (!moe && (t = cJSON_GetObjectItemCaseSensitive(r->cfg, "full_attn_idxs")) && !cJSON_IsNull(t)) {
+        if (!cJSON_IsArray(t)) return vc__hf_bad(r, "full_attn_idxs", "expected a list of layer indices");
+        for (const cJSON *e = t->child; e; e = e->next)
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
+                e->valuedouble >= (double)a->N)
+                return vc__hf_bad(r, "full_attn_idxs", "expected layer indices from 0 to num_hidden_layers - 1 (%lld)",
+                                  (long long)a->N - 1);
+        a->lf.idxs = t;
+    }
+    if (lf_int(r, "conv_L_cache", 3, 1, &a->lf.k)) return -1;
+    if (a->lf.k > 4096) return vc__hf_bad(r, "conv_L_cache", "%lld: more than the 4096 taps modelled", (long long)a->lf.k);
+    a->lf.bias = false;
+    if (lf_bool(r, "conv_bias", &a->lf.bias)) return -1;
+    /* tie_embedding (the original key) before tie_word_embeddings */
+    if (lf_bool(r, "tie_embedding", &a->tie)) return -1;
+    a->lf.ebias = true;
+    if (moe) {
+        if (a->experts_impl == EXPERTS_PER_EXPERT) /* transformers 4.x's Lfm2MoeExperts (an nn.ModuleList) not read */
+            return vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "per_expert: lfm2_moe is modelled as "
+                                "transformers 5 runs it (Lfm2MoeExperts stacked, grouped_mm)");
+        if (lf_bool(r, "use_expert_bias", &a->lf.ebias)) return -1;
+        if (a->first_dense > a->N)
+            return vc__hf_bad(r, "num_dense_layers", "%lld dense layers: more than the %lld layers", (long long)a->first_dense,
+                              (long long)a->N);
+    }
+    /* the MLP's width (lfm2_moe: Lfm2MoeMLP takes intermediate_size as it is) */
+    if (!moe && lf_width(r, a)) return -1;
     if (a->D % 2)
         return vc__hf_bad(r, cJSON_GetObjectItemCaseSensitive(r->cfg, "head_dim") ? "head_dim" : "num_attention_heads",
                           "head_dim %lld: the rotary embedding needs an even head_dim", (long long)a->D);
@@ -119,7 +151,9 @@ int vc__hf_lfm2_read(rd *r, arch *a)
     bool ovf = __builtin_mul_overflow(3 * a->I, a->H, &per) || __builtin_mul_overflow(a->H, 4 * a->H + a->lf.k + 8, &x) ||
                __builtin_add_overflow(per, x, &per) || __builtin_mul_overflow(a->H, 2 * q + 2 * kv, &x) ||
                __builtin_add_overflow(per, x, &per) || __builtin_mul_overflow(per, a->N, &tot) ||
-               __builtin_mul_overflow(a->V, 2 * a->H, &x) || __builtin_add_overflow(tot, x, &tot);
+               __builtin_mul_overflow(a->V, 2 * a->H, &x) || __builtin_add_overflow(tot, x, &tot) ||
+               (moe && (__builtin_mul_overflow(3 * a->moe_I + 1, a->H, &x) || __builtin_mul_overflow(x, a->E, &x) ||
+                        __builtin_mul_overflow(x, a->N, &x) || __builtin_add_overflow(tot, x, &tot)));
     if (ovf || tot > (INT64_C(1) << 56))
         return vc__hf_bad(r, "num_hidden_layers", "%lld layers: more than 2^56 parameters, byte counts would overflow 64-bit "
                           "arithmetic", (long long)a->N);

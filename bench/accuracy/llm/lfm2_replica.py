@@ -29,11 +29,26 @@ vramcalc's engine was read:
   Lfm2Model.forward: embed_tokens, the cache made when use_cache and none is passed, pos_emb
       (Lfm2RotaryEmbedding: reference.RotaryEmbedding), the layers, embedding_norm;
   Lfm2ForCausalLM.forward: lm_head on hidden_states[:, -logits_to_keep:], loss_function.
+
+lfm2_moe (Lfm2MoeForCausalLM, LFM2-8B-A1B): models/lfm2_moe/modular_lfm2_moe.py @
+0c67e26d765996423ebf953347b1428b47dc38d5 and configuration_lfm2_moe.py @ 06053b84c14d72e9789fbf27844a75aa89b3ded7:
+  Lfm2MoeConfig.__init__: MOE_DEFAULTS below; layer_types as given (no full_attn_idxs, no block_* keys);
+      tie_word_embeddings = kwargs.get("tie_embedding", tie_word_embeddings); default_theta 1e6
+  Lfm2MoeMLP(config, intermediate_size=config.intermediate_size): w1, w3, w2 of intermediate_size as it is
+  Lfm2MoeSparseMoeBlock: gate nn.Linear(H, E, bias=False), experts Lfm2MoeExperts (Qwen2MoeExperts: stacked,
+      grouped_mm_experts_forward, moe_v5_replica.Qwen2MoeExperts), expert_bias register_buffer(torch.zeros(E,
+      dtype=torch.float32)) under use_expert_bias; route_tokens_to_experts and forward statement by statement below
+  Lfm2MoeDecoderLayer: Lfm2DecoderLayer with feed_forward = Lfm2MoeMLP for layer_idx < num_dense_layers, else the
+      sparse block; forward as lfm2's (a tuple from feed_forward unpacked: the block returns a tensor)
+  Lfm2MoeModel / Lfm2MoeHybridConvCache / Lfm2MoeForCausalLM: lfm2's.
 """
+import types
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import moe_v5_replica
 import reference as R
 
 DEFAULTS = {  # Lfm2Config.__init__
@@ -44,7 +59,24 @@ DEFAULTS = {  # Lfm2Config.__init__
 }
 
 
+MOE_DEFAULTS = {  # Lfm2MoeConfig.__init__
+    "vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168, "moe_intermediate_size": 1792,
+    "num_hidden_layers": 32, "pad_token_id": 0, "tie_word_embeddings": True, "max_position_embeddings": 128000,
+    "norm_eps": 1e-5, "num_attention_heads": 32, "num_key_value_heads": 8, "conv_bias": False, "conv_L_cache": 3,
+    "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32, "use_expert_bias": True,
+    "routed_scaling_factor": 1.0, "norm_topk_prob": True, "layer_types": None,
+}
+
+
 def resolve(raw):
+    if raw.get("model_type") == "lfm2_moe":
+        d = dict(MOE_DEFAULTS)
+        d.update(raw)
+        d["rope_theta"] = raw.get("rope_theta", 1000000.0)
+        d["tie_word_embeddings"] = raw.get("tie_embedding", d["tie_word_embeddings"])
+        d["rms_norm_eps"] = d["norm_eps"]
+        d["moe"] = True
+        return d
     d = dict(DEFAULTS)
     d.update(raw)
     d["intermediate_size"] = raw.get("block_ff_dim", d["intermediate_size"])
@@ -77,15 +109,62 @@ def mlp_width(d):
 
 
 class Lfm2MLP(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d, intermediate_size=None):
         super().__init__()
-        H, intermediate_size = d["hidden_size"], mlp_width(d)
+        H = d["hidden_size"]
+        intermediate_size = mlp_width(d) if intermediate_size is None else intermediate_size
         self.w1 = R.Linear(H, intermediate_size, bias=False)
         self.w3 = R.Linear(H, intermediate_size, bias=False)
         self.w2 = R.Linear(intermediate_size, H, bias=False)
 
     def forward(self, x):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Lfm2MoeSparseMoeBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.num_experts = d["num_experts"]
+        self.top_k = d["num_experts_per_tok"]
+        self.routed_scaling_factor = d["routed_scaling_factor"]
+        self.norm_topk_prob = d["norm_topk_prob"]
+        self.gate = R.Linear(d["hidden_size"], d["num_experts"], bias=False)
+        cfg = types.SimpleNamespace(num_experts=d["num_experts"], hidden_size=d["hidden_size"],
+                                    moe_intermediate_size=d["moe_intermediate_size"])
+        self.experts = moe_v5_replica.Qwen2MoeExperts(cfg, F.silu)
+        if d["use_expert_bias"]:
+            self.register_buffer("expert_bias", torch.zeros(self.num_experts, dtype=torch.float32))
+        else:
+            self.register_buffer("expert_bias", None)
+
+    def route_tokens_to_experts(self, router_logits):
+        routing_weights = router_logits.sigmoid()
+        if self.expert_bias is not None:
+            scores_for_routing = routing_weights + self.expert_bias
+            _, selected_experts = torch.topk(scores_for_routing, k=self.top_k, dim=-1)
+            routing_weights = torch.gather(routing_weights, dim=1, index=selected_experts).type_as(router_logits)
+        else:
+            routing_weights, selected_experts = torch.topk(routing_weights, k=self.top_k, dim=-1)
+        if self.norm_topk_prob:
+            routing_weights = routing_weights / (routing_weights.sum(dim=-1, keepdim=True) + 1e-6)
+        routing_weights = routing_weights * self.routed_scaling_factor
+        return selected_experts, routing_weights
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states_reshaped = hidden_states.view(-1, hidden_dim)
+        router_logits = self.gate(hidden_states_reshaped)
+        selected_experts, routing_weights = self.route_tokens_to_experts(router_logits)
+        final_hidden_states = self.experts(hidden_states_reshaped, selected_experts, routing_weights)
+        return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+
+
+def keep_fp32(model):
+    """expert_bias: torch.zeros(E, dtype=torch.float32), an explicit dtype from_pretrained(dtype=bfloat16) leaves
+    as built (nothing casts buffers); measure_llm.py's model.to() cast it: restored."""
+    for m in model.modules():
+        if isinstance(m, Lfm2MoeSparseMoeBlock) and m.expert_bias is not None:
+            m.expert_bias = m.expert_bias.float()
 
 
 class Lfm2HybridConvCache:
@@ -194,7 +273,12 @@ class Lfm2DecoderLayer(nn.Module):
             self.self_attn = Lfm2Attention(d, layer_idx, attn_impl)
         else:
             self.conv = Lfm2ShortConv(d, layer_idx)
-        self.feed_forward = Lfm2MLP(d)
+        if not d.get("moe"):
+            self.feed_forward = Lfm2MLP(d)
+        elif layer_idx < d["num_dense_layers"]:  # Lfm2MoeMLP(config, intermediate_size=config.intermediate_size)
+            self.feed_forward = Lfm2MLP(d, intermediate_size=d["intermediate_size"])
+        else:
+            self.feed_forward = Lfm2MoeSparseMoeBlock(d)
         self.operator_norm = R.LlamaRMSNorm(d["hidden_size"], eps=d["norm_eps"])
         self.ffn_norm = R.LlamaRMSNorm(d["hidden_size"], eps=d["norm_eps"])
 

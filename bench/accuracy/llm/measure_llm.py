@@ -261,7 +261,7 @@ def main(argv):
     if raw.get("model_type") == "mamba2":  # Mamba2Config's defaults (mamba2_replica.py)
         import mamba2_replica
         raw = mamba2_replica.resolve(raw)
-    if raw.get("model_type") == "lfm2":  # Lfm2Config's defaults, block_ff_dim, layer_types (lfm2_replica.py)
+    if raw.get("model_type") in ("lfm2", "lfm2_moe"):  # Lfm2Config's / Lfm2MoeConfig's defaults, block_ff_dim, layer_types (lfm2_replica.py)
         import lfm2_replica
         raw = lfm2_replica.resolve(raw)
     if raw.get("model_type") == "nemotron_h":  # NemotronHConfig's defaults and the layer pattern (nemotron_h_replica.py)
@@ -319,7 +319,7 @@ def main(argv):
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
-                                                         "lfm2", "nemotron_h", "falcon_h1") + near_llama_replica.FAMILIES and not (
+                                                         "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1") + near_llama_replica.FAMILIES and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
@@ -345,7 +345,7 @@ def main(argv):
     elif cfg.model_type == "mamba2":  # Mamba2ForCausalLM with the mamba kernels (mamba2_replica.py)
         import mamba2_replica
         model = mamba2_replica.CausalLM(cfg, args.attn)
-    elif cfg.model_type == "lfm2":  # Lfm2ForCausalLM, Lfm2ShortConv.slow_forward (lfm2_replica.py)
+    elif cfg.model_type in ("lfm2", "lfm2_moe"):  # Lfm2ForCausalLM, Lfm2MoeForCausalLM, Lfm2ShortConv.slow_forward (lfm2_replica.py)
         import lfm2_replica
         model = lfm2_replica.CausalLM(cfg, args.attn)
     elif cfg.model_type == "nemotron_h":  # NemotronHForCausalLM with the mamba kernels (nemotron_h_replica.py)
@@ -391,6 +391,9 @@ def main(argv):
         if cfg.model_type == "ernie4_5_moe":  # _keep_in_fp32_modules_strict (ernie_replica.py)
             import ernie_replica
             ernie_replica.keep_fp32(model)
+        if cfg.model_type == "lfm2_moe":  # the float32 expert_bias buffers (lfm2_replica.py)
+            import lfm2_replica
+            lfm2_replica.keep_fp32(model)
         if cfg.model_type == "mistral3":
             # PixtralRotaryEmbedding's tables: float32 (compute_default_rope_parameters' .float()), which
             # from_pretrained(dtype=bfloat16) leaves as built; model.to() here cast them: restored
@@ -520,7 +523,7 @@ def main(argv):
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
     if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
-                                                           "ernie4_5_moe", "lfm2", "nemotron_h", "falcon_h1") +
+                                                           "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1") +
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
@@ -1059,7 +1062,7 @@ def main(argv):
                     # Mamba2Model.forward makes its Mamba2Cache on the first call (mamba2_replica.py)
                     import mamba2_replica
                     cache = mamba2_replica.Mamba2Cache(cfg.d)
-                elif cfg.model_type == "lfm2":
+                elif cfg.model_type in ("lfm2", "lfm2_moe"):
                     # Lfm2Model.forward: Lfm2HybridConvCache(config, batch, self.dtype) when use_cache and no cache
                     # is passed (generate() passes none for lfm2) (lfm2_replica.py)
                     import lfm2_replica
@@ -1155,7 +1158,7 @@ def main(argv):
             kv_per_token = granite4_replica.kv_bytes_per_token(cfg.d, 2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "mamba2":  # no keys or values: Mamba2Cache's states only
             kv_per_token = 0
-        elif cfg.model_type == "lfm2":  # the attention layers' keys and values (lfm2_replica.py)
+        elif cfg.model_type in ("lfm2", "lfm2_moe"):  # the attention layers' keys and values (lfm2_replica.py)
             import lfm2_replica
             kv_per_token = lfm2_replica.kv_bytes_per_token(cfg.d, 2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "nemotron_h":  # the attention layers' keys and values (nemotron_h_replica.py)

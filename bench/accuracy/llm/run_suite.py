@@ -1906,6 +1906,38 @@ def cases():
         ("qwen2_small", 1, 96, "sgd", "fp32", True, 8),
     ]
     train_cases(out, liger_patch, loss="liger", liger=True)
+    # issue 31: LiquidAI LFM2-MoE (lfm2_moe, lfm2_replica.py, modular_lfm2_moe.py @ 0c67e26d): lfm2's layers with
+    # Lfm2MoeMLP below num_dense_layers and Lfm2MoeSparseMoeBlock above (sigmoid router, float32 expert_bias for the
+    # choice, / (sum + 1e-6), * routed_scaling_factor, stacked experts through grouped_mm_experts_forward).
+    # lfm2_moe_small (LFM2-8B-A1B's routing: expert_bias, norm_topk_prob, tied; 1 dense layer) and
+    # lfm2_moe_nobias_small (use_expert_bias false, norm_topk_prob false, scaling 2.5, conv_bias, 4 taps, untied).
+    # Training (full, LoRA on in_proj / out_proj / q_proj / v_proj / w1 / w2 / w3, checkpointing), --mode infer,
+    # generate with Lfm2HybridConvCache. Every third held out.
+    lm = [
+        ("lfm2_moe_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("lfm2_moe_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("lfm2_moe_small", "train", 1, 128, "sgd", "fp32", True, 0),
+        ("lfm2_moe_small", "train", 2, 64, "adamw", "bf16", False, 8),
+        ("lfm2_moe_nobias_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("lfm2_moe_nobias_small", "train", 4, 48, "adam", "bf16", True, 0),
+        ("lfm2_moe_nobias_small", "train", 1, 128, "adamw", "fp32", False, 8),
+        ("lfm2_moe_small", "infer", 2, 64, None, "fp32", False, 0),
+        ("lfm2_moe_nobias_small", "infer", 2, 100, None, "bf16", False, 0),
+        ("lfm2_moe_small", "infer", 4, 32, None, "bf16", False, 0),
+        ("lfm2_moe_small", "generate", 1, 40, 8, "fp32", False, 0),
+        ("lfm2_moe_nobias_small", "generate", 2, 64, 12, "bf16", False, 0),
+        ("lfm2_moe_small", "generate", 2, 24, 16, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(lm):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                            **({"lora_targets": "in_proj,out_proj,q_proj,v_proj,w1,w2,w3"} if l else {})))
+        elif mode == "infer":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
+                            held_out=(i % 3 == 2)))
     return out
 
 
