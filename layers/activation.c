@@ -113,6 +113,23 @@ SIMPLE_ACT(Hardsigmoid, "hardsigmoid", SAVES_INPUT, false, act_parse_inplace, "h
 SIMPLE_ACT(Sigmoid, "sigmoid", SAVES_RESULT, true, no_fields, "logistic sigmoid; keeps its output")
 SIMPLE_ACT(Tanh, "tanh", SAVES_RESULT, true, no_fields, "tanh; keeps its output")
 
+/* ---- Square: torch.square(x) (no nn module; transformers' ReLUSquaredActivation, ACT2FN
+ * "relu2", is ReLU then Square): ops.c vc__op_pow2, PowBackward0 keeps its input and its
+ * backward makes two input-sized temporaries beside the gradient */
+
+static void square_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    vc_set_output(b, vc__op_pow2(b, vc_input(b, 0)));
+}
+
+const vc_kind vc_kind_Square = {
+    .ops = 2, /* autocast's cast to fp32, pow */
+    .name = "Square", .summary = "torch.square(x) = x.pow(2) (fp32 under autocast); keeps its input",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(act_cfg),
+    .parse = no_fields, .setup = act_setup, .emit = square_emit,
+};
+
 /* ---- Softmax / LogSoftmax: dim is required (counts the batch dim) */
 
 static int softmax_parse(vc_args *a, void *p)

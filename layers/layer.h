@@ -422,6 +422,9 @@ void vc_op_save_if(vc_op *o, vc_t t, int in);
 /* Transient allocations inside the forward / backward call. */
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt);
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt);
+/* A backward transient that stays allocated until the op's last backward transient is made
+ * (the C++ temporaries of one full-expression, freed together at its end). */
+void vc_op_btemp_held(vc_op *o, vc_numel n, vc_dtype dt);
 /* One tensor of a merged transient: n elements of dt, in alternative `alt`;
  * with div (0: 1) and mul (0: 1), floor((n.ps x batch + n.fx) / div) x mul
  * elements (a kernel's count such as num_indices / 10 + num_indices). */

@@ -318,6 +318,27 @@ vc_t vc__op_softmax(vc_build *b, vc_t x, bool log)
 
 vc_t vc__op_mean(vc_build *b, vc_t x, vc_numel out) { return vc__op_fresh(b, "mean", x, out); }
 
+/* torch.square(x) is at::pow(x, 2) (UnaryOps.cpp square; CompositeImplicitAutograd), so the node is
+ * PowBackward0: derivatives.yaml pow.Tensor_Scalar "self: pow_backward(grad, self, exponent)"
+ * (cyyever/pytorch @ 021c4c1a) keeps self. pow is on autocast's fp32 list (autocast_mode.h
+ * AT_FORALL_FP32 "_(pow, Tensor_Scalar)"): a 16-bit input is cast to fp32 first. pow_backward
+ * (torch/csrc/autograd/FunctionsManual.cpp @ 002ca671) returns grad * (exp * self.pow(exp - 1)).conj():
+ * self.pow(1.0) (pow_Tensor_Scalar_out copies the base: a new x-sized tensor), exp * that (a second),
+ * .conj() (the tensor itself when real) and grad * ... (the gradient): the two temporaries of the
+ * full-expression live until it ends, beside the gradient. */
+vc_t vc__op_pow2(vc_build *b, vc_t x)
+{
+    x = vc__op_autocast_f32(b, x);
+    vc_op *o = vc_op_begin(b, "pow");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_save(o, x);
+    vc_op_btemp_held(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* self.pow(1.0) */
+    vc_op_btemp_held(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* 2.0 * it */
+    vc_op_end(o);
+    return y;
+}
+
 vc_t vc__op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats)
 {
     x = vc__op_autocast_f32(b, x);

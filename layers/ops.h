@@ -64,6 +64,9 @@ vc_t vc__op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
  * type promotion): each operand saved when the other needs its gradient, a broadcast operand's
  * output-sized gradient reduced by the engine. */
 vc_t vc__op_mul_dt(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt);
+/* torch.square(x) / x.pow(2): pow.Tensor_Scalar (fp32 under autocast); keeps x; its
+ * backward (pow_backward) makes two x-sized temporaries beside the gradient. */
+vc_t vc__op_pow2(vc_build *b, vc_t x);
 /* Dropout(p) in training: native_dropout (bool mask saved); identity when
  * p == 0 or not training. */
 vc_t vc__op_dropout(vc_build *b, vc_t x, double p);

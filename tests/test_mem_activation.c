@@ -1,6 +1,7 @@
 /*
  * test_mem_activation.c — exact byte figures for in-place activations
- * (layers/activation.c) whose backward reads the original input.
+ * (layers/activation.c) whose backward reads the original input, and for
+ * Square (torch.square) and its backward's temporaries.
  *
  * hardswish_, silu_, mish_, hardsigmoid_, hardtanh_ (ReLU6(inplace=True))
  * have no in-place formula of their own in derivatives.yaml: the generated
@@ -73,11 +74,30 @@ static void test_inplace_frozen_prefix_train(void **state)
     }
 }
 
+/* Linear(64 -> 1024), Square (torch.square = pow(x, 2): PowBackward0 keeps its input; pow_backward,
+ * FunctionsManual.cpp @ 002ca671, makes self.pow(1.0) and 2.0 * it beside the gradient), Linear(1024 -> 8), batch 32,
+ * SGD, trained. Weights 262144 + 4096 + 32768 + 512 = 299520, input 8192. Forward: h 131072 (kept by pow), y = h^2
+ * 131072 (kept by linear2), output 1024, loss 512. Backward: root grad 512, grad W2 32768, grad b2 512, grad y 131072
+ * (y freed after linear2's node); pow's node: grad h 131072 and its two temporaries 2 x 131072, all live at once:
+ * 299520 + 8192 + 131072 + 131072 + 32768 + 512 + 512 + 512 + 3 x 131072 = 997376, the peak. The end of forward keeps
+ * input, h and y: 270336. */
+static void test_square_train(void **state)
+{
+    (void)state;
+    vc_result r = mem_run("{\"input\": [64], \"layers\": [{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 1024},"
+                          " {\"type\": \"Square\"}, {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 8}]}",
+                          32, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 997376);
+    assert_int_equal(r.memory.activations, 8192 + 131072 + 131072);
+    vc_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hardswish_inplace_infer),
         cmocka_unit_test(test_inplace_frozen_prefix_train),
+        cmocka_unit_test(test_square_train),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -596,7 +596,7 @@ _OP_KINDS = OrderedDict([
     ("ReLU", (["relu", "relu_"], "")), ("ReLU6", (["relu6"], "")), ("LeakyReLU", (["leaky_relu", "saves_input", "pow"], "")),
     ("ELU", (["elu"], "")), ("GELU", (["gelu"], "")), ("SiLU", (["silu"], "")), ("Mish", (["mish"], "")),
     ("Hardswish", (["hardswish"], "")), ("Hardsigmoid", (["hardsigmoid"], "")),
-    ("Sigmoid", (["sigmoid", "saves_output"], "")), ("Tanh", (["tanh"], "")),
+    ("Sigmoid", (["sigmoid", "saves_output"], "")), ("Tanh", (["tanh"], "")), ("Square", (["square"], "")),
     ("Softmax", (["softmax"], "")), ("LogSoftmax", (["log_softmax"], "")),
     ("Dropout", (["dropout"], "")), ("Dropout2d", (["dropout2d"], "")),
     ("Upsample", (["interpolate"], "")), ("PixelShuffle", (["pixel_shuffle"], "")),
@@ -731,6 +731,7 @@ def _fn_table():
     add("hardsigmoid", F.hardsigmoid)
     add("sigmoid", torch.sigmoid, F.sigmoid)
     add("tanh", torch.tanh, F.tanh)
+    add("square", torch.square)
     add("softmax", F.softmax, torch.softmax)
     add("log_softmax", F.log_softmax, torch.log_softmax)
     add("dropout", F.dropout)
@@ -772,7 +773,7 @@ def _fn_table():
     add("neg", operator.neg, torch.neg)
     add("pow", operator.pow, torch.pow)
     add("saves_output", torch.rsqrt, torch.sqrt, torch.exp)
-    add("saves_input", torch.abs, torch.log, torch.clamp, torch.clip, torch.sin, torch.cos, torch.square)
+    add("saves_input", torch.abs, torch.log, torch.clamp, torch.clip, torch.sin, torch.cos)
     add("nothing_saved", torch.cumsum, torch.triu, torch.tril)
     add("masked_fill", torch.masked_fill)
     add("where", torch.where)
@@ -819,7 +820,7 @@ _METHODS = {
     "sub": "sub", "sub_": "isub", "div": "div", "div_": "idiv", "neg": "neg", "pow": "pow",
     "rsqrt": "saves_output", "sqrt": "saves_output", "exp": "saves_output",
     "abs": "saves_input", "log": "saves_input", "clamp": "saves_input", "clip": "saves_input",
-    "sin": "saves_input", "cos": "saves_input", "square": "saves_input",
+    "sin": "saves_input", "cos": "saves_input", "square": "square",
     "cumsum": "nothing_saved", "triu": "nothing_saved", "tril": "nothing_saved",
     "masked_fill": "masked_fill", "masked_fill_": "masked_fill_", "clamp_": "inplace",
     "unbind": "unbind", "gather": "gather", "topk": "topk", "repeat_interleave": "repeat_interleave", "repeat": "repeat",
@@ -2108,6 +2109,9 @@ class _Exporter:
 
     def op_tanh(self, node, op):
         return self._act(node, "Tanh")
+
+    def op_square(self, node, op):  # torch.square / Tensor.square: pow(x, 2), layers/activation.c Square
+        return self._act(node, "Square")
 
     def _softmax(self, node, kind):
         x = self.tref(node.args[0], node)

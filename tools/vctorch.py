@@ -1015,6 +1015,16 @@ for _n in ("Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
 _KINDS["Linear"] = (lambda kw, c: _Linear2x(**kw) if c == "2x" else nn.Linear(**kw), 1, set())
 
 
+class _Square(nn.Module):
+    """Square: torch.square(x), the op ReLUSquaredActivation runs (layers/activation.c)."""
+
+    def forward(self, x):
+        return torch.square(x)
+
+
+_KINDS["Square"] = (lambda kw, c: _Square(), 1, set())
+
+
 def _conv_contig_probe(run, x, backward=True):
     """A convolution on a non-contiguous input (a transposed embedding, ...).  2.x on
     CUDA: at::_convolution passes input.contiguous(backend_memory_format) to cuDNN and

@@ -77,6 +77,7 @@ CASES = [
     ({"type": "Hardsigmoid"}, [5], None, [5]),
     ({"type": "Sigmoid"}, [5], None, [5]),
     ({"type": "Tanh"}, [5], None, [5]),
+    ({"type": "Square"}, [5], None, [5]),
     ({"type": "Softmax", "dim": -1}, [3, 5], None, [3, 5]),
     ({"type": "LogSoftmax", "dim": 1}, [3, 5], None, [3, 5]),
     ({"type": "Dropout", "p": 0.2}, [3, 5], None, [3, 5]),

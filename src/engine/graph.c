@@ -456,6 +456,13 @@ void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_EXTRA, n,
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_FTEMP, n, dt); }
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_BTEMP, n, dt); }
 
+void vc_op_btemp_held(vc_op *o, vc_numel n, vc_dtype dt)
+{
+    if (!live_op(o)) return;
+    sized_item(o, IT_BTEMP, n, dt);
+    if (!o->b->st) o->b->it[o->b->nit - 1].in = 1; /* autograd.c run_temps: held until the op's last temporary */
+}
+
 void vc_op_extra_grad(vc_op *o, int in, vc_numel n, vc_dtype dt)
 {
     item_t *src = find_in(o, in);

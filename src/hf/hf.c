@@ -965,6 +965,20 @@ const hf_family vc__hf_families[] = {
               [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_P_ATTN] = DEF("attention_dropout", 0.1),
               [K_P_RESID] = DEF("residual_dropout", 0.1)},
      LLAMA_BLOCK, .lora_targets = NULL},
+    /* ArceeConfig (configuration_arcee.py @ 008e5743: vocab_size 32000, hidden_size 2560, intermediate_size 18432,
+     * num_hidden_layers 32, num_attention_heads 32, num_key_value_heads None -> the heads, hidden_act "relu2",
+     * max_position_embeddings 4096, rms_norm_eps 1e-5, tie_word_embeddings False, attention_bias / mlp_bias False,
+     * head_dim None -> hidden_size // heads) and ArceeForCausalLM (modular_arcee.py @ 031734d9: LlamaForCausalLM
+     * with ArceeMLP = NemotronMLP: up_proj, ACT2FN[hidden_act], down_proj; relu2 is ReLUSquaredActivation, relu then
+     * torch.square). PEFT's mapping has no arcee: --lora-targets */
+    {.model_type = "arcee", .config_class = "ArceeConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 2560),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
+              [K_INTER] = DEF("intermediate_size", 18432), [K_ACT] = ACT("hidden_act", "relu2"),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0)},
+     LLAMA_BLOCK, .mlp = MLP_PLAIN, .up_down = true, .lora_targets = NULL},
     /* Ernie4_5Config (configuration_ernie4_5.py @ 008e5743: the class defaults are ERNIE-4.5-0.3B's; head_dim 128,
      * None -> hidden_size // num_attention_heads); Ernie4_5ForCausalLM (modeling_ernie4_5.py @ 0233e509):
      * LlamaDecoderLayer's template with Ernie4_5RMSNorm (Llama's), q/k/v/o and the MLP's three projections with

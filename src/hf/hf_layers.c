@@ -24,7 +24,7 @@ typedef struct {
     const char *last; /* the name of the last layer written */
 } wr;
 
-static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast"};
+static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast", "quick_gelu" /* the Qwen2-VL tower's (hf_vision.c) */, "relu2"};
 
 cJSON *vc__hf_layer(rd *r, cJSON *arr, const char *type, const char *name)
 {
@@ -154,6 +154,15 @@ static void act_layer(wr *w, const arch *a, const char *name)
         add_layer(w, "SiLU", name);
     } else if (a->act == A_RELU) {
         add_layer(w, "ReLU", name);
+    } else if (a->act == A_RELU2) {
+        /* ReLUSquaredActivation.forward (activations.py @ 9e7da07b): relu_applied = nn.functional.relu(input);
+         * squared = torch.square(relu_applied) (layers/activation.c Square) */
+        char sq[128];
+        snprintf(sq, sizeof sq, "%s.square", name);
+        /* forward's argument `input` (the layer before, up_proj's output) lives until it returns */
+        str(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "held_until", sq);
+        add_layer(w, "ReLU", name);
+        add_layer(w, "Square", sq);
     } else {
         cJSON *o = add_layer(w, "GELU", name);
         str(w, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
@@ -429,7 +438,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     const bool l4 = a->f->moe == MOE_LLAMA4; /* Llama4TextDecoderLayer.feed_forward */
     cJSON *mn = post ? NULL : decoder_norm(w, a, norm, NULL);
     if (mn && !layer_is_moe(a, i))
-        str(w, mn, "held_until", l4 ? "feed_forward.down_proj" : a->f->mlp == MLP_PLAIN ? "mlp.c_proj" : "mlp.down_proj");
+        str(w, mn, "held_until", l4 ? "feed_forward.down_proj" : a->f->mlp == MLP_PLAIN && !a->f->up_down ? "mlp.c_proj" : "mlp.down_proj");
     if (layer_is_moe(a, i) && l4) {
         /* Llama4TextMoe: router (Llama4Router), experts (Llama4TextExperts: stacked, torch.bmm over every
          * expert), shared_expert (Llama4TextMLP of intermediate_size) */
@@ -509,9 +518,12 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     } else if (a->f->mlp == MLP_PLAIN) {
         /* Starcoder2MLP.forward (modeling_starcoder2.py @ 73faa33f): c_fc, act, c_proj (bias=use_bias), then
          * dropout(residual_dropout): resid_mlp_dropout below */
-        linear(w, "mlp.c_fc", NULL, a->H, a->I, a->mlp_bias);
-        act_layer(w, a, "mlp.act");
-        linear(w, "mlp.c_proj", NULL, a->I, a->H, a->mlp_bias);
+        /* NemotronMLP.forward (modeling_nemotron.py @ 0233e509; ArceeMLP, modular_arcee.py @ 031734d9):
+         * down_proj(act_fn(up_proj(x))), both with bias=mlp_bias */
+        const bool ud = a->f->up_down;
+        linear(w, ud ? "mlp.up_proj" : "mlp.c_fc", NULL, a->H, a->I, a->mlp_bias);
+        act_layer(w, a, ud ? "mlp.act_fn" : "mlp.act");
+        linear(w, ud ? "mlp.down_proj" : "mlp.c_proj", NULL, a->I, a->H, a->mlp_bias);
     } else if (a->f->mlp == MLP_GATED_FUSED) {
         linear(w, "mlp.gate_up_proj", NULL, a->H, 2 * a->I, false);
         cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");

@@ -1,4 +1,5 @@
-"""Near-llama decoder families (issue 31) for reference.py's CausalLM, written from the transformers source.
+"""Near-llama decoder families (issue 31) for reference.py's CausalLM, written from the transformers source
+(GLM-4 below; OLMo 3, OLMo 2, StarCoder2, EXAONE 4.0, Seed-OSS and Arcee each cited at its classes).
 
 GLM-4 (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1): models/glm4/modeling_glm4.py @ 00d01786
 (huggingface/transformers), each class cited below:
@@ -520,6 +521,49 @@ class SeedOssDecoderLayer(nn.Module):
     forward = Starcoder2DecoderLayer.forward
 
 
+# --------------------------------------------------------------------------
+# Arcee (AFM-4.5B): models/arcee/modular_arcee.py @ 031734d9 (configuration_arcee.py @ 008e5743):
+# ArceeForCausalLM = LlamaForCausalLM, its layers LlamaDecoderLayer's with ArceeMLP = NemotronMLP
+# (models/nemotron/modeling_nemotron.py: down_proj(act_fn(up_proj(x))), bias=config.mlp_bias) and
+# ACT2FN[hidden_act], "relu2" by default: ReLUSquaredActivation (src/transformers/activations.py @ d60525f3)
+# --------------------------------------------------------------------------
+
+def relu2(input):
+    """ReLUSquaredActivation.forward, statement by statement."""
+    relu_applied = nn.functional.relu(input)
+    squared = torch.square(relu_applied)
+    return squared
+
+
+class ArceeMLP(nn.Module):
+    """NemotronMLP.__init__ / forward: up_proj, act_fn, down_proj."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        b = cfg.d.get("mlp_bias", False)
+        self.up_proj = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=b)
+        self.down_proj = R.Linear(cfg.intermediate_size, cfg.hidden_size, bias=b)
+        act = cfg.d.get("hidden_act", "relu2")
+        self.act_fn = relu2 if act == "relu2" else R.act_fn(act)
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.up_proj(x)))
+
+
+class ArceeDecoderLayer(nn.Module):
+    """LlamaDecoderLayer: input_layernorm, self_attn (LlamaAttention: reference.Attention), + residual,
+    post_attention_layernorm, mlp, + residual (LlamaRMSNorm); the statements of Starcoder2DecoderLayer.forward."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = R.Attention(cfg, layer_idx, attn_impl)
+        self.mlp = ArceeMLP(cfg)
+        self.input_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_attention_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    forward = Starcoder2DecoderLayer.forward
+
+
 def layer_and_norm(model_type, cfg=None):
     """The decoder layer class and the final norm class (called as Norm(hidden, eps=...)) of a family here."""
     if model_type == "glm4":
@@ -535,6 +579,8 @@ def layer_and_norm(model_type, cfg=None):
         return Exaone4DecoderLayer, R.LlamaRMSNorm  # Exaone4Model.norm: Exaone4RMSNorm
     if model_type == "seed_oss":
         return SeedOssDecoderLayer, R.LlamaRMSNorm  # SeedOssModel.norm (LlamaModel's): SeedOssRMSNorm
+    if model_type == "arcee":
+        return ArceeDecoderLayer, R.LlamaRMSNorm  # ArceeModel.norm (LlamaModel's): ArceeRMSNorm
     if model_type in ("cohere", "cohere2"):  # cohere_replica.py; CohereModel.norm: CohereLayerNorm
         import cohere_replica
         return cohere_replica.CohereDecoderLayer, cohere_replica.final_norm(cfg)
@@ -557,4 +603,4 @@ def layer_types(cfg):
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2", "arcee")

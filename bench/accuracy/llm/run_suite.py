@@ -1938,6 +1938,30 @@ def cases():
         else:
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
                             held_out=(i % 3 == 2)))
+    # Arcee (issue 31; near_llama_replica.py, modular_arcee.py @ 031734d9): arcee_small, LlamaDecoderLayer with the
+    # non-gated NemotronMLP (up_proj, relu2 = relu then torch.square, down_proj; the pow backward's two temporaries).
+    # Train in fp32 and bf16 (full, --grad-ckpt, LoRA on q_proj / v_proj), --mode infer, generate. Every third held out.
+    ar = [
+        ("train", 2, 64, "adamw", "fp32", False, 0),
+        ("train", 2, 96, "adamw", "bf16", False, 0),
+        ("train", 1, 128, "sgd", "fp32", True, 0),
+        ("train", 2, 96, "adamw", "fp32", False, 8),
+        ("train", 2, 128, "adamw", "bf16", True, 8),
+        ("train", 4, 48, "sgd", "fp32", False, 0),
+        ("infer", 2, 128, None, "bf16", False, 0),
+        ("infer", 1, 256, None, "fp32", False, 0),
+        ("generate", 2, 64, 16, "fp32", False, 0),
+        ("generate", 1, 40, 24, "bf16", False, 0),
+    ]
+    for i, (mode, b, s, o, p, c, l) in enumerate(ar):
+        cfg = "configs/arcee_small.json"
+        if mode == "train":
+            out.append(dict(config=cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c, lora=l,
+                            lora_targets="q_proj,v_proj" if l else None, held_out=(i % 3 == 2)))
+        elif mode == "infer":
+            out.append(dict(config=cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config=cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p, held_out=(i % 3 == 2)))
     return out
 
 
