@@ -44,6 +44,9 @@
 #define REQ(k) {.key = (k), .how = D_REQUIRED}
 #define DEF(k, d) {.key = (k), .def = (d)}
 #define FIXED(d) {.key = NULL, .def = (d)}
+/* a key with a default that the class's attribute_map also reads under another name (GPT2Config's
+ * hidden_size for n_embd) */
+#define DEF_ALT(k, a, d) {.key = (k), .def = (d), .alt = (a)}
 #define OFF_IF_NULL(k, d) {.key = (k), .def = (d), .null_none = true}
 #define ACT(k, d) {.key = (k), .sdef = (d)}
 
@@ -56,6 +59,12 @@
     [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.key = NULL, .how = D_SPLIT},                      \
     [K_ACT] = ACT("hidden_act", "silu"), [K_TIE] = DEF("tie_word_embeddings", 0),                            \
     [K_P_ATTN] = DEF("attention_dropout", 0), [K_ROTARY] = FIXED(1), [K_USE_WINDOW] = FIXED(1)
+
+/* the five sizes every LlamaConfig-like class defaults (vocab_size, hidden_size, intermediate_size,
+ * num_hidden_layers, num_attention_heads), each row's own class's values */
+#define LLAMA_SIZES(v, h, i, n, nh)                                                                            \
+    [K_VOCAB] = DEF("vocab_size", v), [K_HIDDEN] = DEF("hidden_size", h), [K_INTER] = DEF("intermediate_size", i), \
+    [K_LAYERS] = DEF("num_hidden_layers", n), [K_HEADS] = DEF("num_attention_heads", nh)
 
 /* the template of LlamaDecoderLayer: pre-norm RMSNorm, q/k/v/o, SwiGLU */
 #define LLAMA_BLOCK                                                                                            \
@@ -101,22 +110,34 @@ const hf_family vc__hf_families[] = {
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER},
+    /* Qwen3Config (configuration_qwen3.py @ 008e5743): vocab_size 151936, hidden_size 4096, intermediate_size
+     * 22016, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32 when absent (null: the heads,
+     * __post_init__), head_dim 128 */
     {.model_type = "qwen3", .config_class = "Qwen3Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151936, 4096, 22016, 32, 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 32, .how = D_KV_NULL}, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
               [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = QK_PER_HEAD},
+    /* GemmaConfig (configuration_gemma.py @ 008e5743; the class describes gemma-7b): vocab_size 256000,
+     * hidden_size 3072, intermediate_size 24576, num_hidden_layers 28, num_attention_heads 16,
+     * num_key_value_heads 16, head_dim 256, tie_word_embeddings True */
     {.model_type = "gemma", .config_class = "GemmaConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(256000, 3072, 24576, 28, 16), [K_KV_HEADS] = DEF("num_key_value_heads", 16),
+              [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
               [K_MAXPOS] = DEF("max_position_embeddings", 8192),
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true},
+    /* Gemma2Config (configuration_gemma2.py @ 008e5743; the class describes gemma-2-2b): vocab_size 256000,
+     * hidden_size 2304, intermediate_size 9216, num_hidden_layers 26, num_attention_heads 8, num_key_value_heads
+     * 4, head_dim 256, tie_word_embeddings True */
     {.model_type = "gemma2", .config_class = "Gemma2Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(256000, 2304, 9216, 26, 8), [K_KV_HEADS] = DEF("num_key_value_heads", 4),
+              [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
               [K_MAXPOS] = DEF("max_position_embeddings", 8192),
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
@@ -128,25 +149,36 @@ const hf_family vc__hf_families[] = {
       * 4.46 (Gemma2PreTrainedModel._check_and_enable_sdpa swapped the default sdpa for eager: explicit
       * attention weights and the softcapping), sdpa from 4.47 (the override is gone) */
      .eager_release = true},
+    /* Phi3Config (configuration_phi3.py @ 008e5743; the class describes Phi-3-mini-4k): vocab_size 32064,
+     * hidden_size 3072, intermediate_size 8192, num_hidden_layers 32, num_attention_heads 32,
+     * num_key_value_heads None: the heads (__post_init__) */
     {.model_type = "phi3", .config_class = "Phi3Config",
-     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32064, 3072, 8192, 32, 32), [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
               [K_ROTARY] = DEF("partial_rotary_factor", 1.0),
               [K_P_RESID] = DEF("resid_pdrop", 0),
               [K_P_EMBD] = DEF("embd_pdrop", 0), [K_WINDOW] = DEF("sliding_window", 0)},
      LLAMA_BLOCK, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED, .lora_targets = "qkv_proj,o_proj,gate_up_proj,down_proj"},
+    /* MixtralConfig (configuration_mixtral.py @ 008e5743; Mixtral-8x7B's): vocab_size 32000, hidden_size 4096,
+     * intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8 when absent
+     * (null: the heads, __post_init__), num_local_experts 8 (attribute_map: num_experts), top-2 */
     {.model_type = "mixtral", .config_class = "MixtralConfig",
-     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32000, 4096, 14336, 32, 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL}, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
-              [K_EXPERTS] = REQ("num_local_experts"),
-              [K_TOPK] = DEF("num_experts_per_tok", 2), [K_MOE_INTER] = REQ("intermediate_size"), [K_NORM_TOPK] = FIXED(1)},
+              [K_EXPERTS] = {.key = "num_local_experts", .def = 8, .alt = "num_experts"},
+              [K_TOPK] = DEF("num_experts_per_tok", 2), [K_MOE_INTER] = DEF("intermediate_size", 14336), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_MIXTRAL},
+    /* Qwen2MoeConfig (configuration_qwen2_moe.py @ 008e5743; Qwen1.5-MoE-A2.7B's): vocab_size 151936,
+     * hidden_size 2048, intermediate_size 5632, num_hidden_layers 24, num_attention_heads 16, num_key_value_heads
+     * 16 when absent (null: the heads, PreTrainedConfig), num_experts 60, moe_intermediate_size 1408 */
     {.model_type = "qwen2_moe", .config_class = "Qwen2MoeConfig",
-     .keys = {LLAMA_KEYS, [K_INTER] = DEF("intermediate_size", 5632), [K_QKV_BIAS] = DEF("qkv_bias", 1),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151936, 2048, 5632, 24, 16),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 16, .how = D_KV_NULL}, [K_QKV_BIAS] = DEF("qkv_bias", 1),
               [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0),
-              [K_EXPERTS] = REQ("num_experts"), [K_TOPK] = DEF("num_experts_per_tok", 4),
-              [K_MOE_INTER] = REQ("moe_intermediate_size"), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 5632),
+              [K_EXPERTS] = DEF("num_experts", 60), [K_TOPK] = DEF("num_experts_per_tok", 4),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 1408), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 5632),
               [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
               [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .window = WIN_ALTERNATE_BELOW},
@@ -154,12 +186,15 @@ const hf_family vc__hf_families[] = {
      * layer_types (sliding_window on every layer when use_sliding_window), no shared
      * expert, num_experts 128 / top-8 / moe_intermediate_size 768 by default;
      * Qwen3MoeAttention is Qwen3's (q_norm / k_norm over head_dim), head_dim
-     * getattr(config, "head_dim", hidden_size // num_attention_heads) */
+     * getattr(config, "head_dim", hidden_size // num_attention_heads); the sizes (@ 008e5743): vocab_size 151936,
+     * hidden_size 2048, intermediate_size 6144, num_hidden_layers 24, num_attention_heads 32,
+     * num_key_value_heads 4, max_position_embeddings 32768; attribute_map num_experts -> num_local_experts */
     {.model_type = "qwen3_moe", .config_class = "Qwen3MoeConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_INTER] = DEF("intermediate_size", 6144),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151936, 2048, 6144, 24, 32), [K_KV_HEADS] = DEF("num_key_value_heads", 4),
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
-              [K_EXPERTS] = DEF("num_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_EXPERTS] = {.key = "num_experts", .def = 128, .alt = "num_local_experts"}, [K_TOPK] = DEF("num_experts_per_tok", 8),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 768), [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1),
               [K_NORM_TOPK] = DEF("norm_topk_prob", 0), [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD},
@@ -271,19 +306,24 @@ const hf_family vc__hf_families[] = {
 #undef QWEN3_5_MOE_KEYS
 #undef QWEN3_5_BLOCK
 #undef QWEN3_5_KEYS
+    /* GPT2Config (configuration_gpt2.py @ 01ae98ae; the class describes openai-community/gpt2): vocab_size
+     * 50257, n_positions 1024, n_embd 768, n_layer 12, n_head 12, n_inner None (4 x n_embd); attribute_map:
+     * hidden_size, max_position_embeddings, num_attention_heads, num_hidden_layers read for the n_* keys */
     {.model_type = "gpt2", .config_class = "GPT2Config",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
-              [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
-              [K_MAXPOS] = REQ("n_positions"), [K_INTER] = {.key = "n_inner", .how = D_4H},
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50257), [K_HIDDEN] = DEF_ALT("n_embd", "hidden_size", 768),
+              [K_LAYERS] = DEF_ALT("n_layer", "num_hidden_layers", 12), [K_HEADS] = DEF_ALT("n_head", "num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = DEF_ALT("n_positions", "max_position_embeddings", 1024), [K_INTER] = {.key = "n_inner", .how = D_4H},
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation_function", "gelu_new"),
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_P_ATTN] = DEF("attn_pdrop", 0.1),
               [K_P_RESID] = DEF("resid_pdrop", 0.1), [K_P_EMBD] = DEF("embd_pdrop", 0.1)},
      .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .lora_targets = "c_attn"},
+    /* GPTNeoXConfig (configuration_gpt_neox.py @ 008e5743; the class describes gpt-neox-20b): vocab_size
+     * 50432, hidden_size 6144, num_hidden_layers 44, num_attention_heads 64, intermediate_size 24576 */
     {.model_type = "gpt_neox", .config_class = "GPTNeoXConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
-              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-5),
-              [K_MAXPOS] = DEF("max_position_embeddings", 2048), [K_INTER] = REQ("intermediate_size"),
+     .keys = {LLAMA_SIZES(50432, 6144, 24576, 44, 64), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 2048),
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),
               [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = DEF("attention_bias", 1),
               [K_O_BIAS] = DEF("attention_bias", 1), [K_MLP_BIAS] = DEF("attention_bias", 1),
@@ -356,10 +396,13 @@ const hf_family vc__hf_families[] = {
               [K_ROTARY] = DEF("partial_rotary_factor", 0.5), [K_QK_LAYERNORM] = DEF("qk_layernorm", 0)},
      .block = BLK_PHI, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .rope_scaling = true, .lm_bias = true, .lora_targets = "q_proj,v_proj,fc1,fc2"},
+    /* BertConfig (configuration_bert.py @ 008f5c8c; bert-base-uncased's), RobertaConfig (configuration_roberta.py
+     * @ 0b03d5ce: "directly inherits BertConfig. It reuses the same defaults", pad_token_id 1) and
+     * XLMRobertaConfig (configuration_xlm_roberta.py @ 0e6f6f74: the same values): vocab_size 30522, hidden_size
+     * 768, num_hidden_layers 12, num_attention_heads 12, intermediate_size 3072, max_position_embeddings 512 */
 #define BERT_KEYS                                                                                              \
-    [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
-    [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
-    [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("intermediate_size"),                       \
+    LLAMA_SIZES(30522, 768, 3072, 12, 12), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
+    [K_MAXPOS] = DEF("max_position_embeddings", 512),                                                         \
     [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),                                     \
     [K_P_ATTN] = DEF("attention_probs_dropout_prob", 0.1), [K_P_RESID] = DEF("hidden_dropout_prob", 0.1),    \
     [K_TYPES] = DEF("type_vocab_size", 2), [K_LABELS] = {.key = "id2label"},                                  \
@@ -449,16 +492,20 @@ const hf_family vc__hf_families[] = {
      LLAMA_BLOCK, .block = BLK_GEMMA4, .embed_scale = true, .qk_norm = QK_PER_HEAD, .nested = "text_config",
      .lora_targets = NULL},
 #undef GEMMA4_KEYS
-    /* DistilBertConfig (configuration_distilbert.py; the sizes required, as the bert row does) and
+    /* DistilBertConfig (configuration_distilbert.py) and
      * modeling_distilbert.py (huggingface/transformers @00b326f4): Embeddings (word + learned positions,
      * LayerNorm eps 1e-12, dropout; no token types), TransformerBlock (MultiHeadSelfAttention q/k/v/out_lin
      * with biases, dropout on the probabilities; sa_layer_norm(out + x); FFN lin1, activation, lin2,
      * dropout; output_layer_norm(ffn + sa)), DistilBertForSequenceClassification (hidden[:, 0],
      * pre_classifier, ReLU, dropout(seq_classif_dropout), classifier). PEFT: q_lin, v_lin. */
+    /* DistilBertConfig's defaults (configuration_distilbert.py @ 06053b84, distilbert-base-uncased's):
+     * vocab_size 30522, max_position_embeddings 512, n_layers 6, n_heads 12, dim 768, hidden_dim 3072;
+     * attribute_map: hidden_size, num_attention_heads, num_hidden_layers read for dim, n_heads, n_layers */
     {.model_type = "distilbert", .config_class = "DistilBertConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("dim"), [K_LAYERS] = REQ("n_layers"),
-              [K_HEADS] = REQ("n_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-12),
-              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("hidden_dim"),
+     .keys = {[K_VOCAB] = DEF("vocab_size", 30522), [K_HIDDEN] = DEF_ALT("dim", "hidden_size", 768),
+              [K_LAYERS] = DEF_ALT("n_layers", "num_hidden_layers", 6), [K_HEADS] = DEF_ALT("n_heads", "num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-12),
+              [K_MAXPOS] = DEF("max_position_embeddings", 512), [K_INTER] = DEF("hidden_dim", 3072),
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation", "gelu"),
               [K_P_ATTN] = DEF("attention_dropout", 0.1), [K_P_RESID] = DEF("dropout", 0.1),
               [K_LABELS] = {.key = "id2label"}, [K_P_CLS] = DEF("seq_classif_dropout", 0.2),

@@ -370,8 +370,10 @@ static int read_family(rd *r, arch *a)
         /* Exaone4Config.__init__: sliding_window_pattern only computes layer_types when the config has none */
         if (role == K_WINDOW_PATTERN && f->nope_full && a->layer_types) continue;
         if (read_key(r, a, role)) return -1;
-        /* a class default the config lacks (D_KV_NULL: MistralConfig's 8, Qwen2Config's 32) is named as such */
-        const bool kv_def = role == K_KV_HEADS && f->keys[K_KV_HEADS].how == D_KV_NULL &&
+        /* a class default the config lacks (D_KV_NULL: MistralConfig's 8, Qwen2Config's 32; a plain default:
+         * Gemma2Config's 4) is named as such */
+        const bool kv_def = role == K_KV_HEADS && f->keys[K_KV_HEADS].key &&
+                            (f->keys[K_KV_HEADS].how == D_KV_NULL || f->keys[K_KV_HEADS].how == D_VALUE) &&
                             !cJSON_GetObjectItemCaseSensitive(r->cfg, f->keys[K_KV_HEADS].key);
         if (role == K_KV_HEADS && a->NH % a->KV)
             return vc__hf_bad(r, kv_def ? f->keys[K_KV_HEADS].key : role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"),
