@@ -665,6 +665,22 @@ static void test_config_class_rows(void **state)
         /* DistilBertConfig(): distilbert-base-uncased's DistilBertModel 66,362,880 (published) + pre_classifier
          * 768 x 768 + 768 + classifier 768 x 2 + 2 (tests/data/hf/distilbert-base-uncased.json's count) */
         {"distilbert", INT64_C(66955010)},
+        /* SmolLM3Config(): SmolLM3-3B, 3,075,098,624 (tests/data/hf/smollm3-3b.json's count) */
+        {"smollm3", INT64_C(3075098624)},
+        /* GraniteConfig(): LlamaConfig's sizes, Llama-2-7B's published 6,738,415,616 */
+        {"granite", INT64_C(6738415616)},
+        /* Olmo2Config() (50304, 4096, 11008, 32 layers, 32 heads, kv 32), by hand: 32 x (4 x 4096^2 + q_norm / k_norm
+         * 2 x 4096 + 3 x 4096 x 11008 + two norms 2 x 4096) + 2 x 50304 x 4096 + 4096 */
+        {"olmo2", INT64_C(6888624128)},
+        /* GPTBigCodeConfig(): GPT-2's sizes with multi-query attention, by hand: gpt2's 124,439,808 less 12 x c_attn's
+         * (768 x 2304 + 2304) - (768 x 896 + 896) = 12 x 1,082,752 */
+        {"gpt_bigcode", INT64_C(111446784)},
+        /* OPTConfig(): facebook/opt-125m, published 125,239,296 */
+        {"opt", INT64_C(125239296)},
+        /* PhiConfig(): microsoft/phi-1_5, published 1,418,270,720 */
+        {"phi", INT64_C(1418270720)},
+        /* DeepseekV3Config(): DeepSeek-V3, 671,026,404,352 (test_mla's count of tests/data/hf/deepseek-v3.json) */
+        {"deepseek_v3", INT64_C(671026404352)},
     };
     char js[256];
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {

@@ -198,8 +198,8 @@ const hf_family vc__hf_families[] = {
               [K_MOE_INTER] = DEF("moe_intermediate_size", 768), [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1),
               [K_NORM_TOPK] = DEF("norm_topk_prob", 0), [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD},
-    /* DeepseekV3Config (configuration_deepseek_v3.py @ 001f85b3; its defaults are DeepSeek-V3's, the
-     * sizes LlamaConfig's rows require are required here too):
+    /* DeepseekV3Config (configuration_deepseek_v3.py @ 001f85b3; its defaults are DeepSeek-V3's,
+     * the sizes included):
      * DeepseekV3DecoderLayer with DeepseekV3Attention (MLA: layers/mla.c) and, from
      * first_k_dense_replace on, DeepseekV3MoE (SparseMoE style deepseek_v3, stacked experts);
      * head_dim = qk_rope_head_dim; q_lora_rank null: q_proj (DeepSeek-V2-Lite's shape).
@@ -217,7 +217,12 @@ const hf_family vc__hf_families[] = {
     [K_TOPK_GROUP] = DEF("topk_group", 4), [K_FIRST_DENSE] = DEF("first_k_dense_replace", 3),                \
     [K_NEXTN] = DEF("num_nextn_predict_layers", 0), [K_ROPE_INTERLEAVE] = DEF("rope_interleave", 1),         \
     [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 2.5)
-    {.model_type = "deepseek_v3", .config_class = "DeepseekV3Config", .keys = {DEEPSEEK_KEYS},
+    /* DeepseekV3Config.__init__ (@ 001f85b3): vocab_size 129280, hidden_size 7168, intermediate_size 18432,
+     * num_hidden_layers 61, num_attention_heads 128 (num_key_value_heads, 128, shapes no MLA weight: kv_b_proj
+     * gives every head its k and v; read as the heads, as before); Kimi-K2's remote configuration_deepseek.py was
+     * not read: its row keeps the sizes required */
+    {.model_type = "deepseek_v3", .config_class = "DeepseekV3Config",
+     .keys = {DEEPSEEK_KEYS, LLAMA_SIZES(129280, 7168, 18432, 61, 128)},
      LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .lora_targets = NULL},
     /* Kimi-K2 (moonshotai/Kimi-K2-*: model_type kimi_k2, architectures DeepseekV3ForCausalLM, its
      * configuration_deepseek.py through trust_remote_code): DeepSeek-V3's modules and keys */
@@ -334,8 +339,12 @@ const hf_family vc__hf_families[] = {
     /* SmolLM3Config (the class's defaults are HuggingFaceTB/SmolLM3-3B): a
      * LlamaDecoderLayer whose NoPE layers skip apply_rotary_pos_emb
      * (SmolLM3Attention.use_rope = config.no_rope_layers[layer_idx]) */
+    /* the sizes (configuration_smollm3.py @ 008e5743): vocab_size 128256, hidden_size 2048, intermediate_size
+     * 11008, num_hidden_layers 36, num_attention_heads 16, num_key_value_heads 4 when absent (null: the heads,
+     * __post_init__) */
     {.model_type = "smollm3", .config_class = "SmolLM3Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_TIE] = DEF("tie_word_embeddings", 1),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(128256, 2048, 11008, 36, 16),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 4, .how = D_KV_NULL}, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_TIE] = DEF("tie_word_embeddings", 1),
               [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
@@ -345,8 +354,10 @@ const hf_family vc__hf_families[] = {
     /* GraniteConfig: LlamaDecoderLayer with the muP multipliers
      * (modular_granite.py; attention_multiplier is the softmax scale: no
      * tensor of its own) */
+    /* GraniteConfig (configuration_granite.py @ 008e5743): LlamaConfig's sizes (32000, 4096, 11008, 32 layers, 32
+     * heads), num_key_value_heads None: the heads (__post_init__) */
     {.model_type = "granite", .config_class = "GraniteConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32000, 4096, 11008, 32, 32), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0),
               [K_EMB_MULT] = DEF("embedding_multiplier", 1.0), [K_RESID_MULT] = DEF("residual_multiplier", 1.0),
               [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0)},
@@ -356,16 +367,21 @@ const hf_family vc__hf_families[] = {
      * (Olmo2Attention); Olmo2RMSNorm's (self.weight * hidden_states).to(input_dtype) with hidden_states float32
      * (Olmo3RMSNorm's); Olmo2RotaryEmbedding.forward's `return cos, sin` (float32, no .to(x.dtype)), so
      * apply_rotary_pos_emb's q * cos, rotate_half(q) * sin and their sum are float32, then q_embed.to(q_type) */
+    /* Olmo2Config (configuration_olmo2.py @ 008e5743): vocab_size 50304, hidden_size 4096, intermediate_size
+     * 11008, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads None: the heads (__post_init__) */
     {.model_type = "olmo2", .config_class = "Olmo2Config",
-     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(50304, 4096, 11008, 32, 32), [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_OLMO, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE, .rope_f32 = true},
     /* GPTBigCodeConfig: GPT-2's block with multi-query attention (c_attn
      * [H, H + 2 head_dim]) and nn.Linear projections */
+    /* GPTBigCodeConfig's defaults (configuration_gpt_bigcode.py @ 05ff2e98): GPT2Config's (vocab_size 50257,
+     * n_positions 1024, n_embd 768, n_layer 12, n_head 12) and its attribute_map */
     {.model_type = "gpt_bigcode", .config_class = "GPTBigCodeConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
-              [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
-              [K_MAXPOS] = REQ("n_positions"), [K_INTER] = {.key = "n_inner", .how = D_4H},
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50257), [K_HIDDEN] = DEF_ALT("n_embd", "hidden_size", 768),
+              [K_LAYERS] = DEF_ALT("n_layer", "num_hidden_layers", 12), [K_HEADS] = DEF_ALT("n_head", "num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = DEF_ALT("n_positions", "max_position_embeddings", 1024), [K_INTER] = {.key = "n_inner", .how = D_4H},
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation_function", "gelu_pytorch_tanh"),
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_P_ATTN] = DEF("attn_pdrop", 0.1),
               [K_P_RESID] = DEF("resid_pdrop", 0.1), [K_P_EMBD] = DEF("embd_pdrop", 0.1),
@@ -373,10 +389,12 @@ const hf_family vc__hf_families[] = {
      .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .lora_targets = "c_attn"},
     /* OPTConfig: pre-LayerNorm decoder with learned positions (offset 2), ReLU MLP (fc1, fc2), biases */
+    /* OPTConfig's defaults (configuration_opt.py @ 014674d3, the only version read; there the width is d_model,
+     * read as hidden_size through attribute_map): vocab_size 50272, max_position_embeddings 2048,
+     * num_hidden_layers 12, num_attention_heads 12, ffn_dim 3072, width 768 (facebook/opt-125m's) */
     {.model_type = "opt", .config_class = "OPTConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
-              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-5),
-              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("ffn_dim"), [K_HEAD_DIM] = {.how = D_SPLIT},
+     .keys = {LLAMA_SIZES(50272, 768, 3072, 12, 12), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 2048), [K_INTER] = DEF("ffn_dim", 3072), [K_HEAD_DIM] = {.how = D_SPLIT},
               [K_ACT] = ACT("activation_function", "relu"), [K_TIE] = DEF("tie_word_embeddings", 1),
               [K_QKV_BIAS] = DEF("enable_bias", 1), [K_O_BIAS] = DEF("enable_bias", 1), [K_MLP_BIAS] = DEF("enable_bias", 1),
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
@@ -386,11 +404,12 @@ const hf_family vc__hf_families[] = {
      .head = HEAD_LM, .lora_targets = "q_proj,v_proj"},
     /* PhiConfig (phi-1, phi-1.5, phi-2): parallel attention and MLP from one LayerNorm, partial rotary,
      * biases everywhere, an LM head with a bias */
+    /* PhiConfig (configuration_phi.py @ 008e5743; phi-1.5's sizes): vocab_size 51200, hidden_size 2048,
+     * intermediate_size 8192, num_hidden_layers 24, num_attention_heads 32, num_key_value_heads None: the heads */
     {.model_type = "phi", .config_class = "PhiConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
-              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},
+     .keys = {LLAMA_SIZES(51200, 2048, 8192, 24, 32), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},
               [K_EPS] = DEF("layer_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 2048),
-              [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_new"),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_new"),
               [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = FIXED(1), [K_O_BIAS] = FIXED(1), [K_MLP_BIAS] = FIXED(1),
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("resid_pdrop", 0), [K_P_EMBD] = DEF("embd_pdrop", 0),
               [K_ROTARY] = DEF("partial_rotary_factor", 0.5), [K_QK_LAYERNORM] = DEF("qk_layernorm", 0)},
