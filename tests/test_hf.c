@@ -681,6 +681,9 @@ static void test_config_class_rows(void **state)
         {"phi", INT64_C(1418270720)},
         /* DeepseekV3Config(): DeepSeek-V3, 671,026,404,352 (test_mla's count of tests/data/hf/deepseek-v3.json) */
         {"deepseek_v3", INT64_C(671026404352)},
+        /* DeepseekV32Config(): DeepSeek-V3.2, DeepSeek-V3's count + 61 indexers of 13,959,424 = 671,877,929,216
+         * (test_fam_deepseek_v32's count of tests/data/hf/deepseek-v3.2.json) */
+        {"deepseek_v32", INT64_C(671877929216)},
     };
     char js[256];
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
@@ -717,6 +720,16 @@ static void test_config_class_rows(void **state)
     snprintf(js, sizeof js, "%s}", q3);
     assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
     assert_non_null(strstr(CLI_MSG(&err), "num_key_value_heads (32: absent, the default of Qwen3Config)"));
+    /* Glm4MoeConfig() (@ 008e5743) has no head_dim and 96 heads that do not divide its 4096: refused naming the heads
+     * and both class defaults. With GLM-4.5-Air's head_dim 128 it is GLM-4.5-Air less its q/k/v biases (the class's
+     * attention_bias False), by hand: 46 x (q / o 2 x 4096 x 12288 + k / v 2 x 4096 x 1024 + norms 8,192) + the
+     * dense layer's 3 x 4096 x 10944 + 45 x (router 128 x 4096 + 128 experts x 3 x 4096 x 1408 + the shared expert
+     * 3 x 4096 x 1408) + 2 x 151552 x 4096 + 4096 */
+    assert_int_equal(load_js("{\"model_type\":\"glm4_moe\"}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(CLI_PATH(&err), "num_attention_heads");
+    assert_non_null(strstr(CLI_MSG(&err), "hidden_size (4096: absent, the default of Glm4MoeConfig) must be divisible by "
+                                          "num_attention_heads (96: absent, the default of Glm4MoeConfig)"));
+    assert_int_equal(count_of("{\"model_type\":\"glm4_moe\",\"head_dim\":128}"), INT64_C(106851586048));
 }
 
 static void test_class_defaults(void **state)
@@ -1118,6 +1131,14 @@ static void test_family_table(void **state)
         } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), f->nested);
+        } else if (!strcmp(f->model_type, "glm4_moe")) {
+            /* Glm4MoeConfig(): 96 heads do not divide 4096 without a head_dim (test_config_class_rows) */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "num_attention_heads");
+        } else if (f->keys[K_TOPK].how == D_REQUIRED) {
+            /* DeepseekV2Config: every size has a default, num_experts_per_tok (None) none */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), f->keys[K_TOPK].key);
         } else if (f->keys[K_VOCAB].how != D_REQUIRED) {
             /* a class whose every key has a default (GptOssConfig, Gemma3TextConfig: transformers'
              * AutoConfig.for_model(model_type) builds it) loads from model_type alone */

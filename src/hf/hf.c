@@ -235,11 +235,16 @@ const hf_family vc__hf_families[] = {
      * shared experts, dense layers below first_k_dense_replace); models/glm4_moe/modeling_glm4_moe.py
      * @ 000c33fd; the MTP layer (num_nextn_predict_layers) is read, not built
      * (Glm4MoeModel._keys_to_ignore_on_load_unexpected) */
+    /* Glm4MoeConfig's sizes (configuration_glm4_moe.py @ 008e5743): vocab_size 151552, hidden_size 4096,
+     * intermediate_size 10944, num_hidden_layers 46, num_attention_heads 96, num_key_value_heads 8; no head_dim
+     * (GLM-4.5's config.json gives 128): the class alone has 96 heads that do not divide 4096, refused naming
+     * num_attention_heads and the class's defaults; attribute_map num_local_experts -> n_routed_experts */
     {.model_type = "glm4_moe", .config_class = "Glm4MoeConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_EPS] = DEF("rms_norm_eps", 1e-5),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151552, 4096, 10944, 46, 96), [K_KV_HEADS] = DEF("num_key_value_heads", 8),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_EPS] = DEF("rms_norm_eps", 1e-5),
               [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 0.5),
-              [K_EXPERTS] = DEF("n_routed_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_EXPERTS] = DEF_ALT("n_routed_experts", "num_local_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 1408), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),
               [K_N_SHARED] = DEF("n_shared_experts", 1), [K_N_GROUP] = DEF("n_group", 1), [K_TOPK_GROUP] = DEF("topk_group", 1),
               [K_FIRST_DENSE] = DEF("first_k_dense_replace", 1), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
@@ -671,12 +676,13 @@ const hf_family vc__hf_families[] = {
      * modules (MLA, dense layers below first_k_dense_replace, stacked experts and shared experts) with
      * DeepseekV2Attention's complex rotation (apply_rotary_emb on freqs_cis) and DeepseekV2Moe's softmax
      * routing, topk_method greedy or group_limited_greedy, no correction bias, no renormalisation; the
-     * sizes LlamaConfig's rows require are required here too, num_experts_per_tok (None by default:
-     * topk fails) as well */
+     * sizes LlamaConfig's defaults (32000, 4096, 11008, 32 layers, 32 heads; num_key_value_heads None: the
+     * heads), attribute_map num_experts -> n_routed_experts; num_experts_per_tok is required (None by
+     * default: topk fails) */
     {.model_type = "deepseek_v2", .config_class = "DeepseekV2Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32000, 4096, 11008, 32, 32), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0),
-              [K_EXPERTS] = DEF("n_routed_experts", 64), [K_TOPK] = REQ("num_experts_per_tok"),
+              [K_EXPERTS] = DEF_ALT("n_routed_experts", "num_experts", 64), [K_TOPK] = REQ("num_experts_per_tok"),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 1407), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
               [K_Q_LORA] = OFF_IF_NULL("q_lora_rank", 1536), [K_KV_LORA] = DEF("kv_lora_rank", 512),
               [K_QK_NOPE] = DEF("qk_nope_head_dim", 128), [K_V_HEAD] = DEF("v_head_dim", 128),
@@ -686,11 +692,11 @@ const hf_family vc__hf_families[] = {
      LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL, .ds_v2 = true},
     /* DeepseekV32Config (configuration_deepseek_v32.py @ 008e5743; DeepSeek-V3.2-Exp, DeepSeek-V3.2):
      * DeepSeek-V3's keys and modules plus the DeepSeek Sparse Attention indexer in every layer
-     * (index_n_heads, index_head_dim, index_topk: src/hf/hf_deepseek_v32.c); the sizes required as in
-     * the deepseek_v3 row. DeepSeek-V3's layers with the indexer's parameters (hf_layers.c); its memory
+     * (index_n_heads, index_head_dim, index_topk: src/hf/hf_deepseek_v32.c); the sizes DeepSeek-V3's
+     * (129280, 7168, 18432, 61 layers, 128 heads; num_key_value_heads shapes no MLA weight: the heads). DeepSeek-V3's layers with the indexer's parameters (hf_layers.c); its memory
      * under --serve src/engine/serve.c's, other modes refused (vc__dsa_check) */
     {.model_type = "deepseek_v32", .config_class = "DeepseekV32Config",
-     .keys = {LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 163840), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(129280, 7168, 18432, 61, 128), [K_MAXPOS] = DEF("max_position_embeddings", 163840), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_EXPERTS] = DEF("n_routed_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 2048), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),
