@@ -623,6 +623,115 @@ static void test_config_class_keys(void **state)
     assert_int_equal(count_of("{\"model_type\":\"qwen2\"}"), INT64_C(12049846272));
 }
 
+/* The other rows against their configuration classes (issue 31): every size key at the class's default, so a
+ * config of model_type alone loads as the class's default model. Each count below is that model's published count
+ * (the model card / safetensors total of the checkpoint whose config the defaults are) or, where the defaults are no
+ * checkpoint's, derived by hand from the modeling source's module shapes. */
+static void test_config_class_rows(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model_type;
+        int64_t params;
+    } rows[] = {
+        /* Qwen3Config() (@ 008e5743: 151936, 4096, 22016, 32 layers, 32 heads, kv 32, head_dim 128), by hand:
+         * 32 x (4 x 4096 x 4096 + q/k norms 2 x 128 + 3 x 4096 x 22016 + 2 x 4096) + 2 x 151936 x 4096 + 4096 */
+        {"qwen3", INT64_C(12049461248)},
+        /* Qwen3MoeConfig() (2048 wide, 24 layers, 32 heads of 64, kv 4, 128 experts of 768, untied), by hand:
+         * 24 x (q 2048 x 2048 + k/v 2 x 2048 x 256 + o 2048 x 2048 + norms 128 + router 2048 x 128 + 128 x 3 x
+         * 2048 x 768 + 2 x 2048) + 2 x 151936 x 2048 + 2048 */
+        {"qwen3_moe", INT64_C(15350731776)},
+        /* GemmaConfig(): gemma-7b, its published 8,537,680,896 (tests/data/hf/gemma-7b.json's count) */
+        {"gemma", INT64_C(8537680896)},
+        /* Gemma2Config(): gemma-2-2b (vocab 256000, 2304, 26 layers, 8 heads / 4 kv of 256), published 2,614,341,888 */
+        {"gemma2", INT64_C(2614341888)},
+        /* Phi3Config(): Phi-3-mini-4k, published 3,821,079,552 (tests/data/hf/phi-3-mini-4k-instruct.json's) */
+        {"phi3", INT64_C(3821079552)},
+        /* MixtralConfig(): Mixtral-8x7B, published 46,702,792,704 */
+        {"mixtral", INT64_C(46702792704)},
+        /* Qwen2MoeConfig(): Qwen1.5-MoE-A2.7B, published 14,315,784,192 */
+        {"qwen2_moe", INT64_C(14315784192)},
+        /* GPT2Config(): openai-community/gpt2, published 124,439,808 (lm_head tied) */
+        {"gpt2", INT64_C(124439808)},
+        /* GPTNeoXConfig(): gpt-neox-20b, published 20,554,567,680 */
+        {"gpt_neox", INT64_C(20554567680)},
+        /* BertConfig(): bert-base-uncased's BertModel 109,482,240 (published) + the classifier 768 x 2 + 2 */
+        {"bert", INT64_C(109483778)},
+        /* RobertaConfig() and XLMRobertaConfig(): BertConfig's sizes (30522, 512 positions), no checkpoint's; the
+         * same count by hand: RobertaClassificationHead's dense 768 x 768 + 768 and out_proj 768 x 2 + 2 are the
+         * pooler's and classifier's shapes */
+        {"roberta", INT64_C(109483778)},
+        {"xlm-roberta", INT64_C(109483778)},
+        /* DistilBertConfig(): distilbert-base-uncased's DistilBertModel 66,362,880 (published) + pre_classifier
+         * 768 x 768 + 768 + classifier 768 x 2 + 2 (tests/data/hf/distilbert-base-uncased.json's count) */
+        {"distilbert", INT64_C(66955010)},
+        /* SmolLM3Config(): SmolLM3-3B, 3,075,098,624 (tests/data/hf/smollm3-3b.json's count) */
+        {"smollm3", INT64_C(3075098624)},
+        /* GraniteConfig(): LlamaConfig's sizes, Llama-2-7B's published 6,738,415,616 */
+        {"granite", INT64_C(6738415616)},
+        /* Olmo2Config() (50304, 4096, 11008, 32 layers, 32 heads, kv 32), by hand: 32 x (4 x 4096^2 + q_norm / k_norm
+         * 2 x 4096 + 3 x 4096 x 11008 + two norms 2 x 4096) + 2 x 50304 x 4096 + 4096 */
+        {"olmo2", INT64_C(6888624128)},
+        /* GPTBigCodeConfig(): GPT-2's sizes with multi-query attention, by hand: gpt2's 124,439,808 less 12 x c_attn's
+         * (768 x 2304 + 2304) - (768 x 896 + 896) = 12 x 1,082,752 */
+        {"gpt_bigcode", INT64_C(111446784)},
+        /* OPTConfig(): facebook/opt-125m, published 125,239,296 */
+        {"opt", INT64_C(125239296)},
+        /* PhiConfig(): microsoft/phi-1_5, published 1,418,270,720 */
+        {"phi", INT64_C(1418270720)},
+        /* DeepseekV3Config(): DeepSeek-V3, 671,026,404,352 (test_mla's count of tests/data/hf/deepseek-v3.json) */
+        {"deepseek_v3", INT64_C(671026404352)},
+        /* DeepseekV32Config(): DeepSeek-V3.2, DeepSeek-V3's count + 61 indexers of 13,959,424 = 671,877,929,216
+         * (test_fam_deepseek_v32's count of tests/data/hf/deepseek-v3.2.json) */
+        {"deepseek_v32", INT64_C(671877929216)},
+    };
+    char js[256];
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        snprintf(js, sizeof js, "{\"model_type\":\"%s\"}", rows[i].model_type);
+        if (count_of(js) != rows[i].params) fail_msg("%s: %lld, not %lld", js, (long long)count_of(js), (long long)rows[i].params);
+    }
+    /* attribute_map aliases: GPT2Config reads hidden_size / num_hidden_layers / num_attention_heads /
+     * max_position_embeddings for n_embd / n_layer / n_head / n_positions; one layer 64 wide: wte 1000 x 64, wpe
+     * 128 x 64, c_attn 64 x 192 + 192, c_proj 64 x 64 + 64, c_fc 64 x 256 + 256, c_proj 256 x 64 + 64, ln_1 / ln_2 /
+     * ln_f 128 each: 64,000 + 8,192 + 12,480 + 4,160 + 16,640 + 16,448 + 384 = 122,304 */
+    assert_int_equal(count_of("{\"model_type\":\"gpt2\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                              "\"num_attention_heads\":4,\"max_position_embeddings\":128}"),
+                     122304);
+    assert_int_equal(count_of("{\"model_type\":\"gpt2\",\"vocab_size\":1000,\"n_embd\":64,\"n_layer\":1,\"n_head\":4,"
+                              "\"n_positions\":128}"),
+                     122304);
+    /* MixtralConfig.attribute_map num_experts -> num_local_experts: 4 experts instead of the default 8. One layer 64
+     * wide, 4 heads (kv 8 does not divide them: 4 given), MLP 128: q/k/v/o 4 x 4,096, router 64 x 4 = 256, experts 4 x
+     * 3 x 64 x 128 = 98,304, norms 128; embed + lm_head 2 x 64,000 + 64: 243,136 */
+    assert_int_equal(count_of("{\"model_type\":\"mixtral\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                              "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"num_key_value_heads\":4,\"num_experts\":4}"),
+                     243136);
+    /* Qwen3Config: num_key_value_heads null is the heads (__post_init__), absent the class's 32 */
+    static const char q3[] = "{\"model_type\":\"qwen3\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"head_dim\":16";
+    snprintf(js, sizeof js, "%s,\"num_key_value_heads\":null}", q3);
+    assert_int_equal(emitted(js, "\"num_kv_heads\":\t4"), 1);
+    /* a default that does not divide the config's heads is named as the class's: Gemma2Config's 4 kv heads, 6 heads */
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js("{\"model_type\":\"gemma2\",\"num_attention_heads\":6}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(CLI_PATH(&err), "num_key_value_heads");
+    assert_non_null(strstr(CLI_MSG(&err), "num_key_value_heads (4: absent, the default of Gemma2Config)"));
+    snprintf(js, sizeof js, "%s}", q3);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_non_null(strstr(CLI_MSG(&err), "num_key_value_heads (32: absent, the default of Qwen3Config)"));
+    /* Glm4MoeConfig() (@ 008e5743) has no head_dim and 96 heads that do not divide its 4096: refused naming the heads
+     * and both class defaults. With GLM-4.5-Air's head_dim 128 it is GLM-4.5-Air less its q/k/v biases (the class's
+     * attention_bias False), by hand: 46 x (q / o 2 x 4096 x 12288 + k / v 2 x 4096 x 1024 + norms 8,192) + the
+     * dense layer's 3 x 4096 x 10944 + 45 x (router 128 x 4096 + 128 experts x 3 x 4096 x 1408 + the shared expert
+     * 3 x 4096 x 1408) + 2 x 151552 x 4096 + 4096 */
+    assert_int_equal(load_js("{\"model_type\":\"glm4_moe\"}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(CLI_PATH(&err), "num_attention_heads");
+    assert_non_null(strstr(CLI_MSG(&err), "hidden_size (4096: absent, the default of Glm4MoeConfig) must be divisible by "
+                                          "num_attention_heads (96: absent, the default of Glm4MoeConfig)"));
+    assert_int_equal(count_of("{\"model_type\":\"glm4_moe\",\"head_dim\":128}"), INT64_C(106851586048));
+}
+
 static void test_class_defaults(void **state)
 {
     (void)state;
@@ -688,7 +797,7 @@ static void test_class_defaults(void **state)
      * tests/data/hf/qwen1.5-moe-a2.7b.json without the key gives its published
      * 14,315,784,192 too: its value is the default.) */
     assert_int_equal(count_of("{\"model_type\":\"qwen2_moe\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
-                              "\"num_attention_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,"
+                              "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,"
                               "\"moe_intermediate_size\":32}"),
                      1251008);
     /* Qwen2 with use_sliding_window: layer_types slide from max_window_layers
@@ -725,7 +834,7 @@ static void test_config_refusals(void **state)
         {"{\"model_type\":\"llama\"," SIX_KEYS ",\"dtype\":5}", "dtype", VC_ERR_MODEL},
         /* bounded like intermediate_size: 3 x 2^40 x 2048 weights, more than 2^48 */
         {"{\"model_type\":\"qwen2_moe\",\"vocab_size\":1000,\"hidden_size\":2048,\"num_hidden_layers\":1,"
-         "\"num_attention_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":32,"
+         "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":32,"
          "\"shared_expert_intermediate_size\":1099511627776}",
          "shared_expert_intermediate_size", VC_ERR_MODEL},
         {"{\"model_type\":\"qwen3\"," SIX_KEYS ",\"layer_types\":[\"full_attention\"]}", "layer_types", VC_ERR_MODEL},
@@ -1028,6 +1137,14 @@ static void test_family_table(void **state)
         } else if (f->moe == MOE_LFM2) { /* Lfm2MoeConfig() builds, but its layer_types None fails Lfm2DecoderLayer */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), "layer_types");
+        } else if (!strcmp(f->model_type, "glm4_moe")) {
+            /* Glm4MoeConfig(): 96 heads do not divide 4096 without a head_dim (test_config_class_rows) */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "num_attention_heads");
+        } else if (f->keys[K_TOPK].how == D_REQUIRED) {
+            /* DeepseekV2Config: every size has a default, num_experts_per_tok (None) none */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), f->keys[K_TOPK].key);
         } else if (f->keys[K_VOCAB].how != D_REQUIRED) {
             /* a class whose every key has a default (GptOssConfig, Gemma3TextConfig: transformers'
              * AutoConfig.for_model(model_type) builds it) loads from model_type alone */
@@ -1598,7 +1715,7 @@ static void test_text_encoders(void **state)
         {"{\"model_type\":\"distilbert\",\"vocab_size\":1000,\"dim\":64,\"n_layers\":0,\"n_heads\":4,"
          "\"hidden_dim\":128,\"max_position_embeddings\":128}", "n_layers"},
         {"{\"model_type\":\"distilbert\",\"vocab_size\":1000,\"dim\":64,\"n_layers\":1,\"n_heads\":4,"
-         "\"max_position_embeddings\":128}", "hidden_dim"}, /* required */
+         "\"hidden_dim\":0,\"max_position_embeddings\":128}", "hidden_dim"}, /* DistilBertConfig's 3072 when absent */
         {"{\"model_type\":\"xlm-roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
          "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,\"pad_token_id\":600}",
          "pad_token_id"},
@@ -2196,6 +2313,7 @@ int main(void)
         cmocka_unit_test(test_max_batch_boundary), cmocka_unit_test(test_rmsnorm_saved),
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
         cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults), cmocka_unit_test(test_config_class_keys),
+        cmocka_unit_test(test_config_class_rows),
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),

@@ -44,6 +44,9 @@
 #define REQ(k) {.key = (k), .how = D_REQUIRED}
 #define DEF(k, d) {.key = (k), .def = (d)}
 #define FIXED(d) {.key = NULL, .def = (d)}
+/* a key with a default that the class's attribute_map also reads under another name (GPT2Config's
+ * hidden_size for n_embd) */
+#define DEF_ALT(k, a, d) {.key = (k), .def = (d), .alt = (a)}
 #define OFF_IF_NULL(k, d) {.key = (k), .def = (d), .null_none = true}
 #define ACT(k, d) {.key = (k), .sdef = (d)}
 
@@ -56,6 +59,12 @@
     [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.key = NULL, .how = D_SPLIT},                      \
     [K_ACT] = ACT("hidden_act", "silu"), [K_TIE] = DEF("tie_word_embeddings", 0),                            \
     [K_P_ATTN] = DEF("attention_dropout", 0), [K_ROTARY] = FIXED(1), [K_USE_WINDOW] = FIXED(1)
+
+/* the five sizes every LlamaConfig-like class defaults (vocab_size, hidden_size, intermediate_size,
+ * num_hidden_layers, num_attention_heads), each row's own class's values */
+#define LLAMA_SIZES(v, h, i, n, nh)                                                                            \
+    [K_VOCAB] = DEF("vocab_size", v), [K_HIDDEN] = DEF("hidden_size", h), [K_INTER] = DEF("intermediate_size", i), \
+    [K_LAYERS] = DEF("num_hidden_layers", n), [K_HEADS] = DEF("num_attention_heads", nh)
 
 /* the template of LlamaDecoderLayer: pre-norm RMSNorm, q/k/v/o, SwiGLU */
 #define LLAMA_BLOCK                                                                                            \
@@ -110,22 +119,34 @@ const hf_family vc__hf_families[] = {
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER},
+    /* Qwen3Config (configuration_qwen3.py @ 008e5743): vocab_size 151936, hidden_size 4096, intermediate_size
+     * 22016, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32 when absent (null: the heads,
+     * __post_init__), head_dim 128 */
     {.model_type = "qwen3", .config_class = "Qwen3Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151936, 4096, 22016, 32, 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 32, .how = D_KV_NULL}, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
               [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = QK_PER_HEAD},
+    /* GemmaConfig (configuration_gemma.py @ 008e5743; the class describes gemma-7b): vocab_size 256000,
+     * hidden_size 3072, intermediate_size 24576, num_hidden_layers 28, num_attention_heads 16,
+     * num_key_value_heads 16, head_dim 256, tie_word_embeddings True */
     {.model_type = "gemma", .config_class = "GemmaConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(256000, 3072, 24576, 28, 16), [K_KV_HEADS] = DEF("num_key_value_heads", 16),
+              [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
               [K_MAXPOS] = DEF("max_position_embeddings", 8192),
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true},
+    /* Gemma2Config (configuration_gemma2.py @ 008e5743; the class describes gemma-2-2b): vocab_size 256000,
+     * hidden_size 2304, intermediate_size 9216, num_hidden_layers 26, num_attention_heads 8, num_key_value_heads
+     * 4, head_dim 256, tie_word_embeddings True */
     {.model_type = "gemma2", .config_class = "Gemma2Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(256000, 2304, 9216, 26, 8), [K_KV_HEADS] = DEF("num_key_value_heads", 4),
+              [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
               [K_MAXPOS] = DEF("max_position_embeddings", 8192),
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
@@ -137,25 +158,36 @@ const hf_family vc__hf_families[] = {
       * 4.46 (Gemma2PreTrainedModel._check_and_enable_sdpa swapped the default sdpa for eager: explicit
       * attention weights and the softcapping), sdpa from 4.47 (the override is gone) */
      .eager_release = true},
+    /* Phi3Config (configuration_phi3.py @ 008e5743; the class describes Phi-3-mini-4k): vocab_size 32064,
+     * hidden_size 3072, intermediate_size 8192, num_hidden_layers 32, num_attention_heads 32,
+     * num_key_value_heads None: the heads (__post_init__) */
     {.model_type = "phi3", .config_class = "Phi3Config",
-     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32064, 3072, 8192, 32, 32), [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
               [K_ROTARY] = DEF("partial_rotary_factor", 1.0),
               [K_P_RESID] = DEF("resid_pdrop", 0),
               [K_P_EMBD] = DEF("embd_pdrop", 0), [K_WINDOW] = DEF("sliding_window", 0)},
      LLAMA_BLOCK, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED, .lora_targets = "qkv_proj,o_proj,gate_up_proj,down_proj"},
+    /* MixtralConfig (configuration_mixtral.py @ 008e5743; Mixtral-8x7B's): vocab_size 32000, hidden_size 4096,
+     * intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8 when absent
+     * (null: the heads, __post_init__), num_local_experts 8 (attribute_map: num_experts), top-2 */
     {.model_type = "mixtral", .config_class = "MixtralConfig",
-     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32000, 4096, 14336, 32, 32),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL}, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
-              [K_EXPERTS] = REQ("num_local_experts"),
-              [K_TOPK] = DEF("num_experts_per_tok", 2), [K_MOE_INTER] = REQ("intermediate_size"), [K_NORM_TOPK] = FIXED(1)},
+              [K_EXPERTS] = {.key = "num_local_experts", .def = 8, .alt = "num_experts"},
+              [K_TOPK] = DEF("num_experts_per_tok", 2), [K_MOE_INTER] = DEF("intermediate_size", 14336), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_MIXTRAL},
+    /* Qwen2MoeConfig (configuration_qwen2_moe.py @ 008e5743; Qwen1.5-MoE-A2.7B's): vocab_size 151936,
+     * hidden_size 2048, intermediate_size 5632, num_hidden_layers 24, num_attention_heads 16, num_key_value_heads
+     * 16 when absent (null: the heads, PreTrainedConfig), num_experts 60, moe_intermediate_size 1408 */
     {.model_type = "qwen2_moe", .config_class = "Qwen2MoeConfig",
-     .keys = {LLAMA_KEYS, [K_INTER] = DEF("intermediate_size", 5632), [K_QKV_BIAS] = DEF("qkv_bias", 1),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151936, 2048, 5632, 24, 16),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 16, .how = D_KV_NULL}, [K_QKV_BIAS] = DEF("qkv_bias", 1),
               [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0),
-              [K_EXPERTS] = REQ("num_experts"), [K_TOPK] = DEF("num_experts_per_tok", 4),
-              [K_MOE_INTER] = REQ("moe_intermediate_size"), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 5632),
+              [K_EXPERTS] = DEF("num_experts", 60), [K_TOPK] = DEF("num_experts_per_tok", 4),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 1408), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 5632),
               [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
               [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .window = WIN_ALTERNATE_BELOW},
@@ -163,17 +195,20 @@ const hf_family vc__hf_families[] = {
      * layer_types (sliding_window on every layer when use_sliding_window), no shared
      * expert, num_experts 128 / top-8 / moe_intermediate_size 768 by default;
      * Qwen3MoeAttention is Qwen3's (q_norm / k_norm over head_dim), head_dim
-     * getattr(config, "head_dim", hidden_size // num_attention_heads) */
+     * getattr(config, "head_dim", hidden_size // num_attention_heads); the sizes (@ 008e5743): vocab_size 151936,
+     * hidden_size 2048, intermediate_size 6144, num_hidden_layers 24, num_attention_heads 32,
+     * num_key_value_heads 4, max_position_embeddings 32768; attribute_map num_experts -> num_local_experts */
     {.model_type = "qwen3_moe", .config_class = "Qwen3MoeConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_INTER] = DEF("intermediate_size", 6144),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151936, 2048, 6144, 24, 32), [K_KV_HEADS] = DEF("num_key_value_heads", 4),
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
-              [K_EXPERTS] = DEF("num_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_EXPERTS] = {.key = "num_experts", .def = 128, .alt = "num_local_experts"}, [K_TOPK] = DEF("num_experts_per_tok", 8),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 768), [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1),
               [K_NORM_TOPK] = DEF("norm_topk_prob", 0), [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD},
-    /* DeepseekV3Config (configuration_deepseek_v3.py @ 001f85b3; its defaults are DeepSeek-V3's, the
-     * sizes LlamaConfig's rows require are required here too):
+    /* DeepseekV3Config (configuration_deepseek_v3.py @ 001f85b3; its defaults are DeepSeek-V3's,
+     * the sizes included):
      * DeepseekV3DecoderLayer with DeepseekV3Attention (MLA: layers/mla.c) and, from
      * first_k_dense_replace on, DeepseekV3MoE (SparseMoE style deepseek_v3, stacked experts);
      * head_dim = qk_rope_head_dim; q_lora_rank null: q_proj (DeepSeek-V2-Lite's shape).
@@ -191,7 +226,12 @@ const hf_family vc__hf_families[] = {
     [K_TOPK_GROUP] = DEF("topk_group", 4), [K_FIRST_DENSE] = DEF("first_k_dense_replace", 3),                \
     [K_NEXTN] = DEF("num_nextn_predict_layers", 0), [K_ROPE_INTERLEAVE] = DEF("rope_interleave", 1),         \
     [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 2.5)
-    {.model_type = "deepseek_v3", .config_class = "DeepseekV3Config", .keys = {DEEPSEEK_KEYS},
+    /* DeepseekV3Config.__init__ (@ 001f85b3): vocab_size 129280, hidden_size 7168, intermediate_size 18432,
+     * num_hidden_layers 61, num_attention_heads 128 (num_key_value_heads, 128, shapes no MLA weight: kv_b_proj
+     * gives every head its k and v; read as the heads, as before); Kimi-K2's remote configuration_deepseek.py was
+     * not read: its row keeps the sizes required */
+    {.model_type = "deepseek_v3", .config_class = "DeepseekV3Config",
+     .keys = {DEEPSEEK_KEYS, LLAMA_SIZES(129280, 7168, 18432, 61, 128)},
      LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .lora_targets = NULL},
     /* Kimi-K2 (moonshotai/Kimi-K2-*: model_type kimi_k2, architectures DeepseekV3ForCausalLM, its
      * configuration_deepseek.py through trust_remote_code): DeepSeek-V3's modules and keys */
@@ -204,11 +244,16 @@ const hf_family vc__hf_families[] = {
      * shared experts, dense layers below first_k_dense_replace); models/glm4_moe/modeling_glm4_moe.py
      * @ 000c33fd; the MTP layer (num_nextn_predict_layers) is read, not built
      * (Glm4MoeModel._keys_to_ignore_on_load_unexpected) */
+    /* Glm4MoeConfig's sizes (configuration_glm4_moe.py @ 008e5743): vocab_size 151552, hidden_size 4096,
+     * intermediate_size 10944, num_hidden_layers 46, num_attention_heads 96, num_key_value_heads 8; no head_dim
+     * (GLM-4.5's config.json gives 128): the class alone has 96 heads that do not divide 4096, refused naming
+     * num_attention_heads and the class's defaults; attribute_map num_local_experts -> n_routed_experts */
     {.model_type = "glm4_moe", .config_class = "Glm4MoeConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_EPS] = DEF("rms_norm_eps", 1e-5),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(151552, 4096, 10944, 46, 96), [K_KV_HEADS] = DEF("num_key_value_heads", 8),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_EPS] = DEF("rms_norm_eps", 1e-5),
               [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 0.5),
-              [K_EXPERTS] = DEF("n_routed_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_EXPERTS] = DEF_ALT("n_routed_experts", "num_local_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 1408), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),
               [K_N_SHARED] = DEF("n_shared_experts", 1), [K_N_GROUP] = DEF("n_group", 1), [K_TOPK_GROUP] = DEF("topk_group", 1),
               [K_FIRST_DENSE] = DEF("first_k_dense_replace", 1), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
@@ -280,19 +325,24 @@ const hf_family vc__hf_families[] = {
 #undef QWEN3_5_MOE_KEYS
 #undef QWEN3_5_BLOCK
 #undef QWEN3_5_KEYS
+    /* GPT2Config (configuration_gpt2.py @ 01ae98ae; the class describes openai-community/gpt2): vocab_size
+     * 50257, n_positions 1024, n_embd 768, n_layer 12, n_head 12, n_inner None (4 x n_embd); attribute_map:
+     * hidden_size, max_position_embeddings, num_attention_heads, num_hidden_layers read for the n_* keys */
     {.model_type = "gpt2", .config_class = "GPT2Config",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
-              [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
-              [K_MAXPOS] = REQ("n_positions"), [K_INTER] = {.key = "n_inner", .how = D_4H},
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50257), [K_HIDDEN] = DEF_ALT("n_embd", "hidden_size", 768),
+              [K_LAYERS] = DEF_ALT("n_layer", "num_hidden_layers", 12), [K_HEADS] = DEF_ALT("n_head", "num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = DEF_ALT("n_positions", "max_position_embeddings", 1024), [K_INTER] = {.key = "n_inner", .how = D_4H},
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation_function", "gelu_new"),
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_P_ATTN] = DEF("attn_pdrop", 0.1),
               [K_P_RESID] = DEF("resid_pdrop", 0.1), [K_P_EMBD] = DEF("embd_pdrop", 0.1)},
      .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .lora_targets = "c_attn"},
+    /* GPTNeoXConfig (configuration_gpt_neox.py @ 008e5743; the class describes gpt-neox-20b): vocab_size
+     * 50432, hidden_size 6144, num_hidden_layers 44, num_attention_heads 64, intermediate_size 24576 */
     {.model_type = "gpt_neox", .config_class = "GPTNeoXConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
-              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-5),
-              [K_MAXPOS] = DEF("max_position_embeddings", 2048), [K_INTER] = REQ("intermediate_size"),
+     .keys = {LLAMA_SIZES(50432, 6144, 24576, 44, 64), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 2048),
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),
               [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = DEF("attention_bias", 1),
               [K_O_BIAS] = DEF("attention_bias", 1), [K_MLP_BIAS] = DEF("attention_bias", 1),
@@ -303,8 +353,12 @@ const hf_family vc__hf_families[] = {
     /* SmolLM3Config (the class's defaults are HuggingFaceTB/SmolLM3-3B): a
      * LlamaDecoderLayer whose NoPE layers skip apply_rotary_pos_emb
      * (SmolLM3Attention.use_rope = config.no_rope_layers[layer_idx]) */
+    /* the sizes (configuration_smollm3.py @ 008e5743): vocab_size 128256, hidden_size 2048, intermediate_size
+     * 11008, num_hidden_layers 36, num_attention_heads 16, num_key_value_heads 4 when absent (null: the heads,
+     * __post_init__) */
     {.model_type = "smollm3", .config_class = "SmolLM3Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_TIE] = DEF("tie_word_embeddings", 1),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(128256, 2048, 11008, 36, 16),
+              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 4, .how = D_KV_NULL}, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_TIE] = DEF("tie_word_embeddings", 1),
               [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
@@ -314,8 +368,10 @@ const hf_family vc__hf_families[] = {
     /* GraniteConfig: LlamaDecoderLayer with the muP multipliers
      * (modular_granite.py; attention_multiplier is the softmax scale: no
      * tensor of its own) */
+    /* GraniteConfig (configuration_granite.py @ 008e5743): LlamaConfig's sizes (32000, 4096, 11008, 32 layers, 32
+     * heads), num_key_value_heads None: the heads (__post_init__) */
     {.model_type = "granite", .config_class = "GraniteConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32000, 4096, 11008, 32, 32), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0),
               [K_EMB_MULT] = DEF("embedding_multiplier", 1.0), [K_RESID_MULT] = DEF("residual_multiplier", 1.0),
               [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0)},
@@ -325,16 +381,21 @@ const hf_family vc__hf_families[] = {
      * (Olmo2Attention); Olmo2RMSNorm's (self.weight * hidden_states).to(input_dtype) with hidden_states float32
      * (Olmo3RMSNorm's); Olmo2RotaryEmbedding.forward's `return cos, sin` (float32, no .to(x.dtype)), so
      * apply_rotary_pos_emb's q * cos, rotate_half(q) * sin and their sum are float32, then q_embed.to(q_type) */
+    /* Olmo2Config (configuration_olmo2.py @ 008e5743): vocab_size 50304, hidden_size 4096, intermediate_size
+     * 11008, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads None: the heads (__post_init__) */
     {.model_type = "olmo2", .config_class = "Olmo2Config",
-     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(50304, 4096, 11008, 32, 32), [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_OLMO, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE, .rope_f32 = true},
     /* GPTBigCodeConfig: GPT-2's block with multi-query attention (c_attn
      * [H, H + 2 head_dim]) and nn.Linear projections */
+    /* GPTBigCodeConfig's defaults (configuration_gpt_bigcode.py @ 05ff2e98): GPT2Config's (vocab_size 50257,
+     * n_positions 1024, n_embd 768, n_layer 12, n_head 12) and its attribute_map */
     {.model_type = "gpt_bigcode", .config_class = "GPTBigCodeConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
-              [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
-              [K_MAXPOS] = REQ("n_positions"), [K_INTER] = {.key = "n_inner", .how = D_4H},
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50257), [K_HIDDEN] = DEF_ALT("n_embd", "hidden_size", 768),
+              [K_LAYERS] = DEF_ALT("n_layer", "num_hidden_layers", 12), [K_HEADS] = DEF_ALT("n_head", "num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = DEF_ALT("n_positions", "max_position_embeddings", 1024), [K_INTER] = {.key = "n_inner", .how = D_4H},
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation_function", "gelu_pytorch_tanh"),
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_P_ATTN] = DEF("attn_pdrop", 0.1),
               [K_P_RESID] = DEF("resid_pdrop", 0.1), [K_P_EMBD] = DEF("embd_pdrop", 0.1),
@@ -342,10 +403,12 @@ const hf_family vc__hf_families[] = {
      .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .lora_targets = "c_attn"},
     /* OPTConfig: pre-LayerNorm decoder with learned positions (offset 2), ReLU MLP (fc1, fc2), biases */
+    /* OPTConfig's defaults (configuration_opt.py @ 014674d3, the only version read; there the width is d_model,
+     * read as hidden_size through attribute_map): vocab_size 50272, max_position_embeddings 2048,
+     * num_hidden_layers 12, num_attention_heads 12, ffn_dim 3072, width 768 (facebook/opt-125m's) */
     {.model_type = "opt", .config_class = "OPTConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
-              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-5),
-              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("ffn_dim"), [K_HEAD_DIM] = {.how = D_SPLIT},
+     .keys = {LLAMA_SIZES(50272, 768, 3072, 12, 12), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 2048), [K_INTER] = DEF("ffn_dim", 3072), [K_HEAD_DIM] = {.how = D_SPLIT},
               [K_ACT] = ACT("activation_function", "relu"), [K_TIE] = DEF("tie_word_embeddings", 1),
               [K_QKV_BIAS] = DEF("enable_bias", 1), [K_O_BIAS] = DEF("enable_bias", 1), [K_MLP_BIAS] = DEF("enable_bias", 1),
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
@@ -355,20 +418,24 @@ const hf_family vc__hf_families[] = {
      .head = HEAD_LM, .lora_targets = "q_proj,v_proj"},
     /* PhiConfig (phi-1, phi-1.5, phi-2): parallel attention and MLP from one LayerNorm, partial rotary,
      * biases everywhere, an LM head with a bias */
+    /* PhiConfig (configuration_phi.py @ 008e5743; phi-1.5's sizes): vocab_size 51200, hidden_size 2048,
+     * intermediate_size 8192, num_hidden_layers 24, num_attention_heads 32, num_key_value_heads None: the heads */
     {.model_type = "phi", .config_class = "PhiConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
-              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},
+     .keys = {LLAMA_SIZES(51200, 2048, 8192, 24, 32), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},
               [K_EPS] = DEF("layer_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 2048),
-              [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_new"),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_new"),
               [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = FIXED(1), [K_O_BIAS] = FIXED(1), [K_MLP_BIAS] = FIXED(1),
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("resid_pdrop", 0), [K_P_EMBD] = DEF("embd_pdrop", 0),
               [K_ROTARY] = DEF("partial_rotary_factor", 0.5), [K_QK_LAYERNORM] = DEF("qk_layernorm", 0)},
      .block = BLK_PHI, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .rope_scaling = true, .lm_bias = true, .lora_targets = "q_proj,v_proj,fc1,fc2"},
+    /* BertConfig (configuration_bert.py @ 008f5c8c; bert-base-uncased's), RobertaConfig (configuration_roberta.py
+     * @ 0b03d5ce: "directly inherits BertConfig. It reuses the same defaults", pad_token_id 1) and
+     * XLMRobertaConfig (configuration_xlm_roberta.py @ 0e6f6f74: the same values): vocab_size 30522, hidden_size
+     * 768, num_hidden_layers 12, num_attention_heads 12, intermediate_size 3072, max_position_embeddings 512 */
 #define BERT_KEYS                                                                                              \
-    [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
-    [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
-    [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("intermediate_size"),                       \
+    LLAMA_SIZES(30522, 768, 3072, 12, 12), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
+    [K_MAXPOS] = DEF("max_position_embeddings", 512),                                                         \
     [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),                                     \
     [K_P_ATTN] = DEF("attention_probs_dropout_prob", 0.1), [K_P_RESID] = DEF("hidden_dropout_prob", 0.1),    \
     [K_TYPES] = DEF("type_vocab_size", 2), [K_LABELS] = {.key = "id2label"},                                  \
@@ -458,16 +525,20 @@ const hf_family vc__hf_families[] = {
      LLAMA_BLOCK, .block = BLK_GEMMA4, .embed_scale = true, .qk_norm = QK_PER_HEAD, .nested = "text_config",
      .lora_targets = NULL},
 #undef GEMMA4_KEYS
-    /* DistilBertConfig (configuration_distilbert.py; the sizes required, as the bert row does) and
+    /* DistilBertConfig (configuration_distilbert.py) and
      * modeling_distilbert.py (huggingface/transformers @00b326f4): Embeddings (word + learned positions,
      * LayerNorm eps 1e-12, dropout; no token types), TransformerBlock (MultiHeadSelfAttention q/k/v/out_lin
      * with biases, dropout on the probabilities; sa_layer_norm(out + x); FFN lin1, activation, lin2,
      * dropout; output_layer_norm(ffn + sa)), DistilBertForSequenceClassification (hidden[:, 0],
      * pre_classifier, ReLU, dropout(seq_classif_dropout), classifier). PEFT: q_lin, v_lin. */
+    /* DistilBertConfig's defaults (configuration_distilbert.py @ 06053b84, distilbert-base-uncased's):
+     * vocab_size 30522, max_position_embeddings 512, n_layers 6, n_heads 12, dim 768, hidden_dim 3072;
+     * attribute_map: hidden_size, num_attention_heads, num_hidden_layers read for dim, n_heads, n_layers */
     {.model_type = "distilbert", .config_class = "DistilBertConfig",
-     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("dim"), [K_LAYERS] = REQ("n_layers"),
-              [K_HEADS] = REQ("n_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-12),
-              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("hidden_dim"),
+     .keys = {[K_VOCAB] = DEF("vocab_size", 30522), [K_HIDDEN] = DEF_ALT("dim", "hidden_size", 768),
+              [K_LAYERS] = DEF_ALT("n_layers", "num_hidden_layers", 6), [K_HEADS] = DEF_ALT("n_heads", "num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-12),
+              [K_MAXPOS] = DEF("max_position_embeddings", 512), [K_INTER] = DEF("hidden_dim", 3072),
               [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation", "gelu"),
               [K_P_ATTN] = DEF("attention_dropout", 0.1), [K_P_RESID] = DEF("dropout", 0.1),
               [K_LABELS] = {.key = "id2label"}, [K_P_CLS] = DEF("seq_classif_dropout", 0.2),
@@ -619,12 +690,13 @@ const hf_family vc__hf_families[] = {
      * modules (MLA, dense layers below first_k_dense_replace, stacked experts and shared experts) with
      * DeepseekV2Attention's complex rotation (apply_rotary_emb on freqs_cis) and DeepseekV2Moe's softmax
      * routing, topk_method greedy or group_limited_greedy, no correction bias, no renormalisation; the
-     * sizes LlamaConfig's rows require are required here too, num_experts_per_tok (None by default:
-     * topk fails) as well */
+     * sizes LlamaConfig's defaults (32000, 4096, 11008, 32 layers, 32 heads; num_key_value_heads None: the
+     * heads), attribute_map num_experts -> n_routed_experts; num_experts_per_tok is required (None by
+     * default: topk fails) */
     {.model_type = "deepseek_v2", .config_class = "DeepseekV2Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(32000, 4096, 11008, 32, 32), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0),
-              [K_EXPERTS] = DEF("n_routed_experts", 64), [K_TOPK] = REQ("num_experts_per_tok"),
+              [K_EXPERTS] = DEF_ALT("n_routed_experts", "num_experts", 64), [K_TOPK] = REQ("num_experts_per_tok"),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 1407), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
               [K_Q_LORA] = OFF_IF_NULL("q_lora_rank", 1536), [K_KV_LORA] = DEF("kv_lora_rank", 512),
               [K_QK_NOPE] = DEF("qk_nope_head_dim", 128), [K_V_HEAD] = DEF("v_head_dim", 128),
@@ -634,11 +706,11 @@ const hf_family vc__hf_families[] = {
      LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL, .ds_v2 = true},
     /* DeepseekV32Config (configuration_deepseek_v32.py @ 008e5743; DeepSeek-V3.2-Exp, DeepSeek-V3.2):
      * DeepSeek-V3's keys and modules plus the DeepSeek Sparse Attention indexer in every layer
-     * (index_n_heads, index_head_dim, index_topk: src/hf/hf_deepseek_v32.c); the sizes required as in
-     * the deepseek_v3 row. DeepSeek-V3's layers with the indexer's parameters (hf_layers.c); its memory
+     * (index_n_heads, index_head_dim, index_topk: src/hf/hf_deepseek_v32.c); the sizes DeepSeek-V3's
+     * (129280, 7168, 18432, 61 layers, 128 heads; num_key_value_heads shapes no MLA weight: the heads). DeepSeek-V3's layers with the indexer's parameters (hf_layers.c); its memory
      * under --serve src/engine/serve.c's, other modes refused (vc__dsa_check) */
     {.model_type = "deepseek_v32", .config_class = "DeepseekV32Config",
-     .keys = {LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 163840), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64),
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(129280, 7168, 18432, 61, 128), [K_MAXPOS] = DEF("max_position_embeddings", 163840), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_EXPERTS] = DEF("n_routed_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
               [K_MOE_INTER] = DEF("moe_intermediate_size", 2048), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),

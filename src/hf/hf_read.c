@@ -207,13 +207,27 @@ static const struct {
     [K_P_ACT] = {T_NUM, offsetof(arch, wh.p_act), 0, 1},
 };
 
+/* ": absent, the default of <class>" where the config lacks the role's key (and its alternative) and the row
+ * gave the class's default, else "" */
+static const char *class_default(rd *r, const hf_family *f, int role, char *buf, size_t n)
+{
+    const hf_key *k = &f->keys[role];
+    *buf = 0;
+    if (k->key && k->how == D_VALUE && !cJSON_GetObjectItemCaseSensitive(r->cfg, k->key) &&
+        !(k->alt && cJSON_GetObjectItemCaseSensitive(r->cfg, k->alt)))
+        snprintf(buf, n, ": absent, the default of %s", f->config_class);
+    return buf;
+}
+
 /* head_dim = hidden size / heads, which must divide it (the error names
- * the heads' key). */
+ * the heads' key, and a class default among the two as such). */
 static int split_heads(rd *r, const hf_family *f, int64_t H, int64_t NH, int64_t *out)
 {
+    char dh[160], dn[160];
     if (H % NH)
-        return vc__hf_bad(r, f->keys[K_HEADS].key, "%s (%lld) must be divisible by %s (%lld)", f->keys[K_HIDDEN].key, (long long)H,
-                   f->keys[K_HEADS].key, (long long)NH);
+        return vc__hf_bad(r, f->keys[K_HEADS].key, "%s (%lld%s) must be divisible by %s (%lld%s)", f->keys[K_HIDDEN].key,
+                          (long long)H, class_default(r, f, K_HIDDEN, dh, sizeof dh), f->keys[K_HEADS].key, (long long)NH,
+                          class_default(r, f, K_HEADS, dn, sizeof dn));
     *out = H / NH;
     return 0;
 }
@@ -403,8 +417,10 @@ static int read_family(rd *r, arch *a)
         /* Exaone4Config.__init__: sliding_window_pattern only computes layer_types when the config has none */
         if (role == K_WINDOW_PATTERN && f->nope_full && a->layer_types) continue;
         if (read_key(r, a, role)) return -1;
-        /* a class default the config lacks (D_KV_NULL: MistralConfig's 8, Qwen2Config's 32) is named as such */
-        const bool kv_def = role == K_KV_HEADS && f->keys[K_KV_HEADS].how == D_KV_NULL &&
+        /* a class default the config lacks (D_KV_NULL: MistralConfig's 8, Qwen2Config's 32; a plain default:
+         * Gemma2Config's 4) is named as such */
+        const bool kv_def = role == K_KV_HEADS && f->keys[K_KV_HEADS].key &&
+                            (f->keys[K_KV_HEADS].how == D_KV_NULL || f->keys[K_KV_HEADS].how == D_VALUE) &&
                             !cJSON_GetObjectItemCaseSensitive(r->cfg, f->keys[K_KV_HEADS].key);
         if (role == K_KV_HEADS && a->NH % a->KV)
             return vc__hf_bad(r, kv_def ? f->keys[K_KV_HEADS].key : role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"),
