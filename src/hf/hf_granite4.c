@@ -289,6 +289,17 @@ static void g_residual(rd *r, cJSON *arr, const arch *a, const char *scale, cons
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", add), residual, scale, NULL, NULL);
 }
 
+/* lm_head: a Linear from the hidden size to the vocabulary without bias, tied to `tie_to` under tie_word_embeddings
+ * (tie_to NULL: never tied) */
+static void g_lm_head(rd *r, cJSON *arr, const arch *a, const char *tie_to)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Linear", "lm_head");
+    vc__hf_num(r, o, "in_features", (double)a->H);
+    vc__hf_num(r, o, "out_features", (double)a->V);
+    vc__hf_flag(r, o, "bias", false);
+    if (tie_to && a->tie) vc__hf_str(r, o, "tie", tie_to);
+}
+
 /* The Mamba2Mixer layer after in_proj (layers/mamba2.c), out_proj's bias `bias`; grouped: the gated norm's variance
  * per group (nemotron_h's Zamba2RMSNormGated, group_size = intermediate // n_groups) */
 static cJSON *g_mixer_core(rd *r, cJSON *arr, const arch *a, const char *name, bool bias, bool grouped)
@@ -406,11 +417,7 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
     }
     g_stack(r, arr, a, "model.layers", "model.embedding_multiplier", "model.embedding_multiplier", granite_kind, g_layer);
     g_norm(r, arr, a, "model.norm", NULL);
-    o = vc__hf_layer(r, arr, "Linear", "lm_head");
-    vc__hf_num(r, o, "in_features", (double)a->H);
-    vc__hf_num(r, o, "out_features", (double)a->V);
-    vc__hf_flag(r, o, "bias", false);
-    if (a->tie) vc__hf_str(r, o, "tie", "model.embed_tokens");
+    g_lm_head(r, arr, a, "model.embed_tokens");
     o = vc__hf_layer(r, arr, "Scale", "logits_scaling"); /* logits / config.logits_scaling */
     vc__hf_num(r, o, "factor", 1.0 / a->logits_scale);
 }
@@ -548,11 +555,7 @@ void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a)
     g_stack(r, arr, a, "backbone.layers", NULL, "backbone.embeddings", NULL, m2_block); /* the blocks in runs of one checkpointing */
     g_norm(r, arr, a, "backbone.norm_f", NULL);
     m2_cast(r, arr, "lm_head_input", NULL, "parameters"); /* .to(self.lm_head.weight.dtype) */
-    o = vc__hf_layer(r, arr, "Linear", "lm_head");
-    vc__hf_num(r, o, "in_features", (double)a->H);
-    vc__hf_num(r, o, "out_features", (double)a->V);
-    vc__hf_flag(r, o, "bias", false);
-    if (a->tie) vc__hf_str(r, o, "tie", "backbone.embeddings");
+    g_lm_head(r, arr, a, "backbone.embeddings");
     m2_cast(r, arr, "logits_float", NULL, "float32"); /* .float() */
 }
 
@@ -755,10 +758,7 @@ void vc__hf_nemotron_h_write(rd *r, cJSON *arr, const arch *a)
     vc__hf_num(r, o, "embedding_dim", (double)a->H);
     g_stack(r, arr, a, "model.layers", "model.embeddings", "model.embeddings", nh_kind, nh_layer);
     g_norm(r, arr, a, "model.norm_f", NULL);
-    o = vc__hf_layer(r, arr, "Linear", "lm_head");
-    vc__hf_num(r, o, "in_features", (double)a->H);
-    vc__hf_num(r, o, "out_features", (double)a->V);
-    vc__hf_flag(r, o, "bias", false);
+    g_lm_head(r, arr, a, NULL);
 }
 
 /* ------------------------------------------------------------ falcon_h1
@@ -965,10 +965,6 @@ void vc__hf_falcon_h1_write(rd *r, cJSON *arr, const arch *a)
     vc__hf_num(r, o, "rotary_dim", (double)a->D);
     g_stack(r, arr, a, "model.layers", "model.embedding_multiplier", "model.embedding_multiplier", NULL, fh_layer);
     g_norm(r, arr, a, "model.final_layernorm", NULL);
-    o = vc__hf_layer(r, arr, "Linear", "lm_head");
-    vc__hf_num(r, o, "in_features", (double)a->H);
-    vc__hf_num(r, o, "out_features", (double)a->V);
-    vc__hf_flag(r, o, "bias", false);
-    if (a->tie) vc__hf_str(r, o, "tie", "model.embed_tokens");
+    g_lm_head(r, arr, a, "model.embed_tokens");
     g_scale(r, arr, "lm_head_multiplier", NULL, a->fh.lm_head); /* lm_head(...) * self.model.lm_head_multiplier */
 }
