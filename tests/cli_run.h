@@ -8,6 +8,10 @@
 #ifndef VC_TEST_CLI_RUN_H
 #define VC_TEST_CLI_RUN_H
 
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
 /* The CLI's exit status, stdout and stderr for `args` (a shell word list). */
 typedef struct {
     int status;
@@ -102,6 +106,21 @@ static inline void assert_measured(const cli_measured *cases, size_t n, const ch
         double err = 100.0 * (double)(e - cases[i].measured) / (double)cases[i].measured;
         if (err < -bound || err > bound) fail_msg("%s: estimate %lld, measured %lld (%+.2f%%)", a, e, cases[i].measured, err);
     }
+}
+
+/* The number at obj.key (obj NULL: key at the top) of the CLI's JSON for `args` -f json, which must exit 0 */
+static inline int64_t cli_json_num(const char *args, const char *obj, const char *key)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "%s -f json", args);
+    cJSON *j = cJSON_Parse(cli_output(a));
+    assert_non_null(j);
+    const cJSON *o = obj ? cJSON_GetObjectItemCaseSensitive(j, obj) : j;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v)) fail_msg("no number %s.%s", obj ? obj : "", key);
+    int64_t n = (int64_t)v->valuedouble;
+    cJSON_Delete(j);
+    return n;
 }
 
 #endif

@@ -97,11 +97,7 @@ static void test_bad_keys(void **state)
     char js[512];
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(js, sizeof js, AR ",%s}", bad[i].kv);
-        vc_model *m = NULL;
-        vc_error err;
-        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
-        assert_null(m);
-        if (strcmp(CLI_PATH(&err), bad[i].key)) fail_msg("%s: path %s (%s)", bad[i].kv, err.path, err.msg);
+        fam_refused(js, bad[i].key);
     }
     char path[] = "/tmp/vc_arcee_XXXXXX";
     fam_write(path, AR ",\"hidden_act\":\"relu3\"}");
@@ -117,19 +113,7 @@ static void test_generate_serve(void **state)
     (void)state;
     const char *out = cli_output(HF "afm-4.5b.json --serve --gpu h100-80gb");
     assert_non_null(strstr(out, "1.1 MiB per block"));
-    vc_model *m = NULL;
-    vc_error err;
-    assert_int_equal(load_js(AR "}", &m, &err), VC_OK);
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = VC_MODE_GENERATE;
-    o.prompt = 16;
-    o.new_tokens = 4;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * 2 * 16 * 4);
-    vc_result_free(&r);
-    vc_model_free(m);
+    assert_int_equal(fam_kv_cache(AR "}", 16, 4), 19 * 2 * 2 * 2 * 16 * 4);
 }
 
 /* arcee_small's measured training and no_grad cases within 0.1% (fp32 is where the Mul form of relu2 was 1.47% low:

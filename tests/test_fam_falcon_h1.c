@@ -59,20 +59,6 @@ static int64_t layer(int64_t H, int64_t I, int64_t NH, int64_t KV, int64_t d, in
     return 2 * H + H * (Di + CD + mh) + CD * 4 + CD + 3 * mh + Di * H + 2 * H * NH * d + 2 * H * KV * d + 3 * H * I;
 }
 
-static int64_t cli_num(const char *args, const char *obj, const char *key)
-{
-    char a[1024];
-    snprintf(a, sizeof a, "%s -f json", args);
-    cJSON *j = cJSON_Parse(cli_output(a));
-    assert_non_null(j);
-    const cJSON *o = obj ? cJSON_GetObjectItemCaseSensitive(j, obj) : j;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v)) fail_msg("no number %s.%s", obj ? obj : "", key);
-    int64_t n = (int64_t)v->valuedouble;
-    cJSON_Delete(j);
-    return n;
-}
-
 static void test_parameters(void **state)
 {
     (void)state;
@@ -82,8 +68,8 @@ static void test_parameters(void **state)
     const int64_t h7 = 44 * layer(3072, 12288, 12, 2, 128, 24, 128, 256) + 2 * INT64_C(130048) * 3072 + 3072;
     assert_int_equal(h05, INT64_C(521411104));
     assert_int_equal(h7, INT64_C(7585513568));
-    assert_int_equal(cli_num(H05 " -m infer -p bf16", NULL, "parameters"), h05);
-    assert_int_equal(cli_num(H7 " -m infer -p bf16", NULL, "parameters"), h7);
+    assert_int_equal(cli_json_num(H05 " -m infer -p bf16", NULL, "parameters"), h05);
+    assert_int_equal(cli_json_num(H7 " -m infer -p bf16", NULL, "parameters"), h7);
 }
 
 #define SMALL                                                                                                   \
@@ -122,9 +108,9 @@ static void test_generate_state(void **state)
 {
     (void)state;
     const char *a = H05 " -m generate --prompt 1024 --new-tokens 256 -p bf16";
-    assert_int_equal(cli_num(a, "generate", "mamba_state"), INT64_C(14671872));
-    assert_int_equal(cli_num(a, "generate", "mamba_layers"), 36);
-    assert_int_equal(cli_num(a, "generate", "kv_cache"), INT64_C(23574528));
+    assert_int_equal(cli_json_num(a, "generate", "mamba_state"), INT64_C(14671872));
+    assert_int_equal(cli_json_num(a, "generate", "mamba_layers"), 36);
+    assert_int_equal(cli_json_num(a, "generate", "kv_cache"), INT64_C(23574528));
 }
 
 static void test_bad_keys(void **state)

@@ -60,20 +60,6 @@ static int64_t mamba_block(int64_t H, int64_t mh, int64_t mp)
 static int64_t attn_block(int64_t H, int64_t NH) { return H + 2 * H * NH * 128 + 2 * H * 8 * 128; }
 static int64_t mlp_block(int64_t H, int64_t I) { return H + 2 * H * I; }
 
-static int64_t cli_num(const char *args, const char *obj, const char *key)
-{
-    char a[1024];
-    snprintf(a, sizeof a, "%s -f json", args);
-    cJSON *j = cJSON_Parse(cli_output(a));
-    assert_non_null(j);
-    const cJSON *o = obj ? cJSON_GetObjectItemCaseSensitive(j, obj) : j;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v)) fail_msg("no number %s.%s", obj ? obj : "", key);
-    int64_t n = (int64_t)v->valuedouble;
-    cJSON_Delete(j);
-    return n;
-}
-
 static void test_parameters(void **state)
 {
     (void)state;
@@ -88,8 +74,8 @@ static void test_parameters(void **state)
                        2 * INT64_C(131072) * 4480 + 4480;
     assert_int_equal(n9, INT64_C(8888227328)); /* the card's 8.89B */
     /* the generated models hold the same counts */
-    assert_int_equal(cli_num(H8B " -m infer -p bf16", NULL, "parameters"), b8);
-    assert_int_equal(cli_num(NANO9 " -m infer -p bf16", NULL, "parameters"), n9);
+    assert_int_equal(cli_json_num(H8B " -m infer -p bf16", NULL, "parameters"), b8);
+    assert_int_equal(cli_json_num(NANO9 " -m infer -p bf16", NULL, "parameters"), n9);
 }
 
 static void test_layers(void **state)
@@ -130,9 +116,9 @@ static void test_generate_state(void **state)
 {
     (void)state;
     const char *a = NANO9 " -m generate --prompt 1024 --new-tokens 256 -p bf16";
-    assert_int_equal(cli_num(a, "generate", "mamba_state"), INT64_C(73433088));
-    assert_int_equal(cli_num(a, "generate", "mamba_layers"), 27);
-    assert_int_equal(cli_num(a, "generate", "kv_cache"), INT64_C(20955136));
+    assert_int_equal(cli_json_num(a, "generate", "mamba_state"), INT64_C(73433088));
+    assert_int_equal(cli_json_num(a, "generate", "mamba_layers"), 27);
+    assert_int_equal(cli_json_num(a, "generate", "kv_cache"), INT64_C(20955136));
 }
 
 static void test_bad_keys(void **state)
