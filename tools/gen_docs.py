@@ -22,7 +22,8 @@
 
    The environment: COLUMNS and NO_COLOR unset (stdout is a pipe, so no colour and 80
    columns), TMPDIR a scratch directory made for this run and removed after it (so a
-   command that needs a file of its own writes it with `mktemp`, never into the tree),
+   command that needs a file of its own writes it with `mktemp`, never into the tree;
+   VC_COMPARE_MEMO, compare.py's memo of CLI runs, is a folder in it),
    and each command killed after TIMEOUT seconds, or --timeout's (an error: the docs check has
    to stay fast; the sanitizer build's CTest passes a longer one, its binary being tens of times
    slower). A command that prints nothing is an error too (a typo in a path prints one).
@@ -112,8 +113,10 @@ def table(rows):
 
 
 def run(cmd, cli, root, scratch):
+    # VC_COMPARE_MEMO: bench/accuracy/llm/compare.py runs the CLI once per case for all the commands of
+    # this run that grep its output (the memo lives and dies with the scratch directory)
     env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(cli)) + os.pathsep + os.environ.get("PATH", ""),
-               TMPDIR=scratch)
+               TMPDIR=scratch, VC_COMPARE_MEMO=os.path.join(scratch, "compare-memo"))
     for k in ("COLUMNS", "NO_COLOR"):
         env.pop(k, None)
     try:

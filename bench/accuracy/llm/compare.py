@@ -14,12 +14,21 @@ Generation cases (--mode generate with the case's --prompt and --new-tokens)
 compare the prefill peak and the decoding peak separately, each against its
 measured value. Exit status 1 when a case is outside --bound percent (a case with "known_gap", a
 documented gap of the engine, is listed at the end and not held to the bound).
+
+With VC_COMPARE_MEMO set to a directory, each vramcalc run's result is kept there, keyed by the
+CLI binary (its path, size and modification time) and the arguments, and reused by the next
+compare.py with the same binary. The config files are not in the key, so a memo serves one
+run of the docs only: tools/gen_docs.py sets it to its own scratch directory, so the docs'
+thirty-odd commands that grep compare.py's output run the CLI once per case, not once per command
+(the sanitizer build's docs_generated ran every case thirty times: 1,389 s of CI at stop 40).
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -80,6 +89,29 @@ def args_for(case):
     return a
 
 
+def cli_run(cli, a):
+    """subprocess.run([cli] + a) from ROOT, its result memoized in $VC_COMPARE_MEMO when that is set."""
+    memo = os.environ.get("VC_COMPARE_MEMO")
+    if not memo:
+        return subprocess.run([cli] + a, cwd=ROOT, capture_output=True, text=True)
+    st = os.stat(cli)
+    key = json.dumps([os.path.realpath(cli), st.st_size, st.st_mtime_ns, a])
+    path = os.path.join(memo, hashlib.sha256(key.encode()).hexdigest() + ".json")
+    try:
+        with open(path) as f:
+            r = json.load(f)
+        return subprocess.CompletedProcess([cli] + a, r["rc"], r["stdout"], r["stderr"])
+    except FileNotFoundError:
+        pass
+    p = subprocess.run([cli] + a, cwd=ROOT, capture_output=True, text=True)
+    os.makedirs(memo, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=memo, suffix=".tmp")  # written whole, then renamed: readers in parallel
+    with os.fdopen(fd, "w") as f:
+        json.dump({"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}, f)
+    os.replace(tmp, path)
+    return p
+
+
 def run(cli, case, a):
     """vramcalc on the case. A MoE case measured with transformers 4.x's per-expert loop
     (experts_implementation per_expert, reference.py's MixtralSparseMoeBlock) runs with
@@ -101,11 +133,10 @@ def run(cli, case, a):
         if case.get("gradient_checkpointing"):
             a = a + ["--grad-ckpt-kind", "non-reentrant"]
         if "per_expert" not in a:
-            p = subprocess.run([cli] + a + ["--experts-implementation", "grouped_mm"], cwd=ROOT, capture_output=True,
-                               text=True)
+            p = cli_run(cli, a + ["--experts-implementation", "grouped_mm"])
             if "has no SparseMoE layer" not in p.stderr:  # a mixture of experts
                 return p
-    return subprocess.run([cli] + a, cwd=ROOT, capture_output=True, text=True)
+    return cli_run(cli, a)
 
 
 def main():
