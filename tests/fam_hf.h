@@ -2,7 +2,8 @@
  * fam_hf.h — what the family tests (tests/test_fam_*.c) share: a config given as a JSON string loaded
  * as vramcalc's Hugging Face reader loads config.json (no options), its parameter count, how often a
  * string occurs in the model JSON it becomes (--emit-model), a config refused naming a key, generate()'s
- * KV cache, and a config written to a temporary file.
+ * KV cache, a config written to a temporary file, and a config file or string loaded at a --seq (the
+ * encoder-decoders' tests).
  * Static: each test program its own copy.
  * Include after <cmocka.h> (fail_msg).
  */
@@ -71,6 +72,40 @@ static inline int64_t fam_kv_cache(const char *js, int64_t prompt, int64_t new_t
     vc_result_free(&r);
     vc_model_free(m);
     return kv;
+}
+
+/* the config file at path (or the config string js) loaded as the CLI's --seq seq loads it; a failure fails
+ * the test with the error as the CLI prints it */
+static inline vc_model *fam_loaded(vc_status st, vc_model *m, const vc_error *err)
+{
+    if (st != VC_OK) {
+        char msg[1200];
+        vc_error_format(err, msg, sizeof msg);
+        fail_msg("%s", msg);
+    }
+    return m;
+}
+
+static inline vc_model *fam_load_file(const char *path, int64_t seq)
+{
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.seq = seq;
+    vc_model *m = NULL;
+    vc_error err;
+    vc_status st = vc_model_load_file_hf(path, &o, &m, &err);
+    return fam_loaded(st, m, &err);
+}
+
+static inline vc_model *fam_load_string(const char *js, int64_t seq)
+{
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.seq = seq;
+    vc_model *m = NULL;
+    vc_error err;
+    vc_status st = vc_model_load_string_hf(js, strlen(js), "config.json", &o, &m, &err);
+    return fam_loaded(st, m, &err);
 }
 
 /* body written to a new file named from path's mkstemp template (XXXXXX last), for the CLI to read */

@@ -27,25 +27,11 @@
 #include <cmocka.h>
 
 #include "cli_run.h"
+#include "fam_hf.h"
 #include "vramcalc/vramcalc.h"
 
 #define HF VC_TEST_DATA "/hf/"
 #define LLMCFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
-
-static vc_model *load(const char *path, int64_t seq)
-{
-    vc_hf_options o;
-    vc_hf_options_init(&o);
-    o.seq = seq;
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file_hf(path, &o, &m, &err) != VC_OK) {
-        char msg[1200];
-        vc_error_format(&err, msg, sizeof msg);
-        fail_msg("%s", msg);
-    }
-    return m;
-}
 
 /* BartForConditionalGeneration by hand (modeling_bart.py @ efa7189c __init__s), bart-large: V 50265, d_model
  * 1024, 12 + 12 layers, ffn 4096, 1024 positions:
@@ -61,7 +47,7 @@ static vc_model *load(const char *path, int64_t seq)
 static void test_counts(void **state)
 {
     (void)state;
-    vc_model *m = load(HF "bart-large.json", 128);
+    vc_model *m = fam_load_file(HF "bart-large.json", 128);
     assert_int_equal(vc_model_parameters(m), INT64_C(406291456));
     assert_int_equal(vc_model_parameters(m) - 2 * 2 * 1024, INT64_C(406287360));
     vc_model_free(m);
@@ -69,7 +55,7 @@ static void test_counts(void **state)
      * 6: 1500 x 96 x 2 + 2 x 302 x 96 + 2 x 192 + 2 x (4 x 9312 + 192 + 96 x 256 + 256 + 256 x 96 + 96 + 192) +
      * 3 x (8 x 9312 + 3 x 192 + 96 x 320 + 320 + 320 x 96 + 96) = 288,000 + 57,984 + 384 + 174,272 + 410,784
      * = 931,424 (bart_replica.py counts the same) */
-    m = load(LLMCFG "bart_nodrop_small.json", 64);
+    m = fam_load_file(LLMCFG "bart_nodrop_small.json", 64);
     assert_int_equal(vc_model_parameters(m), INT64_C(931424));
     vc_model_free(m);
 }
@@ -78,7 +64,7 @@ static void test_counts(void **state)
 static void test_layers(void **state)
 {
     (void)state;
-    vc_model *m = load(HF "bart-large.json", 128);
+    vc_model *m = fam_load_file(HF "bart-large.json", 128);
     const char *js = vc_model_generated_json(m);
     assert_non_null(js);
     assert_non_null(strstr(js, "\"BartLogitsBias\""));

@@ -26,24 +26,10 @@
 #include <cmocka.h>
 
 #include "cli_run.h"
+#include "fam_hf.h"
 #include "vramcalc/vramcalc.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-static vc_model *load(const char *path, int64_t seq)
-{
-    vc_hf_options o;
-    vc_hf_options_init(&o);
-    o.seq = seq;
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file_hf(path, &o, &m, &err) != VC_OK) {
-        char msg[1200];
-        vc_error_format(&err, msg, sizeof msg);
-        fail_msg("%s", msg);
-    }
-    return m;
-}
 
 /* MT5ForConditionalGeneration by hand (modeling_mt5.py __init__s, T5's): shared V x d_model; per encoder block
  * SelfAttention q, k, v (inner x d_model) and o, layer_norm d_model, DenseReluDense wi_0, wi_1 (d_ff x d_model)
@@ -57,25 +43,12 @@ static vc_model *load(const char *path, int64_t seq)
 static void test_counts(void **state)
 {
     (void)state;
-    vc_model *m = load(HF "mt5-base.json", 128);
+    vc_model *m = fam_load_file(HF "mt5-base.json", 128);
     assert_int_equal(vc_model_parameters(m), INT64_C(582401280));
     vc_model_free(m);
-    m = load(HF "mt5-small.json", 128);
+    m = fam_load_file(HF "mt5-small.json", 128);
     assert_int_equal(vc_model_parameters(m), INT64_C(300176768));
     vc_model_free(m);
-}
-
-static vc_model *load_js(const char *js)
-{
-    char path[] = "/tmp/vc_m5XXXXXX.json";
-    int fd = mkstemps(path, 5);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(js, f);
-    fclose(f);
-    vc_model *m = load(path, 64);
-    remove(path);
-    return m;
 }
 
 /* MT5Config(): feed_forward_proj "gated-gelu" (wi_0, wi_1 and gelu_new), tie_word_embeddings False (lm_head its
@@ -83,7 +56,7 @@ static vc_model *load_js(const char *js)
 static void test_defaults(void **state)
 {
     (void)state;
-    vc_model *m = load_js("{\"model_type\": \"mt5\"}");
+    vc_model *m = fam_load_string("{\"model_type\": \"mt5\"}", 64);
     const char *js = vc_model_generated_json(m);
     assert_non_null(strstr(js, "DenseReluDense.wi_1"));
     assert_non_null(strstr(js, "\"variant\":\t\"new\""));

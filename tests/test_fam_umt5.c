@@ -28,24 +28,10 @@
 #include <cmocka.h>
 
 #include "cli_run.h"
+#include "fam_hf.h"
 #include "vramcalc/vramcalc.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-static vc_model *load(const char *path, int64_t seq)
-{
-    vc_hf_options o;
-    vc_hf_options_init(&o);
-    o.seq = seq;
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file_hf(path, &o, &m, &err) != VC_OK) {
-        char msg[1200];
-        vc_error_format(&err, msg, sizeof msg);
-        fail_msg("%s", msg);
-    }
-    return m;
-}
 
 /* UMT5ForConditionalGeneration by hand (modeling_umt5.py __init__s): shared V x d_model; per encoder block
  * SelfAttention q, k, v (inner x d_model), o, relative_attention_bias 32 x heads, layer_norm d_model,
@@ -69,23 +55,10 @@ static void test_counts(void **state)
              {HF "umt5-small.json", INT64_C(306601984)},
              {HF "umt5-xl.json", INT64_C(3768356864)}};
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        vc_model *m = load(c[i].file, 128);
+        vc_model *m = fam_load_file(c[i].file, 128);
         assert_int_equal(vc_model_parameters(m), c[i].params);
         vc_model_free(m);
     }
-}
-
-static vc_model *load_js(const char *js)
-{
-    char path[] = "/tmp/vc_u5XXXXXX.json";
-    int fd = mkstemps(path, 5);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(js, f);
-    fclose(f);
-    vc_model *m = load(path, 64);
-    remove(path);
-    return m;
 }
 
 /* UMT5Config(): V 250112, d_model 512, d_ff 1024, 8 + 8 blocks of 6 heads, "gated-gelu" (wi_0, wi_1, gelu_new),
@@ -94,7 +67,7 @@ static vc_model *load_js(const char *js)
 static void test_defaults(void **state)
 {
     (void)state;
-    vc_model *m = load_js("{\"model_type\": \"umt5\"}");
+    vc_model *m = fam_load_string("{\"model_type\": \"umt5\"}", 64);
     const char *js = vc_model_generated_json(m);
     assert_non_null(strstr(js, "DenseReluDense.wi_1"));
     assert_non_null(strstr(js, "\"variant\":\t\"new\""));
