@@ -914,7 +914,9 @@ static void fh_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
     (void)i;
     const int64_t Di = a->gh.mh * a->gh.mp, CD = Di + 2 * a->gh.mg * a->gh.mn;
     const int64_t q = a->NH * a->D, kv = a->KV * a->D;
-    g_norm(r, arr, a, "input_layernorm", "attention_in_multiplier");
+    /* FalconH1DecoderLayer.forward's hidden_states (the normed input) stays bound through the Mamba and attention
+     * branches, to `hidden_states = mamba_hidden_states + attention_hidden_states` (modeling_falcon_h1.py @ 68c08116) */
+    g_norm(r, arr, a, "input_layernorm", "mixer_sum");
     /* FalconH1Mixer.cuda_kernels_forward: h x ssm_in_multiplier, in_proj, x mup_vector, the kernels */
     g_scale(r, arr, "mamba.ssm_in_multiplier", NULL, a->fh.ssm_in);
     g_linear(r, arr, "mamba.in_proj", NULL, a->H, Di + CD + a->gh.mh, a->gh.proj_bias);
