@@ -243,6 +243,7 @@ class CausalLM(R.CausalLM):
         self.ckpt_every = 1
         self.ckpt_ops = False
         self.ckpt_save_inputs = False
+        self.ckpt_reentrant = False  # reference.CausalLM._layer reads it (--ckpt-kind reentrant)
         c = cfg.d
         H, nh, _, _, _ = falcon_shape(c)
         V = c.get("vocab_size", 65024)

@@ -293,6 +293,7 @@ class CausalLM(R.CausalLM):
         self.ckpt_every = 1
         self.ckpt_ops = False
         self.ckpt_save_inputs = False
+        self.ckpt_reentrant = False  # reference.CausalLM._layer reads it (--ckpt-kind reentrant)
         H, V = d["hidden_size"], d["vocab_size"]
         self.embed_tokens = nn.Embedding(V, H, d.get("pad_token_id"))
         self.embed_scale = torch.tensor(H ** 0.5)  # Gemma4TextScaledWordEmbedding's buffer (non-persistent)
