@@ -372,6 +372,8 @@ typedef struct {
     bool rope_f32; /* Olmo2's apply_rotary_pos_emb on float32 cos / sin: float32 products, q_embed.to(q_type) */
     bool rope_upcast; /* Cohere's apply_rotary_pos_emb: q.float(), k.float() first, then rope_f32's products */
     bool qk_heads;    /* CohereAttention: q_norm / k_norm weights of [heads, head_dim] (qk_norm_heads) */
+    bool qk_rope;     /* HunYuanDenseV1Attention / HunYuanMoEV1Attention: query_layernorm / key_layernorm per head
+                       * after apply_rotary_pos_emb (qk_norm_after_rope) */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", "glm4", NULL};
@@ -398,8 +400,12 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask) ||
         vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32) ||
         vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads) ||
-        vc_arg_bool(a, "liger_rope", false, &c->liger_rope))
+        vc_arg_bool(a, "liger_rope", false, &c->liger_rope) || vc_arg_bool(a, "qk_norm_after_rope", false, &c->qk_rope))
         return -1;
+    if (c->qk_rope && (!c->qk_norm || c->qk_whole || c->qk_heads || c->rope_style || c->rope_f32 || c->fused || c->falcon ||
+                       c->kv_shared || c->liger_rope || c->output_gate || c->R != c->D))
+        return vc_arg_fail(a, "qk_norm_after_rope", "is HunYuan's attention: needs \"qk_norm\": true per head (no "
+                           "\"qk_norm_whole\" or \"qk_norm_heads\"), separate q, k, v, rope_style llama over the whole head");
     if (c->liger_rope && (c->rope_style || c->rope_f32 || c->fused || c->falcon || c->kv_shared || c->R != c->D))
         return vc_arg_fail(a, "liger_rope", "is LigerRopeFunction: rope_style llama over the whole head, separate q, k, v");
     if (c->rope_upcast && !c->rope_f32) return vc_arg_fail(a, "rope_upcast", "needs \"rope_f32\": true");
@@ -492,8 +498,12 @@ static int ra_setup(vc_setup *s, void *p)
     s->out = vc_shape_make(2, d);
     if (c->qk_whole && !c->qk_norm) return vc_fail(s, "qk_norm_whole", "needs \"qk_norm\": true");
     /* CohereAttention's q_norm / k_norm: CohereLayerNorm(hidden_size=(num_heads, head_dim)), a weight per head */
-    if (c->qk_norm && vc_param(s, "q_norm.weight", c->qk_whole || c->qk_heads ? hd : c->D)) return -1;
-    if (c->qk_norm && !c->kv_shared && vc_param(s, "k_norm.weight", c->qk_whole || c->qk_heads ? kd : c->D)) return -1;
+    /* HunYuanMoEV1Attention.__init__: query_layernorm / key_layernorm = RMSNorm(head_dim) */
+    if (c->qk_norm && vc_param(s, c->qk_rope ? "query_layernorm.weight" : "q_norm.weight", c->qk_whole || c->qk_heads ? hd : c->D))
+        return -1;
+    if (c->qk_norm && !c->kv_shared &&
+        vc_param(s, c->qk_rope ? "key_layernorm.weight" : "k_norm.weight", c->qk_whole || c->qk_heads ? kd : c->D))
+        return -1;
     if (c->sinks && vc_param(s, "sinks", c->H)) return -1; /* GptOssAttention: nn.Parameter(torch.empty(num_attention_heads)) */
     return 0;
 }
@@ -1375,7 +1385,7 @@ static void ra_emit(vc_build *b, const void *p)
         gate = vc__op_clone(b, vc__op_view(b, qg, vc_n_sample(L * H * D), false));
         vc_hold(b, gate);
     }
-    if (c->qk_norm) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
+    if (c->qk_norm && !c->qk_rope) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
                        * Olmo2Attention: self.q_norm(self.q_proj(hidden_states)), one row per token */
         vc_t qp = q, kp = k;
         q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(c->qk_whole ? L : L * H), c->qk_variant);
@@ -1452,11 +1462,15 @@ static void ra_emit(vc_build *b, const void *p)
             vc_release(b, k0);
         }
     }
-    if (c->l2_qk) { /* query_states = self.qk_norm(query_states); key_states likewise (the rebound ones freed) */
+    /* Llama4: query_states = self.qk_norm(query_states) (no weight); HunYuanMoEV1Attention.forward
+     * (models/hunyuan_v1_moe/modeling_hunyuan_v1_moe.py @ 0233e509531ace915c8241b4c16c8032a583279c; hunyuan_v1_dense
+     * the same): query_states = self.query_layernorm(query_states), key_states = self.key_layernorm(key_states) after
+     * apply_rotary_pos_emb, on the [B, heads, L, head_dim] rotated tensors; the rebound ones freed */
+    if (c->l2_qk || c->qk_rope) {
         vc_t q0 = q, k0 = k;
-        q = hf_rmsnorm(b, q, -1, vc_n_sample(L * H), 0);
+        q = hf_rmsnorm(b, q, c->qk_rope ? vc_weight(b, 0) : -1, vc_n_sample(L * H), c->qk_rope ? c->qk_variant : 0);
         vc_release(b, q0);
-        k = hf_rmsnorm(b, k, -1, vc_n_sample(L * KV), 0);
+        k = hf_rmsnorm(b, k, c->qk_rope ? vc_weight(b, 1) : -1, vc_n_sample(L * KV), c->qk_rope ? c->qk_variant : 0);
         vc_release(b, k0);
     }
     vc_t scales = -1;
@@ -1915,9 +1929,10 @@ const vc_kind vc_kind_NewGELU = {
 /* ================================================== SparseMoE */
 
 enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4, MOE_DEEPSEEK_V2, MOE_MINIMAX, MOE_PHIMOE,
-       MOE_GRANITE, MOE_ERNIE, MOE_LFM2 };
+       MOE_GRANITE, MOE_ERNIE, MOE_LFM2, MOE_HUNYUAN };
 static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", "deepseek_v2",
-                                         "minimax_m2", "phimoe", "granitemoe", "ernie4_5_moe", "lfm2_moe", NULL};
+                                         "minimax_m2", "phimoe", "granitemoe", "ernie4_5_moe", "lfm2_moe", "hunyuan_v1_moe",
+                                         NULL};
 /* style deepseek_v2's topk_method (DeepseekV2Moe.route_tokens_to_experts) */
 enum { TOPK_GREEDY, TOPK_GROUP_LIMITED };
 static const char *const topk_methods[] = {"greedy", "group_limited_greedy", NULL};
@@ -1960,9 +1975,9 @@ static int moe_parse(vc_args *a, void *p)
         return -1;
     if (c->style != MOE_LFM2 && vc_arg_type(a, "expert_bias"))
         return vc_arg_fail(a, "expert_bias", "only style lfm2_moe (Lfm2MoeSparseMoeBlock) has an expert_bias buffer");
-    if (c->style != MOE_MINIMAX && c->style != MOE_ERNIE && c->router_f32)
-        return vc_arg_fail(a, "router_f32", "only styles minimax_m2 (vLLM's MiniMaxM2MoE) and ernie4_5_moe (transformers' "
-                           "Ernie4_5_MoeTopKRouter) have a float32 router");
+    if (c->style != MOE_MINIMAX && c->style != MOE_ERNIE && c->style != MOE_HUNYUAN && c->router_f32)
+        return vc_arg_fail(a, "router_f32", "only styles minimax_m2 (vLLM's MiniMaxM2MoE), ernie4_5_moe (transformers' "
+                           "Ernie4_5_MoeTopKRouter) and hunyuan_v1_moe (HunYuanMoEV1Gate) have a float32 router");
     if (c->style != MOE_PHIMOE && vc_arg_type(a, "input_jitter_noise"))
         return vc_arg_fail(a, "input_jitter_noise", "only style phimoe jitters its input");
     if (c->style != MOE_DEEPSEEK_V2 && vc_arg_type(a, "topk_method"))
@@ -2039,6 +2054,14 @@ static int moe_parse(vc_args *a, void *p)
         return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : vc_arg_type(a, "n_group") ? "n_group"
                            : "topk_group", "style ernie4_5_moe (Ernie4_5_MoeTopKRouter, Ernie4_5_MoeExperts) is modelled "
                            "with grouped_mm (transformers 5) and no groups");
+    } else if (c->style == MOE_HUNYUAN && (c->impl != MOE_GROUPED_MM || c->shared < 1 || !c->norm_topk ||
+                                           vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))) {
+        /* HunYuanMoEV1Moe (transformers 5): stacked HunYuanMoEV1Experts, shared_mlp always, the top-k renormalised */
+        return vc_arg_fail(a, c->impl != MOE_GROUPED_MM ? "experts_implementation" : c->shared < 1
+                           ? "shared_expert_intermediate_size" : !c->norm_topk ? "norm_topk_prob" : vc_arg_type(a, "n_group")
+                           ? "n_group" : "topk_group", "style hunyuan_v1_moe (HunYuanMoEV1Gate, HunYuanMoEV1Experts, "
+                           "shared_mlp) is modelled with grouped_mm (transformers 5), a shared MLP, the top-k weights "
+                           "renormalised and no groups");
     } else if (c->style == MOE_LFM2 && (c->impl != MOE_GROUPED_MM || c->shared || vc_arg_type(a, "n_group") ||
                                         vc_arg_type(a, "topk_group"))) {
         /* Lfm2MoeSparseMoeBlock (transformers 5 only): Lfm2MoeExperts (Qwen2MoeExperts), no shared expert, no groups */
@@ -2185,6 +2208,15 @@ static int moe_setup(vc_setup *s, void *p)
                     (vc_param_shape(s, "shared_experts.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                      vc_param_shape(s, "shared_experts.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                      vc_param_shape(s, "shared_experts.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR)));
+        if (c->style == MOE_HUNYUAN) /* HunYuanMoEV1Moe.__init__ (modeling_hunyuan_v1_moe.py @ 0233e509): gate
+                                      * (HunYuanMoEV1Gate: wg = nn.Linear(H, E, bias=False, dtype=torch.float32)), experts
+                                      * (HunYuanMoEV1Experts: [E, 2I, H], [E, H, I]), shared_mlp (HunYuanMoEV1MLP) */
+            return vc_param_shape(s, "gate.wg.weight", 2, (int64_t[2]){c->E, c->hidden}, c->router_f32 ? VC_PARAM_F32 : 0) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "shared_mlp.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_mlp.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_mlp.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
         if (ds2) /* DeepseekV2Moe.__init__: experts (DeepseekV2Experts, stacked), gate (nn.Linear, no bias),
                   * shared_experts (DeepseekV2MLP of moe_intermediate_size x n_shared_experts); no correction bias */
             return vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
@@ -3083,8 +3115,16 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
         se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, sw), vc_weight(b, sw + 1), vc_weight(b, sw + 2));
         vc_hold(b, se);
     }
-    /* the router */
-    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    /* the router. HunYuanMoEV1Moe.forward (modeling_hunyuan_v1_moe.py @ 0233e509531ace915c8241b4c16c8032a583279c):
+     * hidden_states_mlp = self.shared_mlp(hidden_states) first (above; sw = 3: the shared MLP's parameters follow
+     * the experts' as here), router_logits = self.gate(hidden_states) (HunYuanMoEV1Gate: with wg float32,
+     * hidden_states.float() then wg: the copy is what the mm saves; a local until forward returns);
+     * route_tokens_to_experts: softmax(dim=1, dtype=float), topk, routing_weights /= sum(-1, keepdim=True) in place,
+     * .to(router_logits.dtype) (its argument is the logits: float32 with router_f32, a no-op); self.experts
+     * (@use_experts_implementation: grouped_mm); final_hidden_states + hidden_states_mlp (a new tensor) */
+    const bool hy = c->style == MOE_HUNYUAN;
+    vc_t logits = hy && c->router_f32 ? mm_rows(b, vc__op_cast(b, x, VC_DT_F32), vc_weight(b, 0), vc_weight(b, 0), T, E)
+                                      : lin_rows(b, x, vc_weight(b, 0), T, E);
     vc_hold(b, logits); /* returned to the block: `_, top_k_weights, top_k_index = self.gate(x)` binds it until the block returns */
     vc_t sm = vc__op_unary(b, "_softmax", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
     vc_t idx; /* top_k_index: the block's local */
@@ -3097,7 +3137,10 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_release(b, rw);
     vc_release(b, idx);
     vc_release(b, logits);
-    if (c->shared) { /* sigmoid(shared_expert_gate(x)) * shared_expert_output; expert_output += it */
+    if (hy) { /* final_hidden_states + hidden_states_mlp */
+        vc_release(b, se);
+        out = vc__op_add(b, out, se, vc_n_scale(T, H), false);
+    } else if (c->shared) { /* sigmoid(shared_expert_gate(x)) * shared_expert_output; expert_output += it */
         vc_t sg = lin_rows(b, x, vc_weight(b, sw + 3), T, 1);
         sg = vc__op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
         vc_t s2 = vc__op_mul_dt(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));

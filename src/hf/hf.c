@@ -1192,6 +1192,31 @@ const hf_family vc__hf_families[] = {
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_EMB_MULT] = DEF("embedding_multiplier", 1.0)},
      LLAMA_BLOCK, .block = BLK_FALCON_H1, .lora_targets = NULL},
+    /* HunYuanDenseV1Config (configuration_hunyuan_v1_dense.py @ 28ca27cb: vocab_size 290943, hidden_size 4096,
+     * intermediate_size 11008, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads None -> the heads,
+     * max_position_embeddings 2048, rms_norm_eps 1e-5, tie_word_embeddings False, attention_bias False, head_dim None;
+     * the checkpoints' other keys: hf_hunyuan.c) and HunYuanDenseV1ForCausalLM (modeling_hunyuan_v1_dense.py @
+     * 0233e509): LlamaDecoderLayer's template, HunYuanDenseV1Attention (q/k/v/o with attention_bias, head_dim
+     * getattr(config, "head_dim", hidden // heads), query_layernorm / key_layernorm RMSNorm(head_dim) after
+     * apply_rotary_pos_emb), HunYuanDenseV1MLP (no bias), the dynamic-NTK alpha rotary (the cos / sin values only).
+     * PEFT's mapping was not read for hunyuan_v1_dense: --lora-targets. */
+    {.model_type = "hunyuan_v1_dense", .config_class = "HunYuanDenseV1Config",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(290943, 4096, 11008, 32, 32), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0)},
+     LLAMA_BLOCK, .qk_norm = QK_PER_HEAD, .qk_norm_rope = true, .lora_targets = NULL},
+    /* HunYuanMoEV1Config (configuration_hunyuan_v1_moe.py @ 6e4054ae: HunYuanDenseV1Config's defaults, num_experts 1,
+     * moe_topk 1; moe_topk and the checkpoints' other keys: hf_hunyuan.c) and HunYuanMoEV1ForCausalLM
+     * (modeling_hunyuan_v1_moe.py @ 0233e509): hunyuan_v1_dense's attention, HunYuanMoEV1Moe in every layer
+     * (SparseMoE style hunyuan_v1_moe: HunYuanMoEV1Gate's float32 wg, softmax top-k renormalised, HunYuanMoEV1Experts
+     * of intermediate_size, shared_mlp of intermediate_size). PEFT's mapping was not read for hunyuan_v1_moe:
+     * --lora-targets. */
+    {.model_type = "hunyuan_v1_moe", .config_class = "HunYuanMoEV1Config",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(290943, 4096, 11008, 32, 32), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_EXPERTS] = DEF("num_experts", 1), [K_TOPK] = FIXED(1),
+              [K_MOE_INTER] = DEF("intermediate_size", 11008), [K_NORM_TOPK] = FIXED(1)},
+     LLAMA_BLOCK, .moe = MOE_HUNYUAN, .qk_norm = QK_PER_HEAD, .qk_norm_rope = true, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

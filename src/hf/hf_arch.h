@@ -154,6 +154,8 @@ enum {
                    * <= i <= moe_layer_end_index (hf_ernie.c) */
     MOE_LFM2,     /* feed_forward: Lfm2MoeSparseMoeBlock (sigmoid routing, a float32 expert_bias for the choice, stacked
                    * experts, routed_scaling_factor) from num_dense_layers on (hf_lfm2.c) */
+    MOE_HUNYUAN,  /* mlp: HunYuanMoEV1Moe (a float32 gate.wg, softmax top-k renormalised, stacked experts of
+                   * intermediate_size, shared_mlp), every layer (hf_hunyuan.c) */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -237,6 +239,9 @@ typedef struct {
     /* issue 31 (cohere2): rotary only on the sliding layers, the full-attention ones NoPE (Cohere2Attention:
      * apply_rotary_pos_emb if self.sliding_window is not None) */
     bool rope_sliding;
+    /* issue 31 (hunyuan_v1_dense, hunyuan_v1_moe): query_layernorm / key_layernorm per head after
+     * apply_rotary_pos_emb (RotaryAttention qk_norm_after_rope) */
+    bool qk_norm_rope;
 } hf_family;
 
 enum {
@@ -418,7 +423,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -621,6 +626,12 @@ int vc__hf_no_router_logits(rd *r);
  * moe_num_shared_experts, moe_norm_min, use_bias, output_router_logits) checked against what Ernie4_5_MoeForCausalLM
  * builds; -1 with r->err naming the key. */
 int vc__hf_ernie_moe_read(rd *r, arch *a);
+
+/* hf_hunyuan.c: the keys of the HunYuan checkpoints' config.json the hunyuan_v1_dense / hunyuan_v1_moe rows do not
+ * read (num_experts, moe_topk, moe_intermediate_size, num_shared_expert, use_mixed_mlp_moe, use_qk_norm, use_cla,
+ * rope_scaling's alpha) checked against what HunYuanDenseV1ForCausalLM / HunYuanMoEV1ForCausalLM build; -1 with
+ * r->err naming the key. */
+int vc__hf_hunyuan_read(rd *r, arch *a);
 
 /* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
 bool vc__hf_modernbert_local(const arch *a, int64_t i);

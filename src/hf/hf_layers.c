@@ -189,6 +189,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         num(w, o, "qk_norm_eps", a->eps);
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
         if (a->f->qk_norm == QK_HEADS) flag(w, o, "qk_norm_heads", true);
+        if (a->f->qk_norm_rope) flag(w, o, "qk_norm_after_rope", true); /* HunYuan: after apply_rotary_pos_emb */
         if (a->f->norm == NORM_COHERE) str(w, o, "qk_norm_variant", "cohere"); /* CohereLayerNorm */
     }
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
@@ -286,7 +287,7 @@ static void linear_attn(wr *w, const arch *a, const char *in)
 static bool layer_is_moe(const arch *a, int64_t i)
 {
     if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS || a->f->moe == MOE_MINIMAX || a->f->moe == MOE_PHIMOE ||
-        a->f->moe == MOE_GRANITE)
+        a->f->moe == MOE_GRANITE || a->f->moe == MOE_HUNYUAN)
         return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
     if (a->f->moe == MOE_LFM2) return i >= a->first_dense;     /* Lfm2MoeDecoderLayer: layer_idx >= num_dense_layers */
@@ -482,6 +483,15 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
          * dtype */
         if (!a->vllm) flag(w, o, "router_f32", true);
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
+        if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", "grouped_mm");
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_HUNYUAN) {
+        /* HunYuanMoEV1Moe: shared_mlp, gate (HunYuanMoEV1Gate: wg built float32), experts (HunYuanMoEV1Experts,
+         * stacked) (layers/llm.c moe_grouped_emit) */
+        cJSON *o = sparse_moe(w, a, "mlp", "hunyuan_v1_moe");
+        if (!a->vllm) flag(w, o, "router_f32", true);
+        num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->act != A_SILU) str(w, o, "activation", act_json[a->act]);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", "grouped_mm");

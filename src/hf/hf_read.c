@@ -494,6 +494,9 @@ static int read_family(rd *r, arch *a)
     if (f->block == BLK_NEMOTRON_H && vc__hf_nemotron_h_read(r, a)) return -1; /* the pattern and the rest (hf_granite4.c) */
     if (f->block == BLK_VIT && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
     if (f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_read(r, a)) return -1; /* the mamba_* keys, the multipliers (hf_granite4.c) */
+    if (f->qk_norm_rope && vc__hf_hunyuan_read(r, a)) return -1; /* moe_topk and the checkpoints' other keys (hf_hunyuan.c) */
+    if (f->moe == MOE_HUNYUAN && a->K > a->E)
+        return vc__hf_bad(r, "moe_topk", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;

@@ -391,6 +391,9 @@ def main(argv):
         if cfg.model_type == "ernie4_5_moe":  # _keep_in_fp32_modules_strict (ernie_replica.py)
             import ernie_replica
             ernie_replica.keep_fp32(model)
+        if cfg.model_type in ("hunyuan_v1_dense", "hunyuan_v1_moe"):  # the float32 wg and rotary buffers (hunyuan_replica.py)
+            import hunyuan_replica
+            hunyuan_replica.keep_fp32(model)
         if cfg.model_type == "lfm2_moe":  # the float32 expert_bias buffers (lfm2_replica.py)
             import lfm2_replica
             lfm2_replica.keep_fp32(model)

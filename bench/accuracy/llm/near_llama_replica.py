@@ -584,6 +584,9 @@ def layer_and_norm(model_type, cfg=None):
     if model_type in ("cohere", "cohere2"):  # cohere_replica.py; CohereModel.norm: CohereLayerNorm
         import cohere_replica
         return cohere_replica.CohereDecoderLayer, cohere_replica.final_norm(cfg)
+    if model_type in ("hunyuan_v1_dense", "hunyuan_v1_moe"):  # hunyuan_replica.py; HunYuan*Model.norm: LlamaRMSNorm's code
+        import hunyuan_replica
+        return hunyuan_replica.HunYuanDecoderLayer, R.LlamaRMSNorm
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -603,4 +606,5 @@ def layer_types(cfg):
     return ["full_attention"] * cfg.num_hidden_layers, None
 
 
-FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2", "arcee")
+FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2", "arcee",
+            "hunyuan_v1_dense", "hunyuan_v1_moe")

@@ -1962,6 +1962,23 @@ def cases():
             out.append(dict(config=cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
         else:
             out.append(dict(config=cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p, held_out=(i % 3 == 2)))
+    # Tencent HunYuan (issue 31; hunyuan_replica.py, modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py @
+    # 0233e509): hunyuan_small (LlamaDecoderLayer's template, query_layernorm / key_layernorm after the rotation, the
+    # dynamic-NTK alpha rotary, untied) and hunyuan_moe_small (16 experts top-4 of intermediate_size, the shared MLP,
+    # the float32 gate, tied; grouped_mm). Train (full, --grad-ckpt, LoRA on q_proj / v_proj: PEFT's mapping not
+    # read), --mode infer, generate. Every third held out (train_cases' count, then the rest's).
+    for cfg, ex in (("hunyuan_small", None), ("hunyuan_moe_small", "grouped_mm")):
+        train_cases(out, [(cfg, 2, 64, "adamw", "fp32", False, 0), (cfg, 2, 96, "adamw", "bf16", False, 0),
+                          (cfg, 2, 128, "adamw", "fp32", True, 0), (cfg, 4, 64, "adamw", "bf16", False, 8),
+                          (cfg, 2, 96, "adamw", "fp32", True, 8), (cfg, 1, 128, "sgd", "fp32", False, 0)],
+                    lora_targets="q_proj,v_proj", experts=ex)
+        cf = "configs/%s.json" % cfg
+        out += [dict(config=cf, mode="infer", batch=2, seq=128, precision="bf16", experts=ex, held_out=False),
+                dict(config=cf, mode="infer", batch=4, seq=64, precision="fp32", experts=ex, held_out=False),
+                dict(config=cf, mode="generate", batch=2, prompt=32, new_tokens=12, precision="fp32", experts=ex,
+                     held_out=True),
+                dict(config=cf, mode="generate", batch=1, prompt=64, new_tokens=8, precision="bf16", experts=ex,
+                     held_out=False)]
     return out
 
 
