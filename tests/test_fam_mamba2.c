@@ -170,6 +170,7 @@ static void test_refused(void **state)
  *  - attention-free: one KV cache group of the 64 layers (_get_kv_cache_groups_uniform_spec), a block 64 x
  *    2,158,592 = 138,149,888 bytes, num_blocks = pool // 2,158,592 // 64; block_size max_model_len (mamba_block_size
  *    with mamba_cache_mode "none"): 1,280; a request takes one block: concurrency = blocks, tokens = blocks x 1,280;
+ *  - no attention backend runs: the non-torch increase holds cuBLAS alone;
  *  - --kv-cache-dtype fp8 changes nothing (cache_dtype is the attention layers'; the states' is mamba_cache_dtype);
  *  - the profiling run's 8,192 tokens hold, above the weights, at least in_proj's output [8192, 2 x 8,192 + 2 x 8 x
  *    128 + 128] (304,087,040 bytes), ssm_output [8192, 8192] (134,217,728) and Mixer2RMSNormGated.forward_native's
@@ -197,6 +198,8 @@ static void test_serve(void **state)
     char j[512];
     snprintf(j, sizeof j, "%s -f json", a);
     assert_non_null(strstr(cli_output(j), "\"kv_cache_kind\": \"mamba_state\", \"state_layers\": 64"));
+    /* no Attention layer: no attention backend kernels loaded in the profiling run (the non-torch increase) */
+    assert_non_null(strstr(cli_output(j), "\"attention_kernels\": 0}"));
 }
 
 /* 6. The Cast kind (layers/tensor.c): Tensor.to(dtype) is _to_copy, a new tensor in the target dtype, x itself when

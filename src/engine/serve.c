@@ -252,8 +252,10 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
     c.device = gpu->preset;
     vc_context_parts parts;
     int64_t total;
-    /* the attention always runs in the backend's kernels, loaded at its first call */
-    vc_status st = vc_context_estimate(&c, uses | VC_USES_FLASH, &parts, &total, err); /* --cuda, --module-loading */
+    /* the attention always runs in the backend's kernels, loaded at its first call; an attention-free model
+     * (mamba2: r->state_mamba 2 set before, src/engine/serve.c mamba_alone's sources) calls none */
+    vc_status st = vc_context_estimate(&c, uses | (r->state_mamba == 2 ? 0u : VC_USES_FLASH), &parts, &total,
+                                       err); /* --cuda, --module-loading */
     if (st) return st;
     r->non_torch_cublas = parts.cublas;
     r->non_torch_kernels = parts.kernels;
@@ -979,6 +981,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is
      * IsHybrid, so HybridAttentionMambaModelConfig raises the attention block size to the Mamba page computed from
      * the config's mamba_* keys even where no layer is a Mamba layer (Granite-4.0-Micro): not modelled */
+    if (m2_n > 0 && !attn) r->state_mamba = 2; /* attention-free (mamba_alone); vllm_non_torch reads it */
     int m2_ssm_size = 0; /* the temporal state's bytes an element: 0 the model's dtype (mamba_ssm_cache_dtype "auto") */
     if (m2_n > 0 && (st = nemotron_h_ssm_dtype(m, &m2_ssm_size, err))) return st;
     if (m2_n == 0) {
