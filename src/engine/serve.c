@@ -587,8 +587,8 @@ static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (
  *    attention group and one block per DeltaNet group.
  * With prefix caching on (vLLM's mamba_cache_mode "align" for models that support it), block sizes and
  * state pages per request differ: not modelled (docs/inference.md). */
-/* The same page-size unification serves granitemoehybrid's MambaMixer2 layers (mamba_state below): `state`, one
- * layer's state page in bytes, from either kind. */
+/* The same page-size unification serves the MambaMixer2 layers of granitemoehybrid, nemotron_h and falcon_h1
+ * (mamba_state below): `state`, one layer's state page in bytes, from either kind. */
 static vc_status hybrid_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_gdn, int64_t state,
                               int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
 {
@@ -639,6 +639,9 @@ static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dt
  * (cache_dtype is the attention layers'). Then the attention layers' pages and the state pages are unified as
  * for Gated DeltaNet (hybrid_state above; HybridAttentionMambaModelConfig.verify_and_update_config, without
  * prefix caching). */
+/* nemotron_h's NemotronHForCausalLM and falcon_h1's FalconH1ForCausalLM (vllm/model_executor/models/nemotron_h.py @
+ * 8744bb09, falcon_h1.py @ 01894272: IsHybrid, MambaMixer2 layers) are sized the same way, nemotron_h's temporal state
+ * in ssm_size bytes an element (nemotron_h_ssm_dtype below; 0: the model's dtype). One layer's state page in bytes. */
 static vc_status mamba_page(vc_dtype act, int64_t conv, int64_t ssm, int ssm_size, int64_t *state, vc_error *err)
 {
     const int64_t es = vc_dtype_size(act), ss = ssm_size ? ssm_size : es;
@@ -960,8 +963,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
-    /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below); granitemoehybrid's
-     * MambaMixer2 layers: theirs (mamba_state below) */
+    /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below); the MambaMixer2 layers
+     * of granitemoehybrid, nemotron_h and falcon_h1: theirs (mamba_state below), of mamba2 (mamba_alone) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0, m2_n = 0, m2_conv = 0, m2_ssm = 0;
     bool gdn_f32 = false;
     for (size_t i = 0; i < m->ninst; i++)
