@@ -176,12 +176,14 @@ static vc_t mul2(vc_build *b, vc_t x, vc_t y, vc_numel out)
  * 008d9e9577b0eb0149aa6bb0c44da582b10e0b6e, models/zamba2/modeling_zamba2.py Zamba2RMSNormGated.forward, as
  * NemotronHMamba2Mixer builds it with group_size intermediate // n_groups): the same with x viewed as
  * [..., groups, group_size], variance [..., groups, 1] */
-static vc_t gated_norm(vc_build *b, vc_t x, vc_t gate, vc_t w, int64_t rows, int64_t width, int64_t groups)
+static vc_t gated_norm(vc_build *b, vc_t x, vc_t gate, vc_t w, int64_t rows, int64_t width, int64_t groups, bool native)
 {
     const vc_dtype in_dt = vc_dt_of(b, x);
     const vc_numel full = vc_n_sample(rows * width), r = vc_n_sample(rows * groups);
-    vc_t h = vc__op_cast(b, x, VC_DT_F32);
-    vc_t gf = vc__op_cast(b, vc__op_contiguous(b, gate), VC_DT_F32);
+    /* native: vLLM's Mixer2RMSNormGated.forward_native (emit_vllm_profile below): x is not cast first (x *
+     * silu(gate.to(float32)) promotes to float32) and the gate view is cast as it is */
+    vc_t h = native ? x : vc__op_cast(b, x, VC_DT_F32);
+    vc_t gf = vc__op_cast(b, native ? gate : vc__op_contiguous(b, gate), VC_DT_F32);
     vc_t sg = vc__op_unary(b, "silu", gf, VC_SAVE_IN, false);
     h = mul2(b, h, sg, full);
     vc_t sq = mul2(b, h, h, full); /* pow(2) */
@@ -289,7 +291,7 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         y = vc__op_nograd(b, "selective_state_update", xc, cache[1], vc_n_sample(Di), dt);
         cache[1] = vc__op_copy_into(b, cache[1], y);
         /* without the norm, selective_state_update(..., z=gate) gates inside the kernel: y is the output */
-        vc_t out = c->rms_norm ? gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups) : y;
+        vc_t out = c->rms_norm ? gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups, false) : y;
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
         vc_release(b, xc); /* hidden_states_B_C: a local to the return */
         vc_set_output(b, out);
@@ -318,7 +320,7 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
         if (cache) cache[1] = vc__op_copy_into(b, cache[1], fin); /* cache_params.ssm_states[i].copy_(ssm_state) */
         /* without the norm (FalconH1Mixer.cuda_kernels_forward, mamba_rms_norm false): scan_output *
          * torch.nn.functional.silu(gate), two new [L, intermediate] in the gate's dtype */
-        vc_t out = c->rms_norm ? gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups)
+        vc_t out = c->rms_norm ? gated_norm(b, y, gate, vc_weight(b, iw->norm), L, Di, c->norm_groups, false)
                                : mul2(b, y, vc__op_unary(b, "silu", gate, VC_SAVE_IN, false), vc_n_sample(L * Di));
         vc_release(b, y);
         out = vc__op_linear(b, out, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
@@ -340,9 +342,17 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
  *  - gate = projected_states[..., :intermediate] (a view); self.norm(ssm_output, gate): Mixer2RMSNormGated
  *    .forward_cuda with n_groups 1 and one rank: rms_norm_gated (vllm/model_executor/layers/mamba/ops/
  *    layernorm_gated.py: x and z reshaped (views, stride(-1) 1), _layer_norm_fwd's out = torch.empty_like(x)
- *    and rstd float32 [tokens], freed at its return); then out_proj.
+ *    and rstd float32 [tokens], freed at its return); then out_proj;
+ *  - with n_groups > 1 (mamba2's Mamba-Codestral, nemotron_h: Mixer2RMSNormGated(intermediate, n_groups), the
+ *    model's n_groups whatever the transformers norm groups) forward_cuda takes forward_native: x * silu(gate
+ *    .to(float32)) (float32: x stays in the model's dtype and is promoted), x.view(..., groups, group_size)
+ *    .pow(2).mean(-1), x_grouped * rsqrt(variance + eps), self.weight * x.to(input_dtype): gated_norm's order
+ *    without its first cast (native), two float32 [tokens, intermediate] at a time;
+ *  - with use_rms_norm False (falcon_h1's mamba_rms_norm false: FalconH1SSMDecoderLayer passes
+ *    use_rms_norm=config.mamba_rms_norm) forward_cuda returns x * silu(gate.to(float32)).to(input_dtype): the
+ *    float32 gate, its silu, that cast back, the product.
  * _warmup_ssd_kernels' one chunk of dummy inputs (chunk_size tokens, freed and torch.accelerator.empty_cache()
- * before the layer goes on) is not modelled. Mixer2RMSNormGated.forward_native (n_groups > 1) is refused. */
+ * before the layer goes on) is not modelled. */
 static void emit_vllm_profile(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_w *iw)
 {
     const vc_t zx = vc_input(b, 0);
@@ -353,9 +363,17 @@ static void emit_vllm_profile(vc_build *b, const m2_cfg *c, const m2_dims *d, co
     vc_t t = vc__op_clone(b, xbc);                                      /* .transpose(0, 1).clone() */
     vc__op_clone(b, vc__op_view(b, t, vc_n_sample(L * CD), false));     /* .transpose(0, 1).contiguous() */
     vc_t gate = vc__op_view(b, zx, vc_n_sample(L * Di), false);
-    vc_t rstd = vc__op_nograd(b, "_layer_norm_fwd", so, gate, vc_n_sample(L), VC_DT_F32);
-    vc_t y = vc__op_nograd(b, "_layer_norm_fwd", so, gate, vc_n_sample(L * Di), dt);
-    vc_release(b, rstd);
+    vc_t y;
+    if (!c->rms_norm) { /* forward_cuda without the norm: x * silu(gate.to(float32)).to(input_dtype) */
+        vc_t sg = vc__op_unary(b, "silu", vc__op_cast(b, gate, VC_DT_F32), VC_SAVE_IN, false);
+        y = mul2(b, so, vc__op_cast(b, sg, dt), vc_n_sample(L * Di));
+    } else if (c->groups > 1) { /* forward_native: float32 temporaries, the variance over n_groups groups */
+        y = gated_norm(b, so, gate, vc_weight(b, iw->norm), L, Di, c->groups, true);
+    } else {
+        vc_t rstd = vc__op_nograd(b, "_layer_norm_fwd", so, gate, vc_n_sample(L), VC_DT_F32);
+        y = vc__op_nograd(b, "_layer_norm_fwd", so, gate, vc_n_sample(L * Di), dt);
+        vc_release(b, rstd);
+    }
     vc_t out = vc__op_linear(b, y, vc_weight(b, iw->out_w), weight(b, iw->out_b), L, Di, c->hidden);
     vc_release(b, so);
     vc_set_output(b, out);
@@ -367,13 +385,7 @@ static void m2_emit(vc_build *b, const void *p)
     const m2_w iw = weights_of(c);
     const m2_dims d = dims_of(c, vc_input_shape(b, 0)->d[0]);
     if (vc_serve_profile(b)) {
-        if (!c->rms_norm) /* src/hf/hf_granite4.c refuses falcon_h1 under --serve first */
-            vc_refuse(b, O("serve"), "Mamba2 layers without the gated RMSNorm under vLLM are not modelled");
-        else if (c->groups > 1) /* Mixer2RMSNormGated.forward_cuda takes forward_native then */
-            vc_refuse(b, O("serve"), "Mamba2 layers with mamba_n_groups > 1 under vLLM (Mixer2RMSNormGated.forward_native's "
-                      "float32 temporaries) are not modelled");
-        else
-            emit_vllm_profile(b, c, &d, &iw);
+        emit_vllm_profile(b, c, &d, &iw);
         return;
     }
     bool decode = false;

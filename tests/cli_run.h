@@ -123,4 +123,46 @@ static inline int64_t cli_json_num(const char *args, const char *obj, const char
     return n;
 }
 
+/* --serve's figures (the CLI's JSON "serve" object for `args` -f json, which must exit 0), parsed once */
+typedef struct {
+    int64_t state_bytes, state_layers, block_size, page_bytes, kv_cache, blocks, tokens, concurrency, request_tokens;
+} cli_serve_t;
+
+static inline cli_serve_t cli_serve(const char *args)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "%s -f json", args);
+    cJSON *j = cJSON_Parse(cli_output(a));
+    assert_non_null(j);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "serve");
+    static const char *const k[] = {"state_bytes_per_request_layer", "state_layers", "block_size", "page_bytes", "kv_cache",
+                                    "blocks", "tokens", "concurrency", "request_tokens"};
+    int64_t v[9];
+    for (int i = 0; i < 9; i++) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, k[i]);
+        if (!cJSON_IsNumber(n)) fail_msg("%s: no serve.%s", args, k[i]);
+        v[i] = (int64_t)n->valuedouble;
+    }
+    cJSON_Delete(j);
+    return (cli_serve_t){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+}
+
+/* A hybrid model's --serve (src/engine/serve.c hybrid_state): one layer's state page `state` bytes, the attention
+ * block size `blk`, a block `page` bytes (group_size pages), `ga` attention and `gs` state groups: blocks = pool //
+ * block (get_num_blocks), a request cdiv(request tokens, blk) blocks per attention group and one per state group
+ * (get_max_concurrency_for_kv_cache_config), tokens blocks // groups x blk (_report_kv_cache_config) */
+static inline void cli_serve_hybrid(const char *args, int64_t layers, int64_t state, int64_t blk, int64_t page, int64_t ga,
+                                    int64_t gs)
+{
+    const cli_serve_t r = cli_serve(args);
+    assert_int_equal(r.state_layers, layers);
+    assert_int_equal(r.state_bytes, state);
+    assert_int_equal(r.block_size, blk);
+    assert_int_equal(r.page_bytes, page);
+    assert_true(r.kv_cache > 0);
+    assert_int_equal(r.blocks, r.kv_cache / page);
+    assert_int_equal(r.concurrency, r.blocks / (ga * ((r.request_tokens + blk - 1) / blk) + gs));
+    assert_int_equal(r.tokens, r.blocks / (ga + gs) * blk);
+}
+
 #endif

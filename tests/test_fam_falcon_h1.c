@@ -160,12 +160,29 @@ static void test_bad_keys(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    /* vLLM's falcon_h1.py not read (serve.c) */
-    assert_usage(H05 " --serve --gpu h100-80gb", "falcon_h1 under vLLM is not modelled");
     assert_usage(H7 " --tp 2", "falcon_h1: tensor parallelism of the Mamba2 layers is not modelled");
     assert_usage(H05 " -m generate --cache static", "HybridMambaAttentionDynamicCache");
     assert_usage(H05 " -p bf16 --qlora --lora-targets in_proj", "out_proj quantized in training");
     assert_usage(H05 " --lora 8", "--lora-targets"); /* PEFT's mapping has no falcon_h1 */
+}
+
+/* --serve (vLLM; no replica: no vLLM here, every figure derived from its source; src/engine/serve.c mamba_state,
+ * layers/mamba2.c emit_vllm_profile), Falcon-H1-7B on h100-80gb, requests of 1024 + 256 tokens, bf16:
+ *  - a layer's Mamba state a request (mamba_utils.py @ 2afe1e85 mamba2_state_shape with intermediate mamba_d_ssm
+ *    3,072 = 24 heads x 128): conv (3, 3,072 + 2 x 1 x 256) = 10,752 elements, temporal 24 x 128 x 256 = 786,432,
+ *    both bf16 (mamba_cache_dtype and mamba_ssm_cache_dtype "auto"): 1,594,368 bytes;
+ *  - one attention token 2 x 2 kv heads x 128 x 2 bytes = 1,024; block 16 x cdiv(1,594,368, 16,384) = 16 x 98 =
+ *    1,568 tokens (HybridAttentionMambaModelConfig), the state page padded to 1,568 x 1,024 = 1,605,632;
+ *  - every one of the 44 layers has both (FalconH1ParallelHybrid): 44 attention and 44 Mamba layers, group_size 44
+ *    (under 1.5 times the fewest), one group each, a block 44 x 1,605,632 = 70,647,808 bytes; a request
+ *    cdiv(1,280, 1,568) = 1 + 1 = 2 blocks;
+ *  - the Mamba2 layers without the gated norm (mamba_rms_norm false: Mixer2RMSNormGated(use_rms_norm=False)
+ *    .forward_cuda, x * silu(gate.to(float32)).to(dtype)) are served, not refused. */
+static void test_serve(void **state)
+{
+    (void)state;
+    cli_serve_hybrid(H7 " --serve --gpu h100-80gb", 44, INT64_C(1594368), 1568, INT64_C(70647808), 1, 1);
+    assert_non_null(strstr(cli_output(H05 " --serve --gpu h100-80gb"), "Mamba state  (36 Mamba2 layers: conv + SSM state"));
 }
 
 int main(void)
@@ -173,6 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters), cmocka_unit_test(test_layers), cmocka_unit_test(test_generate_state),
         cmocka_unit_test(test_bad_keys),   cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_serve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,13 +151,55 @@ static void test_generate(void **state)
     assert_non_null(strstr(out, "\"cache_class\": \"Mamba2Cache\", \"mamba_state\": 139460608, \"mamba_layers\": 64"));
 }
 
-/* 5. What is not modelled is refused in one line naming the option: vLLM's attention-free Mamba2ForCausalLM under
- * --serve, --tp */
+/* 5. What is not modelled is refused in one line naming the option: --tp (also under --serve) */
 static void test_refused(void **state)
 {
     (void)state;
-    assert_usage(HF "Mamba-Codestral-7B-v0.1.json --serve --gpu h100-80gb", "--serve");
     assert_usage(HF "Mamba-Codestral-7B-v0.1.json --tp 2 --gpus 2", "--tp");
+    assert_usage(HF "Mamba-Codestral-7B-v0.1.json --serve --gpu h100-80gb --tp 2 --gpus 2", "--tp");
+}
+
+/* 6. --serve (vLLM, no replica: no vLLM here; every figure derived from its source, src/engine/serve.c mamba_alone).
+ * Mamba-Codestral-7B on h100-80gb, requests of 1024 + 256 tokens (the CLI's defaults), bf16:
+ *  - one layer's state a request (vllm/model_executor/models/mamba2.py @ 055e47c2 Mamba2ForCausalLM
+ *    .get_mamba_state_shape_from_config -> mamba_utils.py @ 2afe1e85 MambaStateShapeCalculator.mamba2_state_shape):
+ *    conv (conv_kernel - 1, expand x hidden + 2 n_groups state) = (3, 8,192 + 2 x 8 x 128) = 30,720 elements,
+ *    temporal (num_heads, head_dim, state_size) = 128 x 64 x 128 = 1,048,576; both in the model's dtype
+ *    (mamba2_state_dtype with mamba_cache_dtype and mamba_ssm_cache_dtype "auto"): (30,720 + 1,048,576) x 2 =
+ *    2,158,592 bytes (MambaSpec.page_size_bytes, not padded: no attention page to meet);
+ *  - attention-free: one KV cache group of the 64 layers (_get_kv_cache_groups_uniform_spec), a block 64 x
+ *    2,158,592 = 138,149,888 bytes, num_blocks = pool // 2,158,592 // 64; block_size max_model_len (mamba_block_size
+ *    with mamba_cache_mode "none"): 1,280; a request takes one block: concurrency = blocks, tokens = blocks x 1,280;
+ *  - no attention backend runs: the non-torch increase holds cuBLAS alone;
+ *  - --kv-cache-dtype fp8 changes nothing (cache_dtype is the attention layers'; the states' is mamba_cache_dtype);
+ *  - the profiling run's 8,192 tokens hold, above the weights, at least in_proj's output [8192, 2 x 8,192 + 2 x 8 x
+ *    128 + 128] (304,087,040 bytes), ssm_output [8192, 8192] (134,217,728) and Mixer2RMSNormGated.forward_native's
+ *    two float32 [8192, 8192] (536,870,912; n_groups 8 > 1): 975,175,680 bytes. */
+static void test_serve(void **state)
+{
+    (void)state;
+    const char *a = HF "Mamba-Codestral-7B-v0.1.json --serve --gpu h100-80gb";
+    const cli_serve_t r = cli_serve(a);
+    assert_int_equal(r.state_layers, 64);
+    assert_int_equal(r.state_bytes, INT64_C(2158592));
+    assert_int_equal(r.page_bytes, INT64_C(138149888));
+    assert_int_equal(r.block_size, 1280);
+    assert_true(r.kv_cache > 0);
+    assert_int_equal(r.blocks, r.kv_cache / INT64_C(138149888));
+    assert_int_equal(r.concurrency, r.blocks);
+    assert_int_equal(r.tokens, r.blocks * 1280);
+    assert_true(cli_json_num(a, "serve", "profile_peak") - cli_json_num(a, "serve", "weights") >= INT64_C(975175680));
+    const cli_serve_t f = cli_serve(HF "Mamba-Codestral-7B-v0.1.json --serve --gpu h100-80gb --kv-cache-dtype fp8");
+    assert_int_equal(f.page_bytes, r.page_bytes);
+    assert_int_equal(f.blocks, r.blocks);
+    /* the report's cache kind */
+    assert_non_null(strstr(cli_output(a), "Mamba state  (64 Mamba2 layers: conv + SSM state, 2.1 MiB per request and layer, "
+                                          "one block each; attention-free: no K/V, a block a request)"));
+    char j[512];
+    snprintf(j, sizeof j, "%s -f json", a);
+    assert_non_null(strstr(cli_output(j), "\"kv_cache_kind\": \"mamba_state\", \"state_layers\": 64"));
+    /* no Attention layer: no attention backend kernels loaded in the profiling run (the non-torch increase) */
+    assert_non_null(strstr(cli_output(j), "\"attention_kernels\": 0}"));
 }
 
 /* 6. The Cast kind (layers/tensor.c): Tensor.to(dtype) is _to_copy, a new tensor in the target dtype, x itself when
@@ -215,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_bad_keys),
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_serve),
         cmocka_unit_test(test_cast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

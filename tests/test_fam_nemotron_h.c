@@ -190,11 +190,52 @@ static void test_bad_keys(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    /* vLLM's Mixer2RMSNormGated runs forward_native with n_groups > 1; vLLM's nemotron_h.py not read (serve.c) */
-    assert_usage(NANO9 " --serve --gpu h100-80gb", "nemotron_h under vLLM is not modelled");
     assert_usage(H8B " --tp 2", "nemotron_h: tensor parallelism of the Mamba2 layers is not modelled");
     assert_usage(H8B " -m generate --cache static", "HybridMambaAttentionDynamicCache");
     assert_usage(H8B " --qlora --lora-targets in_proj", "out_proj quantized in training");
+}
+
+/* --serve (vLLM; no replica: no vLLM here, every figure derived from its source; src/engine/serve.c mamba_state,
+ * nemotron_h_ssm_dtype; layers/mamba2.c emit_vllm_profile), h100-80gb, requests of 1024 + 256 tokens, bf16:
+ *  - a Mamba layer's state a request (vllm/model_executor/models/nemotron_h.py @ 8744bb09 NemotronHForCausalLM
+ *    .get_mamba_state_shape_from_config: intermediate mamba_num_heads x mamba_head_dim -> mamba_utils.py @ 2afe1e85
+ *    mamba2_state_shape): conv (3, Di + 2 x 8 x 128) in bf16, temporal (128, mamba_head_dim, 128) in float32
+ *    (NemotronHForCausalLMConfig: mamba_ssm_cache_dtype "auto" -> the config's, float32 when absent, as in both
+ *    configs here);
+ *  - one attention token 2 x 8 kv heads x 128 x 2 bytes = 4,096; attention block 16 x cdiv(state, 16 x 4,096)
+ *    (HybridAttentionMambaModelConfig), the state page padded to it; 4 attention layers, so group_size 4 (the Mamba
+ *    layers are 6 or more times as many), a block 4 pages, 1 attention group and cdiv(Mamba layers, 4) state groups;
+ *  - 8B (Di 8,192): conv 3 x 10,240 x 2 = 61,440, temporal 1,048,576 x 4 = 4,194,304: 4,255,744 bytes; block
+ *    16 x cdiv(4,255,744, 65,536) = 16 x 65 = 1,040 tokens, a block 4 x 1,040 x 4,096 = 17,039,360; 24 Mamba layers:
+ *    6 groups; a request cdiv(1,280, 1,040) = 2 + 6 = 8 blocks;
+ *  - Nano-9B-v2 (Di 10,240): conv 3 x 12,288 x 2 = 73,728, temporal 1,310,720 x 4 = 5,242,880: 5,316,608 bytes;
+ *    block 16 x cdiv(5,316,608, 65,536) = 16 x 82 = 1,312 tokens, a block 4 x 1,312 x 4,096 = 21,495,808; 27 Mamba
+ *    layers: 7 groups; a request 1 + 7 = 8 blocks;
+ *  - the 8B with "mamba_ssm_cache_dtype": "bfloat16": temporal 2,097,152: 2,158,592 bytes, block 16 x 33 = 528. */
+static void test_serve(void **state)
+{
+    (void)state;
+    cli_serve_hybrid(H8B " --serve --gpu h100-80gb", 24, INT64_C(4255744), 1040, INT64_C(17039360), 1, 6);
+    cli_serve_hybrid(NANO9 " --serve --gpu h100-80gb", 27, INT64_C(5316608), 1312, INT64_C(21495808), 1, 7);
+    assert_non_null(strstr(cli_output(H8B " --serve --gpu h100-80gb"), "Mamba state  (24 Mamba2 layers: conv + SSM state, "
+                                                                     "4.1 MiB per request and layer, one block each; the "
+                                                                     "attention layers' K/V paged)"));
+    /* the config's mamba_ssm_cache_dtype: bfloat16 (or float16) halves the temporal state; another value exits 2
+     * naming the key (vLLM's STR_DTYPE_TO_TORCH_DTYPE reads more names: not modelled) */
+    static char cfg[1 << 14], body[1 << 14];
+    cli_slurp(H8B, cfg, sizeof cfg);
+    char *at = strstr(cfg, "\"n_groups\": 8");
+    assert_non_null(at);
+    static const char *const v[] = {"\"bfloat16\"", "\"float16\"", "\"fp8\"", "32", "null"};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        snprintf(body, sizeof body, "%.*s\"mamba_ssm_cache_dtype\": %s, %s", (int)(at - cfg), cfg, v[i], at);
+        char path[] = "/tmp/vc_nemotron_h_XXXXXX", args[128];
+        fam_write(path, body);
+        snprintf(args, sizeof args, "%s --serve --gpu h100-80gb", path);
+        if (i < 2) cli_serve_hybrid(args, 24, INT64_C(2158592), 528, INT64_C(4) * 528 * 4096, 1, 6);
+        else assert_usage(args, "mamba_ssm_cache_dtype: ");
+        remove(path);
+    }
 }
 
 /* Mamba2Mixer's norm_groups written by hand: a divisor of num_heads x head_dim, at least 1; exit 2 naming it */
@@ -234,6 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters), cmocka_unit_test(test_layers), cmocka_unit_test(test_generate_state),
         cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_refused), cmocka_unit_test(test_norm_groups),
+        cmocka_unit_test(test_serve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

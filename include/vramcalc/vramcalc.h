@@ -1188,8 +1188,9 @@ typedef struct {
      * pool (graphs_subtracted) where graphs_profiled, unless --cuda-graph-memory gives vLLM's logged measure */
     int64_t graphs_activations, graphs_workspace, graphs_estimate;
     /* the kind of state_layers above: 0 Gated DeltaNet layers (qwen3_next, qwen3_5), 1 MambaMixer2 layers
-     * (granitemoehybrid: conv state (d_conv - 1, conv_dim) + temporal state (heads, head_dim, d_state),
-     * src/engine/serve.c) */
+     * beside attention layers (granitemoehybrid, nemotron_h, falcon_h1: conv state (d_conv - 1, conv_dim) +
+     * temporal state (heads, head_dim, d_state), src/engine/serve.c), 2 MambaMixer2 layers alone (mamba2,
+     * attention-free: one block of every layer's state a request, block_size the request's tokens) */
     int64_t state_mamba;
 } vc_serve_result;
 /* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */

@@ -252,8 +252,10 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
     c.device = gpu->preset;
     vc_context_parts parts;
     int64_t total;
-    /* the attention always runs in the backend's kernels, loaded at its first call */
-    vc_status st = vc_context_estimate(&c, uses | VC_USES_FLASH, &parts, &total, err); /* --cuda, --module-loading */
+    /* the attention always runs in the backend's kernels, loaded at its first call; an attention-free model
+     * (mamba2: r->state_mamba 2 set before, src/engine/serve.c mamba_alone's sources) calls none */
+    vc_status st = vc_context_estimate(&c, uses | (r->state_mamba == 2 ? 0u : VC_USES_FLASH), &parts, &total,
+                                       err); /* --cuda, --module-loading */
     if (st) return st;
     r->non_torch_cublas = parts.cublas;
     r->non_torch_kernels = parts.kernels;
@@ -585,8 +587,8 @@ static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (
  *    attention group and one block per DeltaNet group.
  * With prefix caching on (vLLM's mamba_cache_mode "align" for models that support it), block sizes and
  * state pages per request differ: not modelled (docs/inference.md). */
-/* The same page-size unification serves granitemoehybrid's MambaMixer2 layers (mamba_state below): `state`, one
- * layer's state page in bytes, from either kind. */
+/* The same page-size unification serves the MambaMixer2 layers of granitemoehybrid, nemotron_h and falcon_h1
+ * (mamba_state below): `state`, one layer's state page in bytes, from either kind. */
 static vc_status hybrid_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_gdn, int64_t state,
                               int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
 {
@@ -637,14 +639,81 @@ static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dt
  * (cache_dtype is the attention layers'). Then the attention layers' pages and the state pages are unified as
  * for Gated DeltaNet (hybrid_state above; HybridAttentionMambaModelConfig.verify_and_update_config, without
  * prefix caching). */
-static vc_status mamba_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_mamba, int64_t conv,
-                             int64_t ssm, int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
+/* nemotron_h's NemotronHForCausalLM and falcon_h1's FalconH1ForCausalLM (vllm/model_executor/models/nemotron_h.py @
+ * 8744bb09, falcon_h1.py @ 01894272: IsHybrid, MambaMixer2 layers) are sized the same way, nemotron_h's temporal state
+ * in ssm_size bytes an element (nemotron_h_ssm_dtype below; 0: the model's dtype). One layer's state page in bytes. */
+static vc_status mamba_page(vc_dtype act, int64_t conv, int64_t ssm, int ssm_size, int64_t *state, vc_error *err)
 {
-    int64_t state;
-    if (__builtin_mul_overflow(conv + ssm, (int64_t)vc_dtype_size(act), &state))
+    const int64_t es = vc_dtype_size(act), ss = ssm_size ? ssm_size : es;
+    if (conv > INT64_MAX / 8 / es || ssm > INT64_MAX / 8 / ss || __builtin_add_overflow(conv * es, ssm * ss, state))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a Mamba state page passes 2^63 bytes");
+    return VC_OK;
+}
+
+static vc_status mamba_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_mamba, int64_t conv,
+                             int64_t ssm, int ssm_size, int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
+{
+    int64_t state = 0;
+    vc_status st = mamba_page(act, conv, ssm, ssm_size, &state, err);
+    if (st) return st;
     r->state_mamba = 1;
     return hybrid_state(r, so, act, n_mamba, state, n_attn, nkind, layer_el, err);
+}
+
+/* mamba2 (Mamba2ForCausalLM, vllm-project/vllm @ 055e47c28003156421365af985d676fc921cb075, vllm/model_executor/models/
+ * mamba2.py: IsAttentionFree, get_mamba_state_shape_from_config -> mamba2_state_shape with intermediate expand x
+ * hidden_size, get_mamba_state_dtype_from_config -> mamba2_state_dtype: the model's dtype for both states under
+ * vLLM's defaults) has no attention layer: MODELS_CONFIG_MAP gives Mamba2ForCausalLM MambaModelConfig alone
+ * (vllm/model_executor/models/config.py @ 0144dd5b0d2d9ef9ac2651a3ab6efa83d0497ea9: prefix caching off, no
+ * HybridAttentionMambaModelConfig, so no mamba_page_size_padded), and mamba_block_size is max_model_len
+ * (mamba_cache_mode "none"); every layer's MambaSpec (vllm/model_executor/layers/mamba/abstract.py @ 00b08dc4
+ * MambaBase.get_kv_cache_spec) is the same, so get_kv_cache_groups (vllm/v1/core/kv_cache_utils.py @
+ * 001cabc1be16a59a70d720ed61a13b678c060a18) makes one group of every layer (_get_kv_cache_groups_uniform_spec):
+ * get_num_blocks: available // state page // layers; _report_kv_cache_config's tokens num_blocks x block_size
+ * (max_model_len, the request's tokens here); get_max_concurrency_for_kv_cache_config: one block a request
+ * (MambaSpec.max_memory_usage_bytes with mamba_cache_mode "none": one page). --kv-cache-dtype does not apply
+ * (the states' dtype is mamba_cache_dtype's); the scheduler runs at most max_num_seqs of those requests at once. */
+static vc_status mamba_alone(vc_serve_result *r, vc_dtype act, int64_t n_mamba, int64_t conv, int64_t ssm, vc_error *err)
+{
+    int64_t state = 0;
+    vc_status st = mamba_page(act, conv, ssm, 0, &state, err);
+    if (st) return st;
+    if (__builtin_mul_overflow(state, n_mamba, &r->page_bytes))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a Mamba state block passes 2^63 bytes");
+    r->state_mamba = 2;
+    r->state_layers = n_mamba;
+    r->state_bytes = state;
+    r->block_size = r->request_tokens;
+    r->blocks = r->kv_cache / r->page_bytes;
+    r->concurrency = r->blocks;
+    if (__builtin_mul_overflow(r->blocks, r->request_tokens, &r->tokens))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "the cache's tokens pass 2^63");
+    return VC_OK;
+}
+
+/* nemotron_h (NemotronHForCausalLM): MODELS_CONFIG_MAP's NemotronHForCausalLMConfig.verify_and_update_config
+ * (vllm/model_executor/models/config.py, the stored version with DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32": "Only
+ * float32 is known to have no accuracy issues by default"; its commit was not shown by the reader) sets
+ * mamba_ssm_cache_dtype "auto" to the config's mamba_ssm_cache_dtype, float32 when the key is absent, and
+ * VllmConfig.try_verify_and_update_config (vllm/config/vllm.py) runs it before HybridAttentionMambaModelConfig, so
+ * the temporal state's page is in that dtype (NemotronHForCausalLM.get_mamba_state_dtype_from_config ->
+ * mamba2_state_dtype, vllm/model_executor/models/nemotron_h.py @ 8744bb0924a53c0d16867426b8b17428d41e4002; the conv
+ * state keeps the model's dtype). *size: 4 or 2 bytes, 0 for another model (the model's dtype). */
+static vc_status nemotron_h_ssm_dtype(const vc_model *m, int *size, vc_error *err)
+{
+    *size = 0;
+    cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
+    const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
+    if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "nemotron_h")) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "mamba_ssm_cache_dtype");
+        const char *s = cJSON_IsString(d) ? d->valuestring : d ? "" : "float32";
+        *size = !strcmp(s, "float32") ? 4 : !strcmp(s, "bfloat16") || !strcmp(s, "float16") ? 2 : -1;
+    }
+    cJSON_Delete(root);
+    if (*size < 0)
+        return vc_set_error(err, VC_ERR_USAGE, "mamba_ssm_cache_dtype", "expected \"float32\", \"bfloat16\" or "
+                            "\"float16\" (vLLM's temporal state dtype for nemotron_h)");
+    return VC_OK;
 }
 
 /* Gemma 4 (gemma4_text, gemma4) under vLLM, vllm-project/vllm @ 001cabc1be16a59a70d720ed61a13b678c060a18:
@@ -894,8 +963,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
-    /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below); granitemoehybrid's
-     * MambaMixer2 layers: theirs (mamba_state below) */
+    /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below); the MambaMixer2 layers
+     * of granitemoehybrid, nemotron_h and falcon_h1: theirs (mamba_state below), of mamba2 (mamba_alone) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0, m2_n = 0, m2_conv = 0, m2_ssm = 0;
     bool gdn_f32 = false;
     for (size_t i = 0; i < m->ninst; i++)
@@ -906,33 +975,18 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
             vc__mamba2_vllm_state(m->inst[i].cfg, &m2_conv, &m2_ssm);
             m2_n++;
         }
-    /* a model of Mamba2 layers alone (mamba2: Mamba2ForCausalLM, vllm/model_executor/models/mamba2.py, IsAttentionFree):
-     * vLLM's cache is Mamba state pages alone, not the pages beside attention layers of mamba_state below */
+    /* a model of Mamba2 layers alone (mamba2: Mamba2ForCausalLM, IsAttentionFree): vLLM's cache is Mamba state pages
+     * alone (mamba_alone below), not the pages beside attention layers of mamba_state */
     bool attn = false;
     for (size_t i = 0; i < m->ninst && m2_n > 0 && !attn; i++) attn = !strcmp(m->inst[i].kind->name, "RotaryAttention");
-    if (m2_n > 0 && !attn)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "a model of Mamba2 layers without attention (mamba2) under vLLM "
-                            "(attention-free: Mamba state pages alone) is not modelled");
     vc_hf_dsa dsa;
     bool v32 = false;
     /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is
      * IsHybrid, so HybridAttentionMambaModelConfig raises the attention block size to the Mamba page computed from
      * the config's mamba_* keys even where no layer is a Mamba layer (Granite-4.0-Micro): not modelled */
-    if (m2_n > 0) { /* nemotron_h: vllm/model_executor/models/nemotron_h.py was not read (src/hf/hf_granite4.c) */
-        cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
-        const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
-        const bool nemotron_h = cJSON_IsString(mt) && !strcmp(mt->valuestring, "nemotron_h");
-        /* falcon_h1: vllm/model_executor/models/falcon_h1.py was not read (src/hf/hf_granite4.c) */
-        const bool falcon_h1 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "falcon_h1");
-        cJSON_Delete(root);
-        if (falcon_h1)
-            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "falcon_h1 under vLLM is not modelled: vLLM's falcon_h1.py "
-                                "(FalconH1ParallelHybrid, its Mamba2 layers without the gated norm) was not read");
-        if (nemotron_h)
-            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "nemotron_h under vLLM is not modelled: its Mamba2 layers' "
-                                "grouped Mixer2RMSNormGated (forward_native with n_groups > 1) and vLLM's nemotron_h.py "
-                                "were not read");
-    }
+    if (m2_n > 0 && !attn) r->state_mamba = 2; /* attention-free (mamba_alone); vllm_non_torch reads it */
+    int m2_ssm_size = 0; /* the temporal state's bytes an element: 0 the model's dtype (mamba_ssm_cache_dtype "auto") */
+    if (m2_n > 0 && (st = nemotron_h_ssm_dtype(m, &m2_ssm_size, err))) return st;
     if (m2_n == 0) {
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
         const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
@@ -1063,7 +1117,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_plan_free(p);
     vc_model_free(encdec);
     if (st) return st;
-    if (nlayers == 0 && !wh) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has no attention layer: no KV cache to size");
+    if (nlayers == 0 && !wh && !(m2_n > 0 && !attn)) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has no attention layer: no KV cache to size");
     /* the rotary cache is allocated with the weights and counted with them */
     const int64_t rope = vllm_rope_cache(m) * vc_dtype_size(act);
     bool gemma4 = false;
@@ -1174,7 +1228,10 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->block_size = so->block_size;
     if (gemma4 && (st = gemma4_pages(m, so, act, r, err))) return st;
     if (gdn_n > 0 && (st = gdn_state(r, so, act, gdn_n, gdn_conv, gdn_ssm, gdn_f32, nlayers, nkind, layer_el, err))) return st;
-    if (m2_n > 0 && (st = mamba_state(r, so, act, m2_n, m2_conv, m2_ssm, nlayers, nkind, layer_el, err))) return st;
+    if (m2_n > 0 && !attn && (st = mamba_alone(r, act, m2_n, m2_conv, m2_ssm, err))) return st;
+    if (m2_n > 0 && attn &&
+        (st = mamba_state(r, so, act, m2_n, m2_conv, m2_ssm, m2_ssm_size, nlayers, nkind, layer_el, err)))
+        return st;
     if (wh && (st = vc__serve_encdec_pool(m, so, act, kv_size(so->kv_cache_dtype, act), r, err))) return st; /* whisper */
     if (r->concurrency == 0)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),

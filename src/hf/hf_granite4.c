@@ -447,8 +447,9 @@ void vc__hf_granite4_write(rd *r, cJSON *arr, const arch *a)
  *  - modeling_mamba2.py @ 020a37d2264e60dc7beb9634c3e87ad870073e2c, Mamba2ForCausalLM.forward:
  *    self.lm_head(hidden_states[:, slice_indices, :].to(self.lm_head.weight.dtype)).float(); _tied_weights_keys
  *    {"lm_head.weight": "backbone.embeddings.weight"} (tied under tie_word_embeddings).
- * Not modelled, refused in one line: --tp; --serve (vLLM's Mamba2ForCausalLM is attention-free: its
- * MambaSpec pages alone, src/engine/serve.c models state pages beside attention layers only); hidden_act
+ * --serve: vLLM's Mamba2ForCausalLM is attention-free, its MambaSpec pages alone (src/engine/serve.c mamba_alone),
+ * its MambaMixer2 profiling run layers/mamba2.c emit_vllm_profile (Mixer2RMSNormGated.forward_native: n_groups 8).
+ * Not modelled, refused in one line: --tp; hidden_act
  * other than silu; rms_norm false (a checkpoint without norm.weight, which transformers cannot load).
  * generate(): the head's .to(lm_head dtype) after the slice (src/engine/generate.c: a Cast before the last Linear
  * is part of the head). Not modelled: apply_mask_to_padding_states's products when generate's attention mask has
@@ -520,10 +521,7 @@ int vc__hf_mamba2_read(rd *r, arch *a)
 
 int vc__hf_mamba2_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
-    (void)a;
-    if (split.vllm)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "mamba2 under vLLM (Mamba2ForCausalLM, attention-free: Mamba state "
-                            "pages alone) is not modelled");
+    (void)a; /* --serve: vLLM's Mamba state pages alone (src/engine/serve.c mamba_alone) */
     if (split.tp > 1)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mamba2: tensor parallelism of the Mamba2 layers is not modelled");
     return 0;
@@ -592,9 +590,10 @@ void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a)
  * relu2 experts, latent projections: Nemotron-3-Nano-30B-A3B), mlp_hidden_act other than relu2,
  * mamba_hidden_act other than silu / swish (the torch conv path), tie_word_embeddings true,
  * num_nextn_predict_layers > 0. The lm_head's .float() is left to the loss (ForCausalLMLoss's own logits.float()
- * then copies nothing): under --mode infer the logits stay in the model's dtype here. --serve is refused
- * (src/engine/serve.c): vLLM's Mixer2RMSNormGated takes forward_native with n_groups > 1 (layers/mamba2.c refuses
- * it too) and vllm/model_executor/models/nemotron_h.py was not read. */
+ * then copies nothing): under --mode infer the logits stay in the model's dtype here. --serve: vLLM's
+ * NemotronHForCausalLM (vllm/model_executor/models/nemotron_h.py @ 8744bb09: MambaMixer2 with the config's n_groups,
+ * so Mixer2RMSNormGated.forward_native, layers/mamba2.c emit_vllm_profile; the Mamba state pages beside the
+ * attention layers' with a float32 temporal state, src/engine/serve.c nemotron_h_ssm_dtype and mamba_state). */
 static const char nh_default_pattern[] = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-";
 
 char vc__hf_nemotron_h_kind(const arch *a, int64_t i)
@@ -791,8 +790,11 @@ void vc__hf_nemotron_h_write(rd *r, cJSON *arr, const arch *a)
  *    (conv_states [B, conv_dim, d_conv] and ssm_states [B, heads, head_dim, state] zeros for every layer, K/V by
  *    torch.cat), logits_to_keep config.num_logits_to_keep).
  * Not modelled, refused in one line naming the key or option: mamba_rms_norm true (FalconH1RMSNormGated's own
- * order), hidden_act other than silu, num_logits_to_keep other than 1, --serve (vllm/model_executor/models/
- * falcon_h1.py was not read), --tp. Left out: the in_proj output x attention_mask[..., None] and
+ * order), hidden_act other than silu, num_logits_to_keep other than 1, --tp. --serve: vLLM's FalconH1SSMDecoderLayer
+ * builds MambaMixer2(use_rms_norm=config.mamba_rms_norm) (vllm/model_executor/models/falcon_h1.py @ 01894272), whose
+ * forward_cuda without the norm is layers/mamba2.c emit_vllm_profile's; the state pages beside every layer's
+ * attention, src/engine/serve.c mamba_state; the rest of the profiling run is this model's (transformers' order of
+ * the muP multipliers). Left out: the in_proj output x attention_mask[..., None] and
  * apply_mask_to_padding_states (only with a padded batch: _update_mamba_mask drops an all-ones mask),
  * update_conv_state's roll temporary ([B, conv_dim, d_conv]) in the prefill, the mup_vector buffer (in_proj width
  * elements). */
@@ -902,7 +904,7 @@ int vc__hf_falcon_h1_read(rd *r, arch *a)
 
 int vc__hf_falcon_h1_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
-    (void)a; /* --serve: src/engine/serve.c refuses falcon_h1 (vLLM's falcon_h1.py not read) */
+    (void)a; /* --serve: src/engine/serve.c mamba_state */
     if (split.tp > 1)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "falcon_h1: tensor parallelism of the Mamba2 layers is not modelled");
     return 0;
