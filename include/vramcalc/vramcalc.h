@@ -1189,7 +1189,7 @@ typedef struct {
     int64_t graphs_activations, graphs_workspace, graphs_estimate;
     /* the kind of state_layers above: 0 Gated DeltaNet layers (qwen3_next, qwen3_5), 1 MambaMixer2 layers
      * (granitemoehybrid: conv state (d_conv - 1, conv_dim) + temporal state (heads, head_dim, d_state),
-     * src/engine/serve.c) */
+     * src/engine/serve.c), 2 ShortConv layers (lfm2, lfm2_moe: conv state (conv_L_cache - 1, hidden)) */
     int64_t state_mamba;
 } vc_serve_result;
 /* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */

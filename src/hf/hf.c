@@ -1490,7 +1490,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
-    if (a.f->block == BLK_LFM2 && vc__hf_lfm2_unmodelled(&a, split, err)) return err->code; /* hf_lfm2.c */
+    if (a.f->block == BLK_LFM2 && vc__hf_lfm2_unmodelled(&a, r.cfg, split, vllm, err)) return err->code; /* hf_lfm2.c */
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
