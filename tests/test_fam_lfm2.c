@@ -344,6 +344,8 @@ static void test_serve(void **state)
         {"\"conv_dim\":64,\"block_dim\":64,\"tie_embedding\":false", "tie_embedding"},
         {"\"block_dim\":64", "conv_dim"},
         {"\"conv_dim\":64,\"block_dim\":32", "block_dim"},
+        {"\"conv_dim\":64,\"block_dim\":64,\"layer_types\":[\"full_attention\",\"full_attention\",\"full_attention\","
+         "\"full_attention\",\"full_attention\"]", "lfm2 without ShortConv layers under vLLM"},
     };
     char body[512], args[256];
     for (size_t i = 0; i < sizeof kv / sizeof *kv; i++) {

@@ -165,7 +165,9 @@ int vc__hf_lfm2_read(rd *r, arch *a)
  * 030ea52effcb05071543c8c42b8f0145e94cee43): Lfm2Attention's head_dim = hidden_size // num_attention_heads (no
  * head_dim key); the lm_head always tied (ParallelLMHead.tie_weights(embed_tokens)); lfm2's
  * Lfm2ShortConvDecoderLayer builds ShortConv(dim=config.conv_dim) and Lfm2MLP(dim=config.block_dim), keys Lfm2Config
- * does not define (the checkpoints' config.json has them; without them vLLM fails): each must be hidden_size. */
+ * does not define (the checkpoints' config.json has them; without them vLLM fails): each must be hidden_size. A
+ * model without a ShortConv layer is still IsHybrid there (HybridAttentionMambaModelConfig sizes the attention
+ * block from the config's conv state): refused. */
 static int lf_vllm(const arch *a, const cJSON *cfg, vc_error *err)
 {
     const bool moe = a->f->moe == MOE_LFM2;
@@ -178,6 +180,12 @@ static int lf_vllm(const arch *a, const cJSON *cfg, vc_error *err)
                                                                                                      : "tie_word_embeddings",
                             "false under %s: vLLM's %s ties lm_head to embed_tokens whatever the config says",
                             O("serve"), moe ? "Lfm2MoeForCausalLM" : "Lfm2ForCausalLM");
+    bool conv = false;
+    for (int64_t i = 0; i < a->N && !conv; i++) conv = vc__hf_lfm2_conv(a, i);
+    if (!conv) /* as granitemoehybrid without Mamba layers (src/engine/serve.c) */
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "lfm2 without ShortConv layers under vLLM is not modelled: vLLM "
+                            "still runs it as a hybrid model (IsHybrid), the attention block size raised to a conv state "
+                            "page computed from the config");
     static const char *const keys[] = {"conv_dim", "block_dim"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys && !moe; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, keys[i]);
