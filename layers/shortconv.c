@@ -28,6 +28,7 @@
  *    (the product a temporary, the sum new [hidden]), += conv.bias in place, unsqueeze; y = C * conv_out.
  *  - Lfm2HybridConvCache.__init__: conv_cache zeros [B, hidden, L_cache] in the model's dtype for each of
  *    num_hidden_layers layers (src/engine/generate.c makes them before the prefill).
+ * Under --serve, vLLM's layer instead (sc_emit_vllm_profile below; its conv state pages: src/engine/serve.c).
  */
 #include "ops.h"
 
@@ -68,12 +69,40 @@ static int sc_setup(vc_setup *s, void *p)
            (c->bias && vc_param(s, "conv.bias", c->hidden));
 }
 
+/* --serve's profiling run: vLLM's ShortConv (vllm-project/vllm @ 0123e1dc5c65f01d34ae4e405f2204e79aa68f09,
+ * vllm/model_executor/layers/mamba/short_conv.py; the stored copies of the files below are each at their own
+ * commit, none at serve.c's 2afe1e85), the layer of Lfm2ShortConvDecoderLayer (vllm/model_executor/models/lfm2.py
+ * @ 055e47c28003156421365af985d676fc921cb075) and Lfm2MoeShortConvDecoderLayer (lfm2_moe.py @
+ * 030ea52effcb05071543c8c42b8f0145e94cee43), from in_proj's output on:
+ *  - the decoder layer's forward: output = torch.empty_like(hidden_states) ([tokens, hidden], a local of the
+ *    layer's forward to its return), then self.short_conv(hidden_states, output): torch.ops.vllm.short_conv ->
+ *    ShortConv.forward_cuda (made here, after in_proj, where vLLM makes it just before: the same bytes live);
+ *  - forward_cuda's profile-run branch ("if attn_metadata is None: # V1 profile run"): BCx = in_proj(x), B, C, x =
+ *    BCx.chunk(3, dim=-1) (views); Bx = (B * x).contiguous() (new [tokens, hidden], contiguous already);
+ *    hidden_states = C * Bx (new); out_proj(hidden_states), returned (and dropped by the op's caller: the
+ *    layer's output stays torch.empty_like's; here out_proj's result stands for it and the empty tensor lives
+ *    to the block's end). The causal conv does not run and no conv state is read.
+ * BCx and Bx are locals of forward_cuda until it returns, after out_proj; here they end with the ShortConv op
+ * (the profiling run's "held_until" is off), one [tokens, hidden] short of vLLM's while out_proj runs. */
+static void sc_emit_vllm_profile(vc_build *b, const sc_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;
+    const vc_t bcx = vc_input(b, 0);
+    const vc_numel n = vc_n_sample(L * H);
+    vc_t out = vc__op_new(b, "empty_like", n, vc_dt_of(b, bcx)); /* the decoder layer's output */
+    vc_keep_through_block(b, out);
+    vc_t bv = vc__op_view(b, bcx, n, false), cv = vc__op_view(b, bcx, n, false), xv = vc__op_view(b, bcx, n, false);
+    vc_t bx = vc__op_mul(b, bv, xv, n, false);
+    vc_t y = vc__op_mul(b, cv, bx, n, false);
+    vc_keep_to_here(b, bx);
+    vc_set_output(b, y);
+}
+
 static void sc_emit(vc_build *b, const void *p)
 {
     const sc_cfg *c = p;
     if (vc_serve_profile(b)) {
-        vc_refuse(b, O("serve"), "lfm2 under vLLM (its ShortConv layers' conv state pages beside the paged K/V) is not "
-                  "modelled");
+        sc_emit_vllm_profile(b, c);
         return;
     }
     const int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, K = c->kernel;
@@ -138,4 +167,15 @@ int64_t vc__shortconv_state(const void *cfg)
 {
     const sc_cfg *c = cfg;
     return c->hidden * c->kernel;
+}
+
+/* vLLM's per-request conv state of one ShortConv layer (src/engine/serve.c), in elements: vllm-project/vllm @
+ * 2afe1e8573cf51b73569ae1d35f59078a2032a91, vllm/model_executor/layers/mamba/mamba_utils.py
+ * MambaStateShapeCalculator.short_conv_state_shape (one rank, no speculative tokens): (conv_kernel - 1,
+ * intermediate_size), conv_kernel conv_L_cache and intermediate_size the layer's dim (lfm2.py: config.conv_dim,
+ * which src/hf/hf_lfm2.c requires to be hidden_size under --serve; lfm2_moe.py: hidden_size) */
+int64_t vc__shortconv_vllm_state(const void *cfg)
+{
+    const sc_cfg *c = cfg;
+    return (c->kernel - 1) * c->hidden;
 }

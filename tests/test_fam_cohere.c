@@ -171,14 +171,39 @@ static void test_generate(void **state)
 /* --serve (vLLM's commandr.py @ 1f7c5555, CohereForCausalLM): Command R's KV block of 16 tokens is 40 layers x 2 x
  * 8 kv heads x 128 x 2 B x 16 = 2,621,440 B; Command R+ on 4 ranks 64 x 2 x 2 x 128 x 2 x 16 = 1 MiB. What vLLM's
  * model does not load is refused naming the key (qkv_proj / o_proj without bias, head_dim = hidden / heads, the
- * logits from embed_tokens); cohere2 is refused naming --serve (the commandr.py read has no Cohere2 layers) */
+ * logits from embed_tokens).
+ * cohere2 (vllm-project/vllm#11203 and #11583: CohereForCausalLM, per_layer_sliding_window 4096 on 3 layers of 4,
+ * None on every 4th; src/hf/hf.c) is paged as vLLM's hybrid KV cache manager pages sliding and full layers (no vLLM
+ * installed: derived by hand from vllm/v1/core/kv_cache_utils.py and kv_cache_interface.py as src/engine/serve.c
+ * cites them). Command R7B: 24 sliding and 8 full layers of 2 x 8 kv heads x 128 x 2 B = 4,096 B a token, a page of
+ * 16 tokens 65,536 B; 24 >= 1.5 x 8, so group_size 8 (_get_kv_cache_groups_uniform_page_size): 1 full and 3 sliding
+ * groups, a block 8 x 65,536 = 524,288 B; tokens = blocks // 4 x 16; a request of 1,024 + 256 tokens needs
+ * cdiv(1280, 16) = 80 blocks per full group and cdiv(min(4096 - 1 + 8192, 1280), 16) + 1 = 81 per sliding group
+ * (SlidingWindowSpec.max_memory_usage_bytes): 80 + 3 x 81 = 323; a request of 16,000 + 256: 1,016 and
+ * cdiv(4095 + 8192, 16) + 1 = 769, 1,016 + 3 x 769 = 3,323. Command A on 4 H100 ranks (64 layers, 48 sliding, 16
+ * full; 8 kv heads over 4 ranks: 2 a rank): a token 2 x 2 x 128 x 2 = 1,024 B, a page 16,384 B, group_size 16, a
+ * block 16 x 16,384 = 262,144 B, 1 + 3 groups */
 static void test_serve(void **state)
 {
     (void)state;
     assert_non_null(strstr(cli_output(HF "c4ai-command-r-08-2024.json --serve --gpu h100-80gb"), "2.5 MiB per block"));
     assert_non_null(strstr(cli_output(HF "c4ai-command-r-plus-08-2024.json --serve --gpu h200 --tp 4 --gpus 4"),
                            "1.0 MiB per block"));
-    assert_usage(HF "c4ai-command-r7b-12-2024.json --serve --gpu h100-80gb", "--serve");
+    static const struct { const char *args; int64_t page, need; } c[] = {
+        {HF "c4ai-command-r7b-12-2024.json --serve --gpu h100-80gb", 524288, 323},
+        {HF "c4ai-command-r7b-12-2024.json --serve --gpu h100-80gb --prompt 16000 --new-tokens 256", 524288, 3323},
+        {HF "c4ai-command-a-03-2025.json --serve --gpu h100-80gb --tp 4 --gpus 4", 262144, 323},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        assert_int_equal(cli_json_num(c[i].args, "serve", "page_bytes"), c[i].page);
+        const int64_t pool = cli_json_num(c[i].args, "serve", "kv_cache"), blocks = cli_json_num(c[i].args, "serve", "blocks");
+        assert_true(pool > 0);
+        assert_int_equal(blocks, pool / c[i].page);
+        assert_int_equal(cli_json_num(c[i].args, "serve", "tokens"), blocks / 4 * 16);
+        assert_int_equal(cli_json_num(c[i].args, "serve", "concurrency"), blocks / c[i].need);
+    }
+    /* Command A's 111B in bf16 do not fit one H100 */
+    assert_usage(HF "c4ai-command-a-03-2025.json --serve --gpu h100-80gb", "no memory is left for the KV cache");
     static const char *const kv[][2] = {
         {"\"attention_bias\":true", "attention_bias"},
         {"\"tie_word_embeddings\":false", "tie_word_embeddings"},

@@ -245,7 +245,6 @@ static void test_moe(void **state)
     const char *out = cli_output(HF "lfm2-8b-a1b.json -m generate -f json");
     assert_non_null(strstr(out, "\"cache_class\": \"Lfm2HybridConvCache\", \"conv_state\": 589824, \"conv_layers\": 24"));
     /* what is not modelled: one line each */
-    assert_usage(HF "lfm2-8b-a1b.json --serve --gpu h100-80gb", "lfm2 under vLLM");
     assert_usage(HF "lfm2-8b-a1b.json --experts-implementation per_expert", "Lfm2MoeExperts stacked");
     assert_usage(HF "lfm2-8b-a1b.json --lora 8", "--lora-targets");
 }
@@ -294,11 +293,75 @@ static void test_moe_kind(void **state)
     }
 }
 
+/* --serve (vLLM's Lfm2ForCausalLM, Lfm2MoeForCausalLM: src/engine/serve.c shortconv_state, layers/shortconv.c
+ * sc_emit_vllm_profile). No vLLM is installed here: every figure is derived by hand from the vLLM source, for the
+ * CLI's defaults (requests of 1024 + 256 = 1280 tokens, bf16: the configs' dtype; an H100 80 GB: 8192 batched
+ * tokens, 1024 sequences; prefix caching off for the conv layers, mamba_cache_mode "none"):
+ *  - one ShortConv layer's state per request (vllm-project/vllm @ 2afe1e85, vllm/model_executor/layers/mamba/
+ *    mamba_utils.py MambaStateShapeCalculator.short_conv_state_shape): (conv_L_cache - 1, conv_dim) = (2, 2048)
+ *    for LFM2-1.2B (lfm2.py @ 055e47c2: config.conv_dim) and LFM2-8B-A1B (lfm2_moe.py @ 030ea52e: hidden_size), in
+ *    the model's dtype (short_conv_state_dtype, mamba_cache_dtype "auto"): 2 x 2048 x 2 = 8,192 bytes;
+ *  - one attention token: 2 x 8 kv heads x 64 (hidden_size // num_attention_heads, Lfm2Attention.__init__) x 2 B
+ *    = 2,048 bytes; the attention block size (vllm/model_executor/models/config.py @ 1936cf38
+ *    HybridAttentionMambaModelConfig.verify_and_update_config) 16 x cdiv(8,192, 16 x 2,048) = 16 tokens, a page
+ *    32,768 bytes, the state page padded to it;
+ *  - LFM2-1.2B: 10 conv and 6 attention layers, 10 >= 1.5 x 6: group_size 6 (_get_kv_cache_groups_uniform_page_size
+ *    in vllm/v1/core/kv_cache_utils.py), 1 attention group and cdiv(10, 6) = 2 conv groups, a block 6 pages =
+ *    196,608 bytes; a request cdiv(1280, 16) = 80 attention blocks + 2 = 82 blocks; tokens = blocks // 3 x 16;
+ *  - LFM2-8B-A1B: 18 conv and 6 attention layers: group_size 6, 1 + 3 groups, a block 196,608 bytes; a request
+ *    80 + 3 = 83 blocks; tokens = blocks // 4 x 16.
+ * What vLLM's model builds otherwise than transformers is refused naming the key (lfm2.py, lfm2_moe.py: head_dim =
+ * hidden_size // num_attention_heads, lm_head tied whatever the config, lfm2's config.conv_dim and config.block_dim
+ * read as the layers' width). */
+static void test_serve(void **state)
+{
+    (void)state;
+    static const struct { const char *cfg; int64_t conv, groups, need; } c[] = {
+        {HF "lfm2-1.2b.json --serve --gpu h100-80gb", 10, 3, 82},
+        {HF "lfm2-8b-a1b.json --serve --gpu h100-80gb", 18, 4, 83},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        assert_int_equal(cli_json_num(c[i].cfg, "serve", "state_layers"), c[i].conv);
+        assert_int_equal(cli_json_num(c[i].cfg, "serve", "state_bytes_per_request_layer"), 8192);
+        assert_int_equal(cli_json_num(c[i].cfg, "serve", "page_bytes"), 196608);
+        const int64_t pool = cli_json_num(c[i].cfg, "serve", "kv_cache"), blocks = cli_json_num(c[i].cfg, "serve", "blocks");
+        assert_true(pool > 0);
+        assert_int_equal(blocks, pool / 196608);
+        assert_int_equal(cli_json_num(c[i].cfg, "serve", "tokens"), blocks / c[i].groups * 16);
+        assert_int_equal(cli_json_num(c[i].cfg, "serve", "concurrency"), blocks / c[i].need);
+    }
+    const char *out = cli_output(HF "lfm2-1.2b.json --serve --gpu h100-80gb");
+    assert_non_null(strstr(out, "(16 tokens each, 192.0 KiB per block)"));
+    assert_non_null(strstr(out, "conv state  (10 ShortConv layers: conv state, 8.0 KiB per request and layer"));
+    assert_non_null(strstr(cli_output(HF "lfm2-1.2b.json --serve --gpu h100-80gb -f json"),
+                           "\"kv_cache_kind\": \"shortconv_state+paged_kv\", \"state_layers\": 10"));
+    /* --kv-cache-dtype fp8: one attention token 1,024 B, the state keeps the model's dtype: block 16 x cdiv(8,192,
+     * 16,384) = 16, a page 16,384, a block 6 x 16,384 = 98,304 bytes */
+    assert_int_equal(cli_json_num(HF "lfm2-1.2b.json --serve --gpu h100-80gb --kv-cache-dtype fp8", "serve", "page_bytes"),
+                     98304);
+    static const char *const kv[][2] = {
+        {"\"conv_dim\":64,\"block_dim\":64,\"head_dim\":32", "head_dim"},
+        {"\"conv_dim\":64,\"block_dim\":64,\"tie_embedding\":false", "tie_embedding"},
+        {"\"block_dim\":64", "conv_dim"},
+        {"\"conv_dim\":64,\"block_dim\":32", "block_dim"},
+        {"\"conv_dim\":64,\"block_dim\":64,\"layer_types\":[\"full_attention\",\"full_attention\",\"full_attention\","
+         "\"full_attention\",\"full_attention\"]", "lfm2 without ShortConv layers under vLLM"},
+    };
+    char body[512], args[256];
+    for (size_t i = 0; i < sizeof kv / sizeof *kv; i++) {
+        char path[] = "/tmp/vc_lfm2_serve_XXXXXX";
+        snprintf(body, sizeof body, TINY ",%s}", kv[i][0]);
+        fam_write(path, body);
+        snprintf(args, sizeof args, "%s --serve --gpu h100-80gb", path);
+        assert_usage(args, kv[i][1]);
+        remove(path);
+    }
+}
+
 /* what is not modelled: one line each */
 static void test_refused(void **state)
 {
     (void)state;
-    assert_usage(HF "lfm2-1.2b.json --serve --gpu h100-80gb", "lfm2 under vLLM");
     assert_usage(HF "lfm2-1.2b.json --tp 2", "tensor parallelism of the short convolution layers");
     assert_usage(HF "lfm2-1.2b.json -m generate --cache static", "Lfm2HybridConvCache");
     assert_usage(HF "lfm2-1.2b.json --lora 8", "--lora-targets"); /* PEFT's mapping has no lfm2 */
@@ -336,6 +399,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts), cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_serve),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_kind), cmocka_unit_test(test_moe),
         cmocka_unit_test(test_moe_ep), cmocka_unit_test(test_moe_kind),
     };

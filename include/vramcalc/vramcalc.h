@@ -1190,7 +1190,8 @@ typedef struct {
     /* the kind of state_layers above: 0 Gated DeltaNet layers (qwen3_next, qwen3_5), 1 MambaMixer2 layers
      * beside attention layers (granitemoehybrid, nemotron_h, falcon_h1: conv state (d_conv - 1, conv_dim) +
      * temporal state (heads, head_dim, d_state), src/engine/serve.c), 2 MambaMixer2 layers alone (mamba2,
-     * attention-free: one block of every layer's state a request, block_size the request's tokens) */
+     * attention-free: one block of every layer's state a request, block_size the request's tokens), 3 ShortConv
+     * layers (lfm2, lfm2_moe: conv state (conv_L_cache - 1, hidden)) */
     int64_t state_mamba;
 } vc_serve_result;
 /* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */

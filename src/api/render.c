@@ -138,12 +138,13 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         if (r->latent_layers > 0) /* MLA: the cache's kind (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_latent\", \"latent_layers\": %" PRId64 ", \"latent_per_token\": %" PRId64,
                     r->latent_layers, r->latent);
-        if (r->state_layers > 0) /* Gated DeltaNet or Mamba2: a fixed state per request beside the paged K/V (src/engine/serve.c) */
+        if (r->state_layers > 0) /* Gated DeltaNet, Mamba2 or ShortConv: a fixed state per request beside the paged K/V (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"%s\", \"state_layers\": %" PRId64
                        ", \"state_bytes_per_request_layer\": %" PRId64,
-                    r->state_mamba == 2 ? "mamba_state" /* attention-free: mamba2 */
-                    : r->state_mamba    ? "mamba_state+paged_kv"
-                                        : "deltanet_state+paged_kv",
+                    r->state_mamba == 2   ? "mamba_state" /* attention-free: mamba2 */
+                    : r->state_mamba == 3 ? "shortconv_state+paged_kv"
+                    : r->state_mamba      ? "mamba_state+paged_kv"
+                                          : "deltanet_state+paged_kv",
                     r->state_layers, r->state_bytes);
         if (r->cross_layers > 0) /* an encoder-decoder (whisper: src/engine/serve_encdec.c) */
             fprintf(f, ",\n    \"encoder_decoder\": {\"encoder_peak\": %" PRId64 ", \"decoder_peak\": %" PRId64
@@ -273,7 +274,11 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     if (r->latent_layers > 0) /* MLA: vLLM pages the compressed latent, not per-head K and V */
         fprintf(f, "  %-22s %12s  (%" PRId64 " layers x %" PRId64 " per token: kv_lora_rank + qk_rope_head_dim, one head)\n",
                 "cache kind", "MLA latent", r->latent_layers, r->latent);
-    if (r->state_layers > 0 && r->state_mamba) { /* Mamba2 (granitemoehybrid ...; mamba2 alone): MambaSpec pages, src/engine/serve.c */
+    if (r->state_layers > 0 && r->state_mamba == 3) { /* ShortConv (lfm2, lfm2_moe): MambaSpec pages, src/engine/serve.c */
+        format_bytes(r->state_bytes, a, sizeof a);
+        fprintf(f, "  %-22s %12s  (%" PRId64 " ShortConv layers: conv state, %s per request and layer, one block each; "
+                   "the attention layers' K/V paged)\n", "cache kind", "conv state", r->state_layers, a);
+    } else if (r->state_layers > 0 && r->state_mamba) { /* Mamba2 (granitemoehybrid ...; mamba2 alone): MambaSpec pages, src/engine/serve.c */
         format_bytes(r->state_bytes, a, sizeof a);
         fprintf(f, "  %-22s %12s  (%" PRId64 " Mamba2 layers: conv + SSM state, %s per request and layer, one block "
                    "each; %s)\n", "cache kind", "Mamba state", r->state_layers, a,

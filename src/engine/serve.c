@@ -595,7 +595,7 @@ static vc_status hybrid_state(vc_serve_result *r, const vc_serve_options *so, vc
     if (nkind > 1 || layer_el <= 0)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "%s layers beside attention layers of differing "
                             "kinds or sizes: vLLM's hybrid cache for that mix is not modelled",
-                            r->state_mamba ? "Mamba2" : "Gated DeltaNet");
+                            r->state_mamba == 3 ? "ShortConv" : r->state_mamba ? "Mamba2" : "Gated DeltaNet");
     int64_t one_tok, page, blk, t;
     if (__builtin_mul_overflow(layer_el, (int64_t)kv_size(so->kv_cache_dtype, act), &one_tok) ||
         __builtin_mul_overflow(16, one_tok, &t))
@@ -714,6 +714,26 @@ static vc_status nemotron_h_ssm_dtype(const vc_model *m, int *size, vc_error *er
         return vc_set_error(err, VC_ERR_USAGE, "mamba_ssm_cache_dtype", "expected \"float32\", \"bfloat16\" or "
                             "\"float16\" (vLLM's temporal state dtype for nemotron_h)");
     return VC_OK;
+}
+
+/* lfm2 and lfm2_moe (LFM2, LFM2-MoE) under vLLM: Lfm2ForCausalLM and Lfm2MoeForCausalLM are IsHybrid
+ * (vllm-project/vllm, vllm/model_executor/models/lfm2.py @ 055e47c28003156421365af985d676fc921cb075, lfm2_moe.py @
+ * 030ea52effcb05071543c8c42b8f0145e94cee43): each ShortConv layer (layers/shortconv.c) keeps, per request, one conv
+ * state (get_mamba_state_shape_from_config -> MambaStateShapeCalculator.short_conv_state_shape, mamba_utils.py @
+ * 2afe1e85: (conv_L_cache - 1, conv_dim) for lfm2, (conv_L_cache - 1, hidden_size) for lfm2_moe;
+ * vc__shortconv_vllm_state) in get_mamba_state_dtype_from_config's dtype -> short_conv_state_dtype ->
+ * get_kv_cache_torch_dtype(mamba_cache_dtype "auto", model dtype): the model's dtype (--kv-cache-dtype is the
+ * attention layers'). Its MambaSpec page is that state alone, unified with the attention layers' pages as for
+ * Gated DeltaNet and Mamba2 (hybrid_state above). lfm2.py's __init__ refuses mamba_cache_mode "all"; "align"
+ * (prefix caching) is not modelled, as for the other hybrids. */
+static vc_status shortconv_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_sc, int64_t conv,
+                                 int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
+{
+    int64_t state;
+    if (__builtin_mul_overflow(conv, (int64_t)vc_dtype_size(act), &state))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a ShortConv state page passes 2^63 bytes");
+    r->state_mamba = 3;
+    return hybrid_state(r, so, act, n_sc, state, n_attn, nkind, layer_el, err);
 }
 
 /* Gemma 4 (gemma4_text, gemma4) under vLLM, vllm-project/vllm @ 001cabc1be16a59a70d720ed61a13b678c060a18:
@@ -964,8 +984,9 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (st) return st;
     if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below); the MambaMixer2 layers
-     * of granitemoehybrid, nemotron_h and falcon_h1: theirs (mamba_state below), of mamba2 (mamba_alone) */
-    int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0, m2_n = 0, m2_conv = 0, m2_ssm = 0;
+     * of granitemoehybrid, nemotron_h and falcon_h1: theirs (mamba_state below), of mamba2 (mamba_alone); lfm2's ShortConv layers:
+     * theirs (shortconv_state) */
+    int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0, m2_n = 0, m2_conv = 0, m2_ssm = 0, sc_n = 0, sc_conv = 0;
     bool gdn_f32 = false;
     for (size_t i = 0; i < m->ninst; i++)
         if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet")) {
@@ -974,6 +995,9 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         } else if (!strcmp(m->inst[i].kind->name, "Mamba2Mixer")) {
             vc__mamba2_vllm_state(m->inst[i].cfg, &m2_conv, &m2_ssm);
             m2_n++;
+        } else if (!strcmp(m->inst[i].kind->name, "ShortConv")) { /* lfm2, lfm2_moe: shortconv_state below */
+            sc_conv = vc__shortconv_vllm_state(m->inst[i].cfg);
+            sc_n++;
         }
     /* a model of Mamba2 layers alone (mamba2: Mamba2ForCausalLM, IsAttentionFree): vLLM's cache is Mamba state pages
      * alone (mamba_alone below), not the pages beside attention layers of mamba_state */
@@ -1232,6 +1256,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (m2_n > 0 && attn &&
         (st = mamba_state(r, so, act, m2_n, m2_conv, m2_ssm, m2_ssm_size, nlayers, nkind, layer_el, err)))
         return st;
+    if (sc_n > 0 && (st = shortconv_state(r, so, act, sc_n, sc_conv, nlayers, nkind, layer_el, err))) return st;
     if (wh && (st = vc__serve_encdec_pool(m, so, act, kv_size(so->kv_cache_dtype, act), r, err))) return st; /* whisper */
     if (r->concurrency == 0)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),

@@ -1454,10 +1454,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
     const bool vllm = a.vllm || (rel && rel->serve);
-    if (vllm && a.f->logit_mul && a.f->rope_sliding) /* cohere2 */
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "cohere2 under vLLM is not modelled: the commandr.py read "
-                            "(vllm/model_executor/models/commandr.py @ 1f7c5555) has no Cohere2 sliding-window or NoPE "
-                            "layers");
+    /* cohere2 under vLLM: Cohere2ForCausalLM is served by the same CohereForCausalLM (vllm-project/vllm#11203, merged
+     * 2024-12: "Sliding window support as done in HuggingFace Transformers", its commandr.py diff applying the rotary
+     * only where the layer has a sliding window: the full layers NoPE, as Cohere2Attention; #11583, merged: each
+     * layer's Attention(per_layer_sliding_window=sliding_window) on the sliding layers, None on every
+     * sliding_window_pattern-th, the log's layers 3 and 7 of R7B). So its sliding layers are SlidingWindowSpec and the
+     * full ones FullAttentionSpec, paged as gemma2's and gpt_oss's (src/engine/serve.c, the hybrid KV cache
+     * manager). The commandr.py of those PRs could not be read at a commit: the stored copies (@ 1f7c5555, 00db0119)
+     * predate them; what follows holds for both families. */
     if (vllm && a.f->logit_mul) { /* vLLM's CohereForCausalLM (commandr.py @ 1f7c5555): what it does not load */
         const char *k = a.qkv_bias ? "attention_bias" : !a.tie ? "tie_word_embeddings" : a.D * a.NH != a.H ? "head_dim" : NULL;
         if (k)
@@ -1515,7 +1519,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
-    if (a.f->block == BLK_LFM2 && vc__hf_lfm2_unmodelled(&a, split, err)) return err->code; /* hf_lfm2.c */
+    if (a.f->block == BLK_LFM2 && vc__hf_lfm2_unmodelled(&a, r.cfg, split, vllm, err)) return err->code; /* hf_lfm2.c */
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */

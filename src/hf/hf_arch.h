@@ -573,8 +573,9 @@ void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a);
 int vc__hf_lfm2_read(rd *r, arch *a);
 /* hf_lfm2.c: whether decoder layer i is a short-convolution layer (layer_types[i] == "conv"). */
 bool vc__hf_lfm2_conv(const arch *a, int64_t i);
-/* hf_lfm2.c: 0, or -1 with err naming the option the layers do not model for lfm2. */
-int vc__hf_lfm2_unmodelled(const arch *a, vc_hf_split split, vc_error *err);
+/* hf_lfm2.c: 0, or -1 with err naming the option the layers do not model for lfm2 (vllm: the model --serve loads,
+ * checked against cfg, the config's keys). */
+int vc__hf_lfm2_unmodelled(const arch *a, const cJSON *cfg, vc_hf_split split, bool vllm, vc_error *err);
 /* hf_granite4.c: NemotronHConfig's keys the row does not read (the layer pattern, the Mamba2 mixers' keys, the
  * activations, mlp_bias), read into a->gh and a->nh after the row's keys; -1 with r->err naming the key. */
 int vc__hf_nemotron_h_read(rd *r, arch *a);

@@ -31,8 +31,8 @@
  *    no width adjustment) for layer_idx < num_dense_layers, else Lfm2MoeSparseMoeBlock (layers/llm.c
  *    moe_lfm2_emit); Lfm2MoeDecoderLayer.forward, Lfm2MoeModel and the cache are lfm2's.
  *
- * Refused in one line: --tp (no split of the short convolution written), --serve (layers/shortconv.c: vLLM's
- * conv state pages not written).
+ * Refused in one line: --tp (no split of the short convolution written); under --serve, what vLLM builds otherwise
+ * (lf_vllm below). --serve: layers/shortconv.c (vLLM's profiling run), src/engine/serve.c (its conv state pages).
  */
 #include <math.h>
 #include <string.h>
@@ -160,11 +160,47 @@ int vc__hf_lfm2_read(rd *r, arch *a)
     return 0;
 }
 
-int vc__hf_lfm2_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
+/* What vLLM's Lfm2ForCausalLM / Lfm2MoeForCausalLM build otherwise than transformers (vllm-project/vllm,
+ * vllm/model_executor/models/lfm2.py @ 055e47c28003156421365af985d676fc921cb075, lfm2_moe.py @
+ * 030ea52effcb05071543c8c42b8f0145e94cee43): Lfm2Attention's head_dim = hidden_size // num_attention_heads (no
+ * head_dim key); the lm_head always tied (ParallelLMHead.tie_weights(embed_tokens)); lfm2's
+ * Lfm2ShortConvDecoderLayer builds ShortConv(dim=config.conv_dim) and Lfm2MLP(dim=config.block_dim), keys Lfm2Config
+ * does not define (the checkpoints' config.json has them; without them vLLM fails): each must be hidden_size. A
+ * model without a ShortConv layer is still IsHybrid there (HybridAttentionMambaModelConfig sizes the attention
+ * block from the config's conv state): refused. */
+static int lf_vllm(const arch *a, const cJSON *cfg, vc_error *err)
 {
-    (void)a;
+    const bool moe = a->f->moe == MOE_LFM2;
+    if (a->D * a->NH != a->H)
+        return vc_set_error(err, VC_ERR_MODEL, "head_dim", "%lld under %s: vLLM's Lfm2Attention takes head_dim = "
+                            "hidden_size // num_attention_heads (%lld)", (long long)a->D, O("serve"),
+                            (long long)(a->H / a->NH));
+    if (!a->tie)
+        return vc_set_error(err, VC_ERR_MODEL, cJSON_GetObjectItemCaseSensitive(cfg, "tie_embedding") ? "tie_embedding"
+                                                                                                     : "tie_word_embeddings",
+                            "false under %s: vLLM's %s ties lm_head to embed_tokens whatever the config says",
+                            O("serve"), moe ? "Lfm2MoeForCausalLM" : "Lfm2ForCausalLM");
+    bool conv = false;
+    for (int64_t i = 0; i < a->N && !conv; i++) conv = vc__hf_lfm2_conv(a, i);
+    if (!conv) /* as granitemoehybrid without Mamba layers (src/engine/serve.c) */
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "lfm2 without ShortConv layers under vLLM is not modelled: vLLM "
+                            "still runs it as a hybrid model (IsHybrid), the attention block size raised to a conv state "
+                            "page computed from the config");
+    static const char *const keys[] = {"conv_dim", "block_dim"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys && !moe; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, keys[i]);
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)a->H)
+            return vc_set_error(err, VC_ERR_MODEL, keys[i], "%s under %s: vLLM's Lfm2ShortConvDecoderLayer reads "
+                                "config.%s (which Lfm2Config does not define) as the layer's width: expected hidden_size, "
+                                "%lld", v ? "not hidden_size" : "absent", O("serve"), keys[i], (long long)a->H);
+    }
+    return 0;
+}
+
+int vc__hf_lfm2_unmodelled(const arch *a, const cJSON *cfg, vc_hf_split split, bool vllm, vc_error *err)
+{
     if (split.tp > 1)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "lfm2: tensor parallelism of the short convolution layers is not "
                             "modelled");
-    return 0;
+    return vllm ? lf_vllm(a, cfg, err) : 0;
 }
