@@ -189,6 +189,8 @@ static void test_refusals(void **state)
         {"--images 2", "--images: 2: dinov2 takes one image per sample"},
         {"--seq 257", "--seq: 257: dinov2's sequence is the image's 1369 patches and the CLS token"},
         {"--tp 2 --gpus 2", "--tp: dinov2: tensor parallelism is not modelled"},
+        {"-p amp-bf16", "--precision: dinov2: under autocast LayerScale's float32 lambda1 promotes"},
+        {"-p amp-fp16", "--precision: dinov2: under autocast"},
         {"--lora 8", "--lora needs --lora-targets"},
     };
     for (size_t i = 0; i < sizeof o / sizeof *o; i++) {

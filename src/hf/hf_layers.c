@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf_arch.h"
+#include "model.h"
 #include "util.h"
 
 typedef struct {
@@ -1156,6 +1157,21 @@ static void build_vit(wr *w, const arch *a)
     }
     linear(w, "classifier", NULL, (dino ? 2 : 1) * a->H, a->labels, true);
     if (dino) str(w, seq_out, "held_until", "classifier"); /* Dinov2ForImageClassification's sequence_output */
+}
+
+/* What a DINOv2 model's estimate does not model, refused before the plan (src/engine/plan.c): autocast. Under
+ * torch.autocast Dinov2LayerScale's hidden_state * lambda1 (a float32 parameter, elementwise mul on no autocast
+ * list) promotes the half-precision attention and MLP outputs to float32, and with them the residual stream, where
+ * the Parameter layer here meets the autocast dtype. The row is found by its patch projection's name. */
+vc_status vc__dinov2_check(const vc_model *m, const vc_options *o, vc_error *err)
+{
+    if (o->precision != VC_PREC_AMP_FP16 && o->precision != VC_PREC_AMP_BF16) return VC_OK;
+    for (size_t i = 0; i < m->ninst; i++)
+        if (m->inst[i].name && !strcmp(m->inst[i].name, "dinov2.embeddings.patch_embeddings.projection"))
+            return vc_set_error(err, VC_ERR_USAGE, O("precision"), "dinov2: under autocast LayerScale's float32 lambda1 "
+                                "promotes the layers' outputs and the residual stream to float32, not modelled; use "
+                                "fp32, bf16 or fp16 (the model cast whole)");
+    return VC_OK;
 }
 
 static void build_layers(wr *w, const arch *a)
