@@ -156,6 +156,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     if (!qst) qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/policy/quant.c) */
     if (!qst) qst = vc__t5_check(m, o, err);    /* what a T5 model's estimate does not model (src/hf/hf_t5.c) */
     if (!qst) qst = vc__whisper_check(m, o, profile != NULL, err); /* a Whisper model's (src/hf/hf_whisper.c) */
+    if (!qst) qst = vc__dinov2_check(m, o, err); /* a DINOv2 model's autocast (src/hf/hf_layers.c) */
     if (qst) return qst;
     vc_build *b = calloc(1, sizeof *b);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");

@@ -1217,6 +1217,22 @@ const hf_family vc__hf_families[] = {
               [K_O_BIAS] = DEF("attention_bias", 0), [K_EXPERTS] = DEF("num_experts", 1), [K_TOPK] = FIXED(1),
               [K_MOE_INTER] = DEF("intermediate_size", 11008), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_HUNYUAN, .qk_norm = QK_PER_HEAD, .qk_norm_rope = true, .lora_targets = NULL},
+    /* Dinov2Config (the keys and defaults: hf_read.c read_dinov2; layer_norm_eps 1e-6) and Dinov2ForImageClassification
+     * (modeling_dinov2.py @ 015e68769f9823df27f5f7372dc155277e6ff7e6; hf_layers.c build_vit / dinov2_layer): ViT's
+     * patch Conv2d, CLS token and position embeddings, mask_token (use_mask_token; unused without bool_masked_pos),
+     * pre-LN Dinov2Layers with LayerScale (lambda1) after the attention and the MLP (Dinov2MLP, or Dinov2SwiGLUFFN with
+     * use_swiglu_ffn: DINOv2-g), Dinov2Model.layernorm, the classifier on [CLS, mean of the patch tokens]. The
+     * facebook/dinov2-* checkpoints are Dinov2Model (no labels: PretrainedConfig's num_labels 2 builds the head).
+     * PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no dinov2: --lora-targets. */
+    {.model_type = "dinov2", .config_class = "Dinov2Config",
+     .keys = {[K_VOCAB] = FIXED(1), [K_HIDDEN] = DEF("hidden_size", 768), [K_LAYERS] = DEF("num_hidden_layers", 12),
+              [K_HEADS] = DEF("num_attention_heads", 12), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = DEF("layer_norm_eps", 1e-6), [K_MAXPOS] = FIXED(1), [K_INTER] = FIXED(1) /* read_dinov2 */,
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"), [K_QKV_BIAS] = DEF("qkv_bias", 1),
+              [K_P_ATTN] = DEF("attention_probs_dropout_prob", 0), [K_P_RESID] = DEF("hidden_dropout_prob", 0),
+              [K_LABELS] = {.key = "id2label"}},
+     .block = BLK_DINOV2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .head = HEAD_CLS, .head_class = "Dinov2ForImageClassification", .prefix = "dinov2", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1523,18 +1539,22 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
-    if (a.f->block == BLK_VIT) { /* ViTForImageClassification: the image is the input (hf_read.c read_vit) */
+    const bool vit = a.f->block == BLK_VIT || a.f->block == BLK_DINOV2; /* pixel_values in (hf_read.c read_vit) */
+    if (vit) { /* ViTForImageClassification / Dinov2ForImageClassification: the image is the input */
         if (o && o->image_w > 0 && (o->image_w != a.vit.img || o->image_h != a.vit.img))
-            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: vit runs the config's image_size (%lld x %lld; "
-                                "ViTPatchEmbeddings raises ValueError on another size unless interpolate_pos_encoding, "
-                                "which is not modelled)", (long long)o->image_w, (long long)o->image_h,
-                                (long long)a.vit.img, (long long)a.vit.img);
+            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: %s runs the config's image_size (%lld x %lld; %s)",
+                                (long long)o->image_w, (long long)o->image_h, r.fam, (long long)a.vit.img,
+                                (long long)a.vit.img, a.f->block == BLK_VIT
+                                    ? "ViTPatchEmbeddings raises ValueError on another size unless interpolate_pos_encoding, "
+                                      "which is not modelled"
+                                    : "Dinov2Embeddings.interpolate_pos_encoding's bicubic resize of the position "
+                                      "embeddings at another size is not modelled");
         if (o && o->images > 1)
-            return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: vit takes one image per sample (" O("batch") " "
-                                "is the images)", (long long)o->images);
+            return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: %s takes one image per sample (" O("batch") " "
+                                "is the images)", (long long)o->images, r.fam);
         if (o && o->seq > 0 && o->seq != a.vit.patches + 1)
-            return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld: vit's sequence is the image's %lld patches and the "
-                                "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq,
+            return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld: %s's sequence is the image's %lld patches and the "
+                                "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq, r.fam,
                                 (long long)a.vit.patches, (long long)(a.vit.patches + 1));
     } else if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
         return err->code;
@@ -1543,7 +1563,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
                                                                       : 0;
-    a.seq = o && o->seq > 0 ? o->seq : a.f->block == BLK_VIT ? a.vit.patches + 1 : VC_HF_DEFAULT_SEQ;
+    a.seq = o && o->seq > 0 ? o->seq : vit ? a.vit.patches + 1 : VC_HF_DEFAULT_SEQ;
     if (a.f->block == BLK_WHISPER && o && o->target_seq > 0) /* the labels' tokens: --target-seq or --seq (hf_whisper.c) */
         a.seq = o->target_seq;
     if (!(o && (o->seq > 0 || (a.f->block == BLK_WHISPER && o->target_seq > 0))) && npos > 0 && npos < a.seq) a.seq = npos;
@@ -1622,8 +1642,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
     if (a.f->block == BLK_MODERNBERT && split.tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "modernbert: tensor parallelism is not modelled");
-    if (a.f->block == BLK_VIT && split.tp > 1) /* no tensor-parallel plan of ViT's modules is read */
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "vit: tensor parallelism is not modelled");
+    if (vit && split.tp > 1) /* no tensor-parallel plan of ViT's (DINOv2's) modules is read */
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism is not modelled", r.fam);
     if (a.f->block == BLK_MPNET && split.tp > 1) /* hf_mpnet.c writes the whole model */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mpnet: tensor parallelism is not modelled");
     if (vc__hf_tp_split(&a, split, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
@@ -1654,7 +1674,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->block == BLK_T5 || a.f->block == BLK_BART)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld, target %lld)", r.fam, an[0] ? " " : "", an,
                  (long long)a.seq, (long long)a.tgt);
-    if (a.f->block == BLK_VIT)
+    if (vit)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld x %lld image, %lld patches + CLS)", r.fam, an[0] ? " " : "",
                  an, (long long)a.vit.img, (long long)a.vit.img, (long long)a.vit.patches);
     if (a.f->block == BLK_WHISPER) { /* a.tgt: the decoder's tokens; the encoder's input is fixed (hf_whisper.c) */
@@ -1676,7 +1696,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     bool ok = shape != NULL;
     /* whisper: input_features [num_mel_bins, 2 x max_source_positions] in the model's dtype (hf_whisper.c) */
     /* vit: pixel_values [num_channels, image_size, image_size] float32 (ViTImageProcessor's) */
-    const bool vit = a.f->block == BLK_VIT, features = (a.f->block == BLK_WHISPER && !wh_dec) || vit;
+    const bool features = (a.f->block == BLK_WHISPER && !wh_dec) || vit;
     const int64_t dims[3] = {vit ? a.vit.cin : features ? a.wh.mel : a.seq, vit ? a.vit.img : 2 * a.wh.src, a.vit.img};
     for (int d = 0; ok && d < (vit ? 3 : features ? 2 : 1); d++) {
         cJSON *len = cJSON_CreateNumber((double)dims[d]);

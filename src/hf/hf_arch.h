@@ -105,6 +105,8 @@ enum {
     BLK_VIT,        /* ViTLayer: vit.encoder.layer.N.attention.attention.query, pre-LN (hf_layers.c vit_layer);
                      * the model's input is pixel_values [num_channels, image_size, image_size] */
     BLK_FALCON_H1,  /* FalconH1DecoderLayer: Mamba2 and attention side by side, the MLP (hf_granite4.c) */
+    BLK_DINOV2,     /* Dinov2Layer: dinov2.encoder.layer.N.norm1, LayerScale, MLP or SwiGLU FFN (hf_layers.c dinov2_layer);
+                     * the model's input is pixel_values as BLK_VIT's (hf_read.c read_vit) */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -353,8 +355,11 @@ typedef struct {
     } wh;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
     /* vit (hf_read.c read_vit): image_size, patch_size, num_channels; the patches (image_size / patch_size)^2 */
+    /* dinov2 (the same reader): use_swiglu_ffn, use_mask_token (mask_token, a parameter the forward leaves unused
+     * without bool_masked_pos) */
     struct {
         int64_t img, P, cin, patches;
+        bool swiglu, mask_token;
     } vit;
     /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),
      * layer_types ("chunked_attention" / "full_attention"; NULL: chunked where the layer has rope),
@@ -423,7 +428,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

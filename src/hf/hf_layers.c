@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf_arch.h"
+#include "model.h"
 #include "util.h"
 
 typedef struct {
@@ -795,6 +796,22 @@ static void bert_layer(wr *w, const arch *a)
     layernorm(w, a, "output.LayerNorm", NULL);
 }
 
+/* "shape": [d0, d1], a per-sample shape (Reshape, Parameter) */
+static void shape2(wr *w, cJSON *o, int64_t d0, int64_t d1)
+{
+    if (!o) return;
+    const int64_t d[2] = {d0, d1};
+    cJSON *sh = cJSON_CreateArray();
+    bool ok = sh && cJSON_AddItemToObject(o, "shape", sh);
+    if (!ok) cJSON_Delete(sh);
+    for (int i = 0; ok && i < 2; i++) {
+        cJSON *x = cJSON_CreateNumber((double)d[i]);
+        ok = x && cJSON_AddItemToArray(sh, x);
+        if (!ok) cJSON_Delete(x);
+    }
+    if (!ok) w->r->oom = true;
+}
+
 /* ViTLayer.forward (modeling_vit.py @ 005db820): self.attention(self.layernorm_before(hidden_states)) -- the
  * norm's output the argument of ViTAttention.forward until it returns; ViTSelfAttention: key, value, query (in
  * that order, qkv_bias), transpose_for_scores (view + permute), the sdpa interface (transformers' default:
@@ -823,6 +840,50 @@ static void vit_layer(wr *w, const arch *a)
     dropout(w, "output.dropout", a->p_resid);
     prev = w->last;
     ins(w, add_layer(w, "Add", "output.residual"), prev, "attention_residual", NULL, NULL);
+}
+
+/* Dinov2Layer.forward (modeling_dinov2.py @ 015e6876): hidden_states_norm = norm1(hidden_states), a local alive
+ * until the layer returns; Dinov2Attention (ViT's: key, value, query, sdpa, dense, dropout); layer_scale1
+ * (Dinov2LayerScale: hidden_state * lambda1, a [hidden_size] parameter; the product saves both), bound to
+ * self_attention_output until the layer returns; drop_path an nn.Identity (drop_path_rate 0.0, read_dinov2);
+ * + hidden_states; norm2, its output the argument of the MLP until it
+ * returns: Dinov2MLP (fc1, ACT2FN[hidden_act], fc2; no dropout) or Dinov2SwiGLUFFN (weights_in [2 x hidden],
+ * chunk(2): views, silu(x1) * x2, weights_out); layer_scale2; + the first residual. */
+static void dinov2_layer(wr *w, const arch *a)
+{
+    const int64_t q = a->NH * a->D;
+    cJSON *n1 = layernorm(w, a, "norm1", NULL);
+    linear(w, "attention.attention.key", "norm1", a->H, q, a->qkv_bias);
+    linear(w, "attention.attention.value", "norm1", a->H, q, a->qkv_bias);
+    linear(w, "attention.attention.query", "norm1", a->H, q, a->qkv_bias);
+    attn_core(w, a, "attention.attention.attention", false, "attention.attention.query", "attention.attention.key",
+              "attention.attention.value", NULL, false, 0);
+    linear(w, "attention.output.dense", NULL, q, a->H, true);
+    dropout(w, "attention.output.dropout", a->p_resid);
+    const char *prev = w->last;
+    shape2(w, add_layer(w, "Parameter", "layer_scale1.lambda1"), 1, a->H);
+    cJSON *ls1 = add_layer(w, "Mul", "layer_scale1");
+    ins(w, ls1, prev, "layer_scale1.lambda1", NULL, NULL);
+    ins(w, add_layer(w, "Add", "attention_residual"), "layer_scale1", "input", NULL, NULL);
+    cJSON *n2 = layernorm(w, a, "norm2", NULL);
+    if (a->vit.swiglu) {
+        linear(w, "mlp.weights_in", NULL, a->H, 2 * a->I, true);
+        cJSON *o = add_layer(w, "GatedActivation", "mlp.silu");
+        flag(w, o, "fused", true);
+        str(w, o, "activation", "silu");
+        linear(w, "mlp.weights_out", NULL, a->I, a->H, true);
+    } else {
+        linear(w, "mlp.fc1", NULL, a->H, a->I, true);
+        act_layer(w, a, "mlp.activation");
+        linear(w, "mlp.fc2", NULL, a->I, a->H, true);
+    }
+    str(w, n2, "held_until", w->last); /* the MLP's argument */
+    prev = w->last;
+    shape2(w, add_layer(w, "Parameter", "layer_scale2.lambda1"), 1, a->H);
+    ins(w, add_layer(w, "Mul", "layer_scale2"), prev, "layer_scale2.lambda1", NULL, NULL);
+    ins(w, add_layer(w, "Add", "output.residual"), "layer_scale2", "attention_residual", NULL, NULL);
+    str(w, n1, "held_until", "output.residual"); /* hidden_states_norm */
+    str(w, ls1, "held_until", "output.residual"); /* self_attention_output, never rebound after layer_scale1 */
 }
 
 /* Whether decoder layer i (from 0) is checkpointed. model.gradient_checkpointing_enable(
@@ -929,6 +990,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_DISTILBERT: distilbert_layer(&inner, a); break;
         case BLK_FALCON: falcon_layer(&inner, a); break;
         case BLK_VIT: vit_layer(&inner, a); break;
+        case BLK_DINOV2: dinov2_layer(&inner, a); break;
         case BLK_LFM2: lfm2_layer(&inner, a, i); break;
         default: decoder_layer(&inner, a, i); break;
         }
@@ -1052,51 +1114,74 @@ static void build_distilbert(wr *w, const arch *a)
  *  - ViTEncoder: the ViTLayers (vit_layer; with gradient checkpointing each layer's __call__ through
  *    _gradient_checkpointing_func), ViTModel.layernorm; no pooler (add_pooling_layer=False);
  *  - classifier(sequence_output[:, 0, :]), CrossEntropyLoss (num_labels > 1, integer labels). */
-/* "shape": [d0, d1], a per-sample shape (Reshape, Parameter) */
-static void shape2(wr *w, cJSON *o, int64_t d0, int64_t d1)
-{
-    if (!o) return;
-    const int64_t d[2] = {d0, d1};
-    cJSON *sh = cJSON_CreateArray();
-    bool ok = sh && cJSON_AddItemToObject(o, "shape", sh);
-    if (!ok) cJSON_Delete(sh);
-    for (int i = 0; ok && i < 2; i++) {
-        cJSON *x = cJSON_CreateNumber((double)d[i]);
-        ok = x && cJSON_AddItemToArray(sh, x);
-        if (!ok) cJSON_Delete(x);
-    }
-    if (!ok) w->r->oom = true;
-}
-
 static void build_vit(wr *w, const arch *a)
 {
+    const bool dino = a->f->block == BLK_DINOV2;
     const int64_t side = a->vit.img / a->vit.P;
-    cJSON *cast = add_layer(w, "Cast", "vit.pixel_values");
+    enum { CAST, PROJ, FLAT, PATCH, CLS, MASK, CAT, POS, ADD, DROP, LAYERS, NORM, NNAMES };
+    static const char *const sfx[NNAMES] = {"pixel_values", "embeddings.patch_embeddings.projection",
+        "embeddings.patch_embeddings.flatten", "embeddings.patch_embeddings", "embeddings.cls_token",
+        "embeddings.mask_token", "embeddings.cat", "embeddings.position_embeddings", "embeddings.add_positions",
+        "embeddings.dropout", "encoder.layer", "layernorm"};
+    char nm[NNAMES][64]; /* "vit." / "dinov2." + the module's path: alive while the layers are written */
+    for (int i = 0; i < NNAMES; i++) snprintf(nm[i], sizeof nm[i], "%s.%s", a->f->prefix, sfx[i]);
+    cJSON *cast = add_layer(w, "Cast", nm[CAST]);
     str(w, cast, "dtype", "parameters");
-    cJSON *o = add_layer(w, "Conv2d", "vit.embeddings.patch_embeddings.projection");
+    cJSON *o = add_layer(w, "Conv2d", nm[PROJ]);
     num(w, o, "in_channels", (double)a->vit.cin);
     num(w, o, "out_channels", (double)a->H);
     num(w, o, "kernel_size", (double)a->vit.P);
     num(w, o, "stride", (double)a->vit.P);
-    shape2(w, add_layer(w, "Reshape", "vit.embeddings.patch_embeddings.flatten"), a->H, side * side);
-    o = add_layer(w, "Transpose", "vit.embeddings.patch_embeddings");
+    shape2(w, add_layer(w, "Reshape", nm[FLAT]), a->H, side * side);
+    o = add_layer(w, "Transpose", nm[PATCH]);
     num(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
     num(w, o, "dim1", 2);
-    shape2(w, add_layer(w, "Parameter", "vit.embeddings.cls_token"), 1, a->H);
-    o = add_layer(w, "Cat", "vit.embeddings.cat");
-    ins(w, o, "vit.embeddings.cls_token", "vit.embeddings.patch_embeddings", NULL, NULL);
+    shape2(w, add_layer(w, "Parameter", nm[CLS]), 1, a->H);
+    if (dino && a->vit.mask_token) /* Dinov2Embeddings.mask_token [1, H]: torch.where only with bool_masked_pos */
+        shape2(w, add_layer(w, "Parameter", nm[MASK]), 1, a->H);
+    o = add_layer(w, "Cat", nm[CAT]);
+    ins(w, o, nm[CLS], nm[PATCH], NULL, NULL);
     num(w, o, "dim", 1);
-    shape2(w, add_layer(w, "Parameter", "vit.embeddings.position_embeddings"), side * side + 1, a->H);
-    ins(w, add_layer(w, "Add", "vit.embeddings.add_positions"), "vit.embeddings.cat", "vit.embeddings.position_embeddings",
-        NULL, NULL);
-    dropout(w, "vit.embeddings.dropout", a->p_resid);
-    layer_stack(w, a, "vit.encoder.layer", w->last);
-    layernorm(w, a, "vit.layernorm", NULL);
-    str(w, cast, "held_until", "vit.layernorm"); /* ViTModel.forward's pixel_values */
+    shape2(w, add_layer(w, "Parameter", nm[POS]), side * side + 1, a->H);
+    ins(w, add_layer(w, "Add", nm[ADD]), nm[CAT], nm[POS], NULL, NULL);
+    dropout(w, nm[DROP], a->p_resid);
+    layer_stack(w, a, nm[LAYERS], w->last);
+    layernorm(w, a, nm[NORM], NULL);
+    /* ViTModel.forward rebinds pixel_values to the cast, alive until it returns; Dinov2Embeddings.forward passes
+     * pixel_values.to(dtype=target_dtype) straight to the projection */
+    str(w, cast, "held_until", dino ? nm[PROJ] : nm[NORM]);
+    cJSON *seq_out = cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1);
     o = add_layer(w, "Select", "first_token"); /* sequence_output[:, 0, :] */
     num(w, o, "dim", 1);
     num(w, o, "index", 0);
-    linear(w, "classifier", NULL, a->H, a->labels, true);
+    if (dino) { /* torch.cat([cls_token, patch_tokens.mean(dim=1)], dim=1), patch_tokens = sequence_output[:, 1:] */
+        o = add_layer(w, "Slice", "patch_tokens");
+        ins(w, o, nm[NORM], NULL, NULL, NULL);
+        num(w, o, "dim", 1);
+        num(w, o, "start", 1);
+        o = add_layer(w, "Mean", "patch_tokens.mean");
+        num(w, o, "dim", 1);
+        o = add_layer(w, "Cat", "linear_input");
+        ins(w, o, "first_token", "patch_tokens.mean", NULL, NULL);
+        num(w, o, "dim", 1);
+    }
+    linear(w, "classifier", NULL, (dino ? 2 : 1) * a->H, a->labels, true);
+    if (dino) str(w, seq_out, "held_until", "classifier"); /* Dinov2ForImageClassification's sequence_output */
+}
+
+/* What a DINOv2 model's estimate does not model, refused before the plan (src/engine/plan.c): autocast. Under
+ * torch.autocast Dinov2LayerScale's hidden_state * lambda1 (a float32 parameter, elementwise mul on no autocast
+ * list) promotes the half-precision attention and MLP outputs to float32, and with them the residual stream, where
+ * the Parameter layer here meets the autocast dtype. The row is found by its patch projection's name. */
+vc_status vc__dinov2_check(const vc_model *m, const vc_options *o, vc_error *err)
+{
+    if (o->precision != VC_PREC_AMP_FP16 && o->precision != VC_PREC_AMP_BF16) return VC_OK;
+    for (size_t i = 0; i < m->ninst; i++)
+        if (m->inst[i].name && !strcmp(m->inst[i].name, "dinov2.embeddings.patch_embeddings.projection"))
+            return vc_set_error(err, VC_ERR_USAGE, O("precision"), "dinov2: under autocast LayerScale's float32 lambda1 "
+                                "promotes the layers' outputs and the residual stream to float32, not modelled; use "
+                                "fp32, bf16 or fp16 (the model cast whole)");
+    return VC_OK;
 }
 
 static void build_layers(wr *w, const arch *a)
@@ -1135,6 +1220,7 @@ static void build_layers(wr *w, const arch *a)
         build_distilbert(w, a);
         return;
     case BLK_VIT:
+    case BLK_DINOV2:
         build_vit(w, a);
         return;
     case BLK_BART: /* BartForConditionalGeneration (hf_bart.c) */

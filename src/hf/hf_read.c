@@ -379,10 +379,34 @@ static int read_falcon(rd *r, arch *a)
  * [height, width] pair, is not modelled), num_patches = (image_size // patch_size)^2 of the Conv2d with kernel =
  * stride = patch_size; ViTSelfAttention raises ValueError unless num_attention_heads divides hidden_size. (An empty
  * id2label -- num_labels 0, ViTForImageClassification's nn.Identity classifier -- is refused by the id2label role.) */
+/* Dinov2Config (configuration_dinov2.py, the defaults as read in pypi-data/pypi-mirror-396's copy of transformers'
+ * file -- huggingface/transformers' stored version, 02d3b01c, predates use_swiglu_ffn and use_mask_token: image_size
+ * 224, patch_size 14, mlp_ratio 4, use_swiglu_ffn False, use_mask_token True, drop_path_rate 0.0) as
+ * modeling_dinov2.py @ 015e6876 reads it: Dinov2MLP's fc1 int(hidden_size * mlp_ratio) wide; Dinov2SwiGLUFFN's
+ * hidden (int(that * 2 / 3) + 7) // 8 * 8, weights_in twice that; mask_token only with use_mask_token. */
+static int read_dinov2(rd *r, arch *a)
+{
+    double ratio = 4, dp = 0;
+    if (get_num(r, "mlp_ratio", 4, 0, 1e15, &ratio) || get_bool(r, "use_swiglu_ffn", false, &a->vit.swiglu) ||
+        get_bool(r, "use_mask_token", true, &a->vit.mask_token) || get_num(r, "drop_path_rate", 0, 0, 1, &dp))
+        return -1;
+    if (dp > 0) /* Dinov2DropPath (drop_path: a [batch, 1, 1] mask and input.div(keep_prob)) in training */
+        return vc__hf_bad(r, "drop_path_rate", "%g: Dinov2DropPath's stochastic depth is not modelled (0.0: nn.Identity)", dp);
+    const double I = (double)a->H * ratio;
+    if (!(I >= 1) || I > (double)(INT64_C(1) << 40))
+        return vc__hf_bad(r, "mlp_ratio", "%g: int(hidden_size (%lld) * mlp_ratio) is %s", ratio, (long long)a->H,
+                          I < 1 ? "0, no MLP" : "more than 2^40");
+    a->I = (int64_t)I;
+    if (a->vit.swiglu) a->I = ((int64_t)((double)(a->I * 2) / 3.0) + 7) / 8 * 8;
+    if (a->I < 1) return vc__hf_bad(r, "mlp_ratio", "%g: Dinov2SwiGLUFFN's hidden width is 0", ratio);
+    return 0;
+}
+
 static int read_vit(rd *r, arch *a)
 {
-    if (get_int(r, "image_size", 224, 1, &a->vit.img) || get_int(r, "patch_size", 16, 1, &a->vit.P) ||
-        get_int(r, "num_channels", 3, 1, &a->vit.cin))
+    const bool dino = a->f->block == BLK_DINOV2;
+    if (get_int(r, "image_size", 224, 1, &a->vit.img) || get_int(r, "patch_size", dino ? 14 : 16, 1, &a->vit.P) ||
+        get_int(r, "num_channels", 3, 1, &a->vit.cin) || (dino && read_dinov2(r, a)))
         return -1;
     if (a->vit.P > a->vit.img)
         return vc__hf_bad(r, "patch_size", "%lld: larger than image_size (%lld), no patch", (long long)a->vit.P,
@@ -492,7 +516,7 @@ static int read_family(rd *r, arch *a)
         return vc__hf_bad(r, "sliding_window", "null without layer_types: Exaone4Config divides by the pattern it zeroes");
     if (f->block == BLK_LFM2 && vc__hf_lfm2_read(r, a)) return -1; /* layer_types, conv_L_cache and the rest (hf_lfm2.c) */
     if (f->block == BLK_NEMOTRON_H && vc__hf_nemotron_h_read(r, a)) return -1; /* the pattern and the rest (hf_granite4.c) */
-    if (f->block == BLK_VIT && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
+    if ((f->block == BLK_VIT || f->block == BLK_DINOV2) && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
     if (f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_read(r, a)) return -1; /* the mamba_* keys, the multipliers (hf_granite4.c) */
     if (f->qk_norm_rope && vc__hf_hunyuan_read(r, a)) return -1; /* moe_topk and the checkpoints' other keys (hf_hunyuan.c) */
     if (f->moe == MOE_HUNYUAN && a->K > a->E)

@@ -150,6 +150,8 @@ vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err);
 /* src/hf/hf_mpnet.c: what an MPNet model's estimate does not model (autocast, pipeline stages); vc__t5_check
  * calls it for a model with T5Attention and no T5LayerNorm. */
 vc_status vc__mpnet_check(const vc_model *m, const vc_options *o, vc_error *err);
+/* src/hf/hf_layers.c: what a DINOv2 model's estimate does not model (autocast: LayerScale's float32 promotion). */
+vc_status vc__dinov2_check(const vc_model *m, const vc_options *o, vc_error *err);
 /* src/hf/hf_whisper.c: what a Whisper model's estimate refuses (generate and serve, precision, quantized
  * weights, pipeline stages). */
 vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err);

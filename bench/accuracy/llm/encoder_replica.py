@@ -38,8 +38,8 @@ import torch.nn.functional as F
 
 import vctorch
 
-ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet", "vit")  # modernbert_replica.py,
-# mpnet_replica.py, vision_encoder_replica.py (vit: pixel_values in, measure_llm.py pixels())
+ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet", "vit", "dinov2")  # modernbert_replica.py,
+# mpnet_replica.py, vision_encoder_replica.py (vit: pixel_values in, measure_llm.py pixels()), dinov2_replica.py
 
 
 def _act(name):
@@ -234,6 +234,9 @@ class BertForSequenceClassification(nn.Module):
 
 
 def build(cfg):
+    if cfg["model_type"] == "dinov2":
+        import dinov2_replica
+        return dinov2_replica.build(cfg)
     if cfg["model_type"] == "vit":
         import vision_encoder_replica
         return vision_encoder_replica.build(cfg)

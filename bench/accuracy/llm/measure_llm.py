@@ -448,7 +448,7 @@ def main(argv):
     trainable = [p for p in params if p.requires_grad]
     n_train = sum(p.numel() for p in trainable)
     weights_bytes = sum(rounded(p) for p in params) + sum(rounded(b) for b in model.buffers())
-    V = 0 if cfg.model_type == "vit" else cfg.vocab_size  # vit: pixel_values, no token ids
+    V = 0 if cfg.model_type in ("vit", "dinov2") else cfg.vocab_size  # vit, dinov2: pixel_values, no token ids
     result = {"config": os.path.relpath(args.config, ROOT), "model_type": cfg.model_type,
               "mode": args.mode, "batch": args.batch, "precision": args.precision,
               "attn_implementation": model.attn_impl, "params": n_params,
@@ -506,9 +506,10 @@ def main(argv):
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     whisper = cfg.model_type == "whisper"
-    vit = cfg.model_type == "vit"  # ViTForImageClassification (vision_encoder_replica.py)
+    vit = cfg.model_type in ("vit", "dinov2")  # ViTForImageClassification (vision_encoder_replica.py), dinov2_replica.py
     if vit:
         import vision_encoder_replica
+        import dinov2_replica
     t5 = cfg.model_type in ("t5", "mt5", "umt5", "bart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
@@ -517,7 +518,7 @@ def main(argv):
     def pixels():
         # vit: ViTImageProcessor's pixel_values [B, num_channels, image_size, image_size] float32 (the model casts
         # them to its dtype: vision_encoder_replica.py); resident like input_ids
-        vc = vision_encoder_replica.resolve(cfg.d)
+        vc = (dinov2_replica if cfg.model_type == "dinov2" else vision_encoder_replica).resolve(cfg.d)
         return torch.randn(args.batch, vc["num_channels"], vc["image_size"], vc["image_size"])
 
     def features():

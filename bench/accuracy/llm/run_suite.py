@@ -1979,6 +1979,30 @@ def cases():
                      held_out=True),
                 dict(config=cf, mode="generate", batch=1, prompt=64, new_tokens=8, precision="bf16", experts=ex,
                      held_out=False)]
+    # issue 31 (towers and encoders): Dinov2ForImageClassification (dinov2_replica.py, modeling_dinov2.py @ 015e6876):
+    # ViT's embeddings with mask_token, pre-LN Dinov2Layers with LayerScale, the classifier on [CLS, mean of the
+    # patches]; training (full, LoRA r=8 on query,value: PEFT's mapping has no dinov2; every layer checkpointed) and
+    # --mode infer; dinov2_small 112 x 112 images of 14 x 14 patches (64 + CLS = --seq 65) with dropouts 0.1,
+    # dinov2_swiglu_small 64 x 64 of 8 x 8 (64 + CLS) with Dinov2SwiGLUFFN, no mask_token, no qkv_bias, no dropout.
+    # Every third held out.
+    dn = [
+        ("dinov2_small", 65, "train", 2, "adamw", "fp32", False, 0),
+        ("dinov2_small", 65, "train", 4, "sgd", "bf16", False, 0),
+        ("dinov2_small", 65, "train", 2, "adamw", "fp32", True, 0),
+        ("dinov2_small", 65, "train", 2, "adamw", "bf16", False, 8),
+        ("dinov2_small", 65, "infer", 4, None, "fp32", False, 0),
+        ("dinov2_small", 65, "infer", 2, None, "bf16", False, 0),
+        ("dinov2_swiglu_small", 65, "train", 3, "adam", "fp32", False, 0),
+        ("dinov2_swiglu_small", 65, "train", 2, "adamw", "bf16", True, 0),
+        ("dinov2_swiglu_small", 65, "train", 4, "adamw", "fp32", False, 8),
+        ("dinov2_swiglu_small", 65, "infer", 8, None, "fp32", False, 0),
+        ("dinov2_small", 65, "train", 1, "adamw", "fp32", True, 8),
+        ("dinov2_swiglu_small", 65, "infer", 2, None, "bf16", False, 0),
+    ]
+    for i, (cfg, s, mode, b, o, p, ck, l) in enumerate(dn):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=ck,
+                        lora=l, **({"lora_dropout": 0.0, "lora_targets": "query,value"} if l else {}),
+                        held_out=(i % 3 == 2)))
     return out
 
 
