@@ -27,6 +27,24 @@ def train_cases(out, rows, **extra):
                         ckpt=c, lora=l, **extra, held_out=(i % 3 == 2)))
 
 
+def mode_cases(out, rows, config=None, lora_targets=None, train=None, **every):
+    """Cases from rows of (mode, config, batch, seq or prompt, optim or new tokens, precision, ckpt, lora), without
+    the config column when config is given (a name under configs/ or a configs/ path): a "train" row takes the
+    optimizer, ckpt, lora (with lora_targets when lora is set) and the settings in train; "infer" the seq;
+    "generate" the prompt and the new tokens; every case the settings in every; every third held out."""
+    for i, r in enumerate(rows):
+        mode, cfg, b, s, o, p, c, l = (r[0], config) + tuple(r[1:]) if config else r
+        d = dict(config=cfg if cfg.startswith("configs/") else "configs/%s.json" % cfg, mode=mode, batch=b,
+                 precision=p, held_out=(i % 3 == 2), **every)
+        if mode == "train":
+            d.update(seq=s, optim=o, ckpt=c, lora=l, **(train or {}), **({"lora_targets": lora_targets} if l else {}))
+        elif mode == "infer":
+            d.update(seq=s)
+        else:
+            d.update(prompt=s, new_tokens=o)
+        out.append(d)
+
+
 def cases():
     out = []
     # the grid: every family x {full, LoRA r=8} x {no ckpt, ckpt} x {fp32, bf16}, batch 2, seq 64, AdamW
@@ -1624,15 +1642,7 @@ def cases():
         ("generate", "mamba2_tied_small", 1, 64, 12, "bf16", False, 0),
         ("generate", "mamba2_small", 1, 24, 16, "bf16", False, 0),
     ]
-    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(m2):
-        if mode == "train":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
-                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2), **({"lora_targets": "in_proj"} if l else {})))
-        elif mode == "infer":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
-        else:
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
-                            held_out=(i % 3 == 2)))
+    mode_cases(out, m2, lora_targets="in_proj", train=dict(lora_dropout=0.0))
     # issue 31, the near-llama families of 2026 (near_llama_replica.py), each config the same ten cases: EXAONE 4.0
     # (exaone4_small, modeling_exaone4.py @ 948448a0: norms after the sublayers, q_norm / k_norm per head after the
     # transpose, layers 0-2 sliding (window 32) with the rotary, layer 3 full attention without it (global NoPE));
@@ -1651,16 +1661,8 @@ def cases():
         ("generate", 1, 128, 8, "bf16", False, 0),
         ("generate", 4, 24, 16, "bf16", False, 0),
     ]
-    for cf in ("configs/exaone4_small.json", "configs/seed_oss_small.json"):
-        for i, (mode, b, s, o, p, c, l) in enumerate(ex):
-            if mode == "train":
-                out.append(dict(config=cf, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c, lora=l,
-                                lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None, held_out=(i % 3 == 2)))
-            elif mode == "infer":
-                out.append(dict(config=cf, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
-            else:
-                out.append(dict(config=cf, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
-                                held_out=(i % 3 == 2)))
+    for cf in ("exaone4_small", "seed_oss_small"):
+        mode_cases(out, ex, config=cf, lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     # ERNIE 4.5 (issue 31) as transformers 5 runs it (ernie_replica.py, modeling_ernie4_5.py and
     # modeling_ernie4_5_moe.py @ 0233e509): ernie_small (use_bias: q/k/v/o and MLP biases, head_dim 32 on hidden 64 /
     # 4 heads, tied) and ernie_moe_small (16 experts top-4, 2 shared experts, MoE on layers 1 and 3 by
@@ -1678,17 +1680,7 @@ def cases():
         ("generate", 1, 64, 8, "bf16", False, 0),
     ]
     for cfg, ex in (("ernie_small", None), ("ernie_moe_small", "grouped_mm")):
-        for i, (mode, b, s, o, p, c, l) in enumerate(er):
-            if mode == "train":
-                out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p,
-                                ckpt=c, lora=l, lora_targets="q_proj,v_proj" if l else None, experts=ex,
-                                held_out=(i % 3 == 2)))
-            elif mode == "infer":
-                out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, experts=ex,
-                                held_out=(i % 3 == 2)))
-            else:
-                out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
-                                precision=p, experts=ex, held_out=(i % 3 == 2)))
+        mode_cases(out, er, config=cfg, lora_targets="q_proj,v_proj", experts=ex)
     # issue 31: LiquidAI LFM2 (lfm2_replica.py, modeling_lfm2.py @ 0096ba4f): Lfm2ShortConv.slow_forward (B x, the
     # depthwise conv1d of conv_L_cache taps, C gating) beside GQA layers with per-head q/k layernorms;
     # lfm2_small (LFM2-1.2B's layout: full_attn_idxs, block_ff_dim adjusted, tied) and lfm2_bias_small (conv_bias,
@@ -1696,30 +1688,21 @@ def cases():
     # v_proj / w1 / w2 / w3: PEFT has no lfm2 default, checkpointing), --mode infer, generate with
     # Lfm2HybridConvCache. Every third held out.
     lf = [
-        ("lfm2_small", "train", 2, 64, "adamw", "fp32", False, 0),
-        ("lfm2_small", "train", 2, 96, "adamw", "bf16", False, 0),
-        ("lfm2_small", "train", 1, 128, "sgd", "fp32", True, 0),
-        ("lfm2_small", "train", 2, 64, "adamw", "bf16", False, 8),
-        ("lfm2_bias_small", "train", 2, 64, "adamw", "fp32", False, 0),
-        ("lfm2_bias_small", "train", 4, 48, "adam", "bf16", True, 0),
-        ("lfm2_bias_small", "train", 1, 128, "adamw", "fp32", False, 8),
-        ("lfm2_small", "infer", 2, 64, None, "fp32", False, 0),
-        ("lfm2_bias_small", "infer", 2, 100, None, "bf16", False, 0),
-        ("lfm2_small", "infer", 4, 32, None, "bf16", False, 0),
-        ("lfm2_small", "generate", 1, 40, 8, "fp32", False, 0),
-        ("lfm2_bias_small", "generate", 2, 64, 12, "bf16", False, 0),
-        ("lfm2_small", "generate", 2, 24, 16, "bf16", False, 0),
+        ("train", "lfm2_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "lfm2_small", 2, 96, "adamw", "bf16", False, 0),
+        ("train", "lfm2_small", 1, 128, "sgd", "fp32", True, 0),
+        ("train", "lfm2_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "lfm2_bias_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "lfm2_bias_small", 4, 48, "adam", "bf16", True, 0),
+        ("train", "lfm2_bias_small", 1, 128, "adamw", "fp32", False, 8),
+        ("infer", "lfm2_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "lfm2_bias_small", 2, 100, None, "bf16", False, 0),
+        ("infer", "lfm2_small", 4, 32, None, "bf16", False, 0),
+        ("generate", "lfm2_small", 1, 40, 8, "fp32", False, 0),
+        ("generate", "lfm2_bias_small", 2, 64, 12, "bf16", False, 0),
+        ("generate", "lfm2_small", 2, 24, 16, "bf16", False, 0),
     ]
-    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(lf):
-        if mode == "train":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
-                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
-                            **({"lora_targets": "in_proj,out_proj,q_proj,v_proj,w1,w2,w3"} if l else {})))
-        elif mode == "infer":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
-        else:
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
-                            held_out=(i % 3 == 2)))
+    mode_cases(out, lf, lora_targets="in_proj,out_proj,q_proj,v_proj,w1,w2,w3", train=dict(lora_dropout=0.0))
     # Cohere and Cohere2 (issue 31) as transformers 5 runs them (cohere_replica.py, modeling_cohere.py and
     # modeling_cohere2.py @ 0233e509): cohere_small (use_qk_norm: CohereLayerNorm q/k norms of [heads, head_dim]),
     # cohere2_small (sliding_window 48, 3 sliding rotary layers : 1 full NoPE layer); the parallel block, float32
@@ -1737,15 +1720,7 @@ def cases():
             ("generate", 2, 64, 16, "bf16", False, 0),
             ("generate", 1, 40, 24, "fp32", False, 0),
         ]
-        for i, (mode, b, s, o, p, c, l) in enumerate(co):
-            if mode == "train":
-                out.append(dict(config=cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c, lora=l,
-                                lora_targets="q_proj,v_proj" if l else None, held_out=(i % 3 == 2)))
-            elif mode == "infer":
-                out.append(dict(config=cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
-            else:
-                out.append(dict(config=cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
-                                held_out=(i % 3 == 2)))
+        mode_cases(out, co, config=cfg, lora_targets="q_proj,v_proj")
     # issue 31: NVIDIA Nemotron-H (nemotron_h, nemotron_h_replica.py, modeling_nemotron_h.py @ 008d9e95): one mixer a
     # block (Mamba2 through the mamba_ssm kernels' allocations with the grouped Zamba2RMSNormGated, NoPE attention,
     # relu2 MLP), logits .float(). nemotron_h_small (new key names, 4 groups, chunk 16) and nemotron_h_legacy_small
@@ -1768,16 +1743,7 @@ def cases():
         ("generate", "nemotron_h_legacy_small", 2, 64, 12, "bf16", False, 0),
         ("generate", "nemotron_h_small", 2, 24, 16, "bf16", False, 0),
     ]
-    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(nh):
-        if mode == "train":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
-                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
-                            **({"lora_targets": "in_proj,q_proj,v_proj,up_proj"} if l else {})))
-        elif mode == "infer":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
-        else:
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
-                            held_out=(i % 3 == 2)))
+    mode_cases(out, nh, lora_targets="in_proj,q_proj,v_proj,up_proj", train=dict(lora_dropout=0.0))
     # issue 31 item 4: ViTForImageClassification (vision_encoder_replica.py, modeling_vit.py @ 005db820): the patch
     # Conv2d, CLS token and position embeddings, pre-LN ViTLayers on sdpa, the classifier on the CLS token; training
     # (full, LoRA r=8 on query,value: PEFT's mapping has no vit; every ViTLayer checkpointed) and --mode infer;
@@ -1857,15 +1823,7 @@ def cases():
         ("generate", "falcon_h1_bias_small", 2, 64, 12, "bf16", False, 0),
         ("generate", "falcon_h1_small", 2, 24, 16, "bf16", False, 0),
     ]
-    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(fh):
-        base = dict(config="configs/%s.json" % cfg, mode=mode, batch=b, precision=p, held_out=(i % 3 == 2))
-        if mode == "train":
-            out.append(dict(base, seq=s, optim=o, ckpt=c, lora=l, lora_dropout=0.0,
-                            **({"lora_targets": "in_proj,q_proj,v_proj,up_proj"} if l else {})))
-        elif mode == "infer":
-            out.append(dict(base, seq=s))
-        else:
-            out.append(dict(base, prompt=s, new_tokens=o))
+    mode_cases(out, fh, lora_targets="in_proj,q_proj,v_proj,up_proj", train=dict(lora_dropout=0.0))
     # issue 31 item 6: generate() as transformers 5.0 runs it, GenerationMixin._prefill (generation/utils.py
     # @000034a44ef887621d9b36001a5eb7c46e64cb3f; measure_llm.py --transformers 5.0 prefill()): the model over
     # input_ids[:, :-1], its outputs dropped, then the loop from the last prompt token. Greedy over a full cache
@@ -1914,30 +1872,21 @@ def cases():
     # Training (full, LoRA on in_proj / out_proj / q_proj / v_proj / w1 / w2 / w3, checkpointing), --mode infer,
     # generate with Lfm2HybridConvCache. Every third held out.
     lm = [
-        ("lfm2_moe_small", "train", 2, 64, "adamw", "fp32", False, 0),
-        ("lfm2_moe_small", "train", 2, 96, "adamw", "bf16", False, 0),
-        ("lfm2_moe_small", "train", 1, 128, "sgd", "fp32", True, 0),
-        ("lfm2_moe_small", "train", 2, 64, "adamw", "bf16", False, 8),
-        ("lfm2_moe_nobias_small", "train", 2, 64, "adamw", "fp32", False, 0),
-        ("lfm2_moe_nobias_small", "train", 4, 48, "adam", "bf16", True, 0),
-        ("lfm2_moe_nobias_small", "train", 1, 128, "adamw", "fp32", False, 8),
-        ("lfm2_moe_small", "infer", 2, 64, None, "fp32", False, 0),
-        ("lfm2_moe_nobias_small", "infer", 2, 100, None, "bf16", False, 0),
-        ("lfm2_moe_small", "infer", 4, 32, None, "bf16", False, 0),
-        ("lfm2_moe_small", "generate", 1, 40, 8, "fp32", False, 0),
-        ("lfm2_moe_nobias_small", "generate", 2, 64, 12, "bf16", False, 0),
-        ("lfm2_moe_small", "generate", 2, 24, 16, "bf16", False, 0),
+        ("train", "lfm2_moe_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "lfm2_moe_small", 2, 96, "adamw", "bf16", False, 0),
+        ("train", "lfm2_moe_small", 1, 128, "sgd", "fp32", True, 0),
+        ("train", "lfm2_moe_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "lfm2_moe_nobias_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "lfm2_moe_nobias_small", 4, 48, "adam", "bf16", True, 0),
+        ("train", "lfm2_moe_nobias_small", 1, 128, "adamw", "fp32", False, 8),
+        ("infer", "lfm2_moe_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "lfm2_moe_nobias_small", 2, 100, None, "bf16", False, 0),
+        ("infer", "lfm2_moe_small", 4, 32, None, "bf16", False, 0),
+        ("generate", "lfm2_moe_small", 1, 40, 8, "fp32", False, 0),
+        ("generate", "lfm2_moe_nobias_small", 2, 64, 12, "bf16", False, 0),
+        ("generate", "lfm2_moe_small", 2, 24, 16, "bf16", False, 0),
     ]
-    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(lm):
-        if mode == "train":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
-                            lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
-                            **({"lora_targets": "in_proj,out_proj,q_proj,v_proj,w1,w2,w3"} if l else {})))
-        elif mode == "infer":
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
-        else:
-            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p,
-                            held_out=(i % 3 == 2)))
+    mode_cases(out, lm, lora_targets="in_proj,out_proj,q_proj,v_proj,w1,w2,w3", train=dict(lora_dropout=0.0))
     # Arcee (issue 31; near_llama_replica.py, modular_arcee.py @ 031734d9): arcee_small, LlamaDecoderLayer with the
     # non-gated NemotronMLP (up_proj, relu2 = relu then torch.square, down_proj; the pow backward's two temporaries).
     # Train in fp32 and bf16 (full, --grad-ckpt, LoRA on q_proj / v_proj), --mode infer, generate. Every third held out.
@@ -1953,15 +1902,7 @@ def cases():
         ("generate", 2, 64, 16, "fp32", False, 0),
         ("generate", 1, 40, 24, "bf16", False, 0),
     ]
-    for i, (mode, b, s, o, p, c, l) in enumerate(ar):
-        cfg = "configs/arcee_small.json"
-        if mode == "train":
-            out.append(dict(config=cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c, lora=l,
-                            lora_targets="q_proj,v_proj" if l else None, held_out=(i % 3 == 2)))
-        elif mode == "infer":
-            out.append(dict(config=cfg, mode=mode, batch=b, seq=s, precision=p, held_out=(i % 3 == 2)))
-        else:
-            out.append(dict(config=cfg, mode=mode, batch=b, prompt=s, new_tokens=o, precision=p, held_out=(i % 3 == 2)))
+    mode_cases(out, ar, config="arcee_small", lora_targets="q_proj,v_proj")
     # Tencent HunYuan (issue 31; hunyuan_replica.py, modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py @
     # 0233e509): hunyuan_small (LlamaDecoderLayer's template, query_layernorm / key_layernorm after the rotation, the
     # dynamic-NTK alpha rotary, untied) and hunyuan_moe_small (16 experts top-4 of intermediate_size, the shared MLP,
