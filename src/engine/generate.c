@@ -1254,8 +1254,9 @@ static void rows_of_batch(vc_build *b, size_t nt, size_t nop, int64_t N)
 }
 
 /* GenerationMixin.generate with num_beams N of an encoder-decoder (generation/utils.py @000034a): after the encoder
- * (over the batch's rows) and _prepare_decoder_input_ids_for_generation, _expand_inputs_for_generation(expand_size=N,
- * is_encoder_decoder=True) repeat_interleaves input_ids (the decoder's ids), model_kwargs' tensors (the attention
+ * (over the batch's rows), _prepare_decoder_input_ids_for_generation and the empty EncoderDecoderCache, generate()
+ * calls _beam_search, whose first statement _expand_inputs_for_generation(expand_size=N, is_encoder_decoder=True)
+ * (no tensor made in between) repeat_interleaves input_ids (the decoder's ids), model_kwargs' tensors (the attention
  * mask) and model_kwargs["encoder_outputs"]'s (last_hidden_state), each rebound (the originals freed; whisper's
  * decoder_input_ids stay held by WhisperGenerationMixin.generate); then _beam_search ("Beam search" above), the
  * decoder run as decoder_step runs it, the cross-attention's keys and values made from the expanded output at the

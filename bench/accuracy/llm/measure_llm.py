@@ -907,7 +907,8 @@ def main(argv):
                     else:
                         dec_ids, encoder_hidden_states, attention_mask, held = t5_replica.prepare_generation(
                             model, prompt_ids)
-                    # _expand_inputs_for_generation(expand_size=N, is_encoder_decoder=True): input_ids (the decoder's)
+                    # _beam_search's _expand_inputs_for_generation(expand_size=N, is_encoder_decoder=True) (generate()
+                    # made only the empty cache in between; it is made here, after): input_ids (the decoder's)
                     # repeat_interleave'd, then model_kwargs' tensors (the attention mask), then
                     # model_kwargs["encoder_outputs"]'s (last_hidden_state), each rebound (the batch-row originals
                     # freed; whisper's decoder_input_ids stay held by WhisperGenerationMixin.generate)
