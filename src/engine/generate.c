@@ -1260,7 +1260,12 @@ static void rows_of_batch(vc_build *b, size_t nt, size_t nop, int64_t N)
  * mask) and model_kwargs["encoder_outputs"]'s (last_hidden_state), each rebound (the originals freed; whisper's
  * decoder_input_ids stay held by WhisperGenerationMixin.generate); then _beam_search ("Beam search" above), the
  * decoder run as decoder_step runs it, the cross-attention's keys and values made from the expanded output at the
- * first step and, with the self-attention's, index_select'ed by every step's reorder_cache. */
+ * first step and, with the self-attention's, index_select'ed by every step's reorder_cache.
+ * _beam_search @000034a calls the model's own _reorder_cache instead when the class has one (hasattr): modeling_t5.py
+ * @6b8b757d's T5ForConditionalGeneration still defines it (legacy tuples: every layer's four tensors index_select'ed
+ * into a new tuple while the old cache is held, the whole cache twice at once). Followed here: the cache's
+ * reorder_cache, transformers 5's path where the model defines none (not checked at a transformers 5 modeling_t5.py
+ * or modeling_whisper.py: none was read). */
 static void encdec_beams(vc_build *b, vc_t start, vc_t mask, const vc_t *wh, int64_t vocab)
 {
     vc_gen *g = &b->gen;
