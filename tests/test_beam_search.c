@@ -8,8 +8,11 @@
  * what _beam_search holds through the last step's forward that _sample does not, and the reverse.
  * Measured: bench/accuracy/llm/measured.json (measure_llm.py --num-beams, generate_beams, written from the
  * transformers source), the llama_small case at batch 2, prompt 64, 6 new tokens, fp32, 4 beams.
+ * Encoder-decoders (generate.c encdec_beams): t5_small's 2-beam decoding peak by hand against greedy at batch 2,
+ * and the measured t5 and whisper cases (measure_llm.py generate_beams over t5_replica.prepare_generation /
+ * whisper_replica.prepare_generation, written from the transformers source).
  * Refusals: the option outside generate, with --serve, 0, negative, not a number, and what the beams are not
- * modelled with (an encoder-decoder, another cache).
+ * modelled with (another cache, an encoder-decoder's serving, more than 65536 beams of an encoder-decoder).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,6 +114,78 @@ static void measured(void **state)
     vc_model_free(m);
 }
 
+#define CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
+
+/* By hand: bench/accuracy/llm/configs/t5_small.json (vocab 2048, 2 + 2 blocks of 8 heads x 32), fp32, batch 1, an
+ * encoder prompt of 4 tokens, 8 new tokens, 2 beams, against greedy generation at batch 2. _expand_inputs_for_generation
+ * repeat_interleaves the decoder's start ids, the attention mask and the encoder's last_hidden_state to B x N = 2 rows
+ * (generation/utils.py @000034a), so the decoder, its caches (the cross-attention's of the expanded output) and the
+ * encoder's output are those of batch 2; the caller's input_ids [1, 4] and [2, 4] int64 are one 512-byte block each.
+ * At this prompt both decoding peaks are at the last step's end, after the forward: beam search's at log_probs =
+ * log_probs + running_beam_scores[:, :, None], greedy's at next_token_logits' fp32 copy. */
+static void encdec_by_hand(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(CFG "t5_small.json");
+    const int64_t B = 1, N = 2, D = 1, M = 8, V = 2048;
+    const int64_t ml = D + M; /* max_length: max_new_tokens + the decoder's input length (decoder_start_token_id) */
+    const int64_t T = M;      /* running_beam_indices' last dimension: max_length - cur_len at the start */
+    vc_result beam = gen(m, B, VC_PREC_FP32, 4, M, N);
+    vc_result greedy = gen(m, B * N, VC_PREC_FP32, 4, M, 1);
+    assert_int_equal(beam.generate.kv_cache, greedy.generate.kv_cache);
+    assert_int_equal(beam.generate.cross_cache, greedy.generate.cross_cache);
+    assert_int_equal(beam.generate.cross_cache, 2 * 2 * B * N * 256 * 4 * 4); /* 2 layers x K, V x 2 rows x 256 x fp32 x 4 */
+    const int64_t beam_held =
+        2 * blk(B * N * V * 4)      /* log_probs: the step before's (a local until rebound) and the new sum, [B, N x V] fp32 */
+        + blk(B * N * V * 4)        /* log_softmax's output [B x N, V] fp32, the sum's input */
+        + blk(B * N * V * 4)        /* logits: outputs.logits[:, -1, :].to(copy=True, dtype=float32) (the step before's
+                                     * freed as it was rebound; model_outputs deleted after log_softmax) */
+        + 2 * blk(B * N * ml * 8)   /* running_sequences and sequences [B, N, max_length] int64 */
+        + 2 * blk(B * N * 4)        /* running_beam_scores and beam_scores [B, N] fp32 */
+        + blk(B * N) + blk(B)       /* is_sent_finished [B, N] bool, is_early_stop_heuristic_unsatisfied [B, 1] bool */
+        + blk(B * 2 * N)            /* next_token_hits_stopping_criteria [B, 2N] bool (the step before's) */
+        + 2 * blk(B * N * T * 4)    /* running_beam_indices and beam_indices [B, N, T] int32 */
+        + blk(2 * N)                /* top_num_beam_mask [2N] bool */
+        + blk(B * 2 * N * 4)        /* topk_log_probs [B, 2N] fp32 (the step before's) */
+        + blk(B * 2 * N * ml * 8)   /* topk_running_sequences [B, 2N, max_length] int64 */
+        + blk(B * 2 * N * T * 4)    /* topk_running_beam_indices [B, 2N, T] int32 */
+        + blk(B * N * (D + M - 1) * 8) /* flat_running_sequences [B x N, cur_len] int64 */
+        + blk(B * N * D * 8)        /* input_ids, the expanded decoder start ids, held to _beam_search's return */
+        + blk(8) + blk(8);          /* cache_position [1], the pad token */
+    const int64_t greedy_held =
+        2 * blk(B * N * V * 4)      /* next_token_logits: the step before's (freed after the copy) and the new fp32 copy */
+        + blk(B * N * V * 4)        /* outputs.logits [B x N, 1, V] fp32, the copy's input */
+        + blk(B * N * (D + M - 1) * 8) /* input_ids [B x N, cur_len] int64 */
+        + blk(8) + blk(8)           /* cache_position, the pad token */
+        + blk(B * N * 8) + blk(B * N * 8); /* unfinished_sequences and next_tokens [B x N] int64 */
+    assert_int_equal(beam_held - greedy_held, 22528);
+    assert_int_equal(beam.generate.decode_peak - greedy.generate.decode_peak, beam_held - greedy_held);
+    vc_result_free(&beam);
+    vc_result_free(&greedy);
+    vc_model_free(m);
+}
+
+/* measured.json (measure_llm.py --num-beams over t5_replica / whisper_replica): t5_small, batch 1, prompt 64, 8 new
+ * tokens, fp32, 2 beams: prefill 17,712,640 B, decode 17,689,088 B (the decoding peak at reorder_cache's
+ * index_select of a cross-attention key); whisper_small, batch 2, 4 init tokens, 8 new tokens, fp32, 2 beams:
+ * prefill 32,294,912 B (the encoder over the batch's rows), decode 29,253,632 B. Bound 1%. */
+static void encdec_measured(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(CFG "t5_small.json");
+    vc_result r = gen(m, 1, VC_PREC_FP32, 64, 8, 2);
+    within(r.generate.prefill_peak, 17712640, 1.0);
+    within(r.generate.decode_peak, 17689088, 1.0);
+    vc_result_free(&r);
+    vc_model_free(m);
+    m = load_file(CFG "whisper_small.json");
+    r = gen(m, 2, VC_PREC_FP32, 4, 8, 2);
+    within(r.generate.prefill_peak, 32294912, 1.0);
+    within(r.generate.decode_peak, 29253632, 1.0);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
 static void refusals(void **state)
 {
     (void)state;
@@ -124,8 +199,10 @@ static void refusals(void **state)
         {HF "llama-3.1-8b.json -m generate --num-beams 2x", "--num-beams: expected a positive integer, got '2x'"},
         {HF "llama-3.1-8b.json -m generate --num-beams 2 --cache static", "--num-beams: beam search is modelled with --cache dynamic"},
         {HF "llama-3.1-8b.json -m generate --num-beams 2 --cache quantized", "--num-beams: beam search is modelled with --cache dynamic"},
-        {HF "t5-small.json -m generate --num-beams 2", "--num-beams: beam search of an encoder-decoder"},
-        {HF "whisper-tiny.json -m generate --num-beams 3", "--num-beams: beam search of an encoder-decoder"},
+        {HF "t5-small.json --serve --gpu h100-80gb --num-beams 2", "(vLLM's serving is modelled without it)"},
+        {HF "whisper-tiny.json --serve --gpu h100-80gb --num-beams 3", "(vLLM's serving is modelled without it)"},
+        {HF "t5-small.json -m generate --num-beams 65537", "--num-beams: an encoder-decoder's beam search is modelled up to 65536 beams"},
+        {HF "bart-large.json -m generate --num-beams 2", "--mode: bart: generate() is not modelled yet"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) assert_usage(cases[i][0], cases[i][1]);
     /* the library: the same path */
@@ -133,7 +210,7 @@ static void refusals(void **state)
     vc_options o;
     vc_options_init(&o);
     o.mode = VC_MODE_GENERATE;
-    o.num_beams = 2;
+    o.num_beams = 65537;
     vc_result r;
     vc_error err;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
@@ -164,6 +241,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(by_hand),
         cmocka_unit_test(measured),
+        cmocka_unit_test(encdec_by_hand),
+        cmocka_unit_test(encdec_measured),
         cmocka_unit_test(refusals),
         cmocka_unit_test(report),
     };

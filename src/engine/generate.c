@@ -50,6 +50,8 @@ static bool encdec_contract(const vc_model *m, size_t enc);
 static vc_status images_begin(vc_build *b, vc_error *err);
 static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err);
 static void encdec_emit(vc_build *b);
+typedef struct loop_state loop_state;
+static void decoder_step(vc_build *b, loop_state *ls, int64_t k);
 
 vc_status vc__gen_begin(vc_build *b, vc_error *err)
 {
@@ -65,9 +67,6 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
                                          "@0002bff0: its one encoder-decoder is WhisperForConditionalGeneration, the others "
                                          "were removed with the V0 engine)"
                                        : "vLLM's serving of an encoder-decoder is not modelled");
-            if (!g->profile && b->o.num_beams > 1)
-                return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "beam search of an encoder-decoder (the encoder's "
-                                    "outputs and the cross-attention cache expanded to the beams) is not modelled yet");
             return encdec_begin(b, i, err);
         }
     if (!vc_loss_row_get(m->loss)->causal || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
@@ -409,11 +408,11 @@ static void grow_caches(vc_build *b, int64_t step)
 
 /* ---- the loop ---- */
 
-typedef struct {
+struct loop_state {
     vc_t ids, mask, pos, unfinished, pad, logits32, next;
     int64_t len; /* tokens in ids and mask */
     vc_t probs;  /* do_sample (--loss grpo): _sample's probs, a local like next_token_logits; -1 */
-} loop_state;
+};
 
 /* _sample after model(**model_inputs): the logits' copy, the next tokens, the grown ids and mask. */
 static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
@@ -550,7 +549,8 @@ static void prefill_but_last(vc_build *b, size_t head, vc_t prompt, vc_t mask, v
 /* ---- Beam search ----
  *
  * --num-beams N > 1: generate() with num_beams N (do_sample False) runs GenerationMixin._beam_search
- * (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f, the GENERATION_MODES_MAPPING's BEAM_SEARCH):
+ * (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f, the GENERATION_MODES_MAPPING's BEAM_SEARCH); an
+ * encoder-decoder's ("Encoder-decoders" below, encdec_beams) the same over its decoder:
  *  - _expand_inputs_for_generation(expand_size=num_beams): input_ids and the attention mask repeat_interleave'd
  *    to batch x beams rows; every tensor of the model's forward and every cache then has B x N rows (the plan's
  *    rows: vc_plan_simulate multiplies the batch by N). The [B, P] originals (the caller's ids, the mask
@@ -620,9 +620,12 @@ static void beam_step_end(vc_build *b, beam_state *bs, vc_t out, int64_t vocab, 
     vc_gen *g = &b->gen;
     const int64_t N = bs->N, ml = bs->ml, T = bs->T;
     b->cur_inst = b->cur_region = -1;
-    /* _update_model_kwargs_for_generation: the mask one column longer, cache_position advanced */
-    vc_t ones = vc__op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
-    bs->mask = vc__op_nograd(b, "cat", bs->mask, ones, vc_n_sample(bs->len + 1), VC_DT_I64);
+    /* _update_model_kwargs_for_generation: the mask one column longer (an encoder-decoder's has none: its
+     * decoder_attention_mask is not given), cache_position advanced */
+    if (bs->mask >= 0) {
+        vc_t ones = vc__op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
+        bs->mask = vc__op_nograd(b, "cat", bs->mask, ones, vc_n_sample(bs->len + 1), VC_DT_I64);
+    }
     bs->len++;
     vc_t last = vc__op_select(b, bs->pos, vc_n_fixed(1), true);
     bs->pos = vc__op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
@@ -678,12 +681,14 @@ static void beam_step_end(vc_build *b, beam_state *bs, vc_t out, int64_t vocab, 
     rebind(b, &bs->scores, vc__op_nograd(b, "take_along_dim", msc, mi, vc_n_sample(1), VC_DT_F32));
     rebind(b, &bs->bidx, vc__op_nograd(b, "take_along_dim", mbi, mi, vc_n_sample(T), VC_DT_I32));
     rebind(b, &bs->fin, vc__op_nograd(b, "take_along_dim", mfin, mi, vc_n_sample(1), VC_DT_BOOL));
-    /* reorder_cache(beam_idx): each layer's keys, then values, index_select'ed (a copy of what it keeps) */
+    /* reorder_cache(beam_idx): each layer's keys, then values, index_select'ed (a copy of what it keeps); an
+     * encoder-decoder's EncoderDecoderCache.reorder_cache (cache_utils.py @004999d972e478164dd7e8e508350937c803531e)
+     * reorders its self_attention_cache's layers, then its cross_attention_cache's (the encoder's tokens) */
     vc_t beam_idx = vc__op_nograd(b, "clone", bs->run_bidx, -1, vc_n_sample(1), VC_DT_I32);
-    for (int i = 0; i < g->nslot && !b->st; i++) {
-        vc_kv_slot *s = &g->slot[i];
-        if (s->k < 0) continue;
-        int64_t keep = kept(s, cur_len);
+    for (int i = 0; i < 2 * g->nslot && !b->st; i++) {
+        vc_kv_slot *s = &g->slot[i % g->nslot];
+        if (s->k < 0 || s->cross != (i >= g->nslot)) continue;
+        int64_t keep = s->cross ? s->len : kept(s, cur_len);
         int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
         s->k = vc__op_nograd(b, "index_select", s->k, beam_idx, vc_n_sample(kpt * keep), vc_dt_of(b, s->k));
         s->v = vc__op_nograd(b, "index_select", s->v, beam_idx, vc_n_sample(vpt * keep), vc_dt_of(b, s->v));
@@ -691,16 +696,17 @@ static void beam_step_end(vc_build *b, beam_state *bs, vc_t out, int64_t vocab, 
     }
 }
 
-static void beam_emit(vc_build *b, size_t head, int64_t vocab)
+/* prompt: the expanded input_ids [B x N, P] (an encoder-decoder's: the decoder's), _beam_search's input_ids to its
+ * return; an encoder-decoder's decoder runs as decoder_step runs it ("Encoder-decoders" below) */
+static void beam_emit(vc_build *b, size_t head, int64_t vocab, vc_t prompt)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
     const int64_t P = g->prompt, M = g->steps, N = g->beams;
-    const vc_t prompt = b->val_t[0]; /* the expanded input_ids [B x N, P], _beam_search's input_ids to its return */
     beam_state bs = {.N = N, .ml = P + M, .T = M, .len = P};
     for (vc_t *t = &bs.run_seq; t <= &bs.hits; t++) *t = -1;
     b->cur_inst = b->cur_region = -1;
-    bs.mask = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
+    bs.mask = g->encdec ? -1 : vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
     bs.pos = vc__op_new(b, "arange", vc_n_fixed(P - g->shift), VC_DT_I64);
     vc_t pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
     vc_t t1 = vc__op_new(b, "ones", vc_n_fixed(N), VC_DT_BOOL), t0 = vc__op_new(b, "zeros", vc_n_fixed(N), VC_DT_BOOL);
@@ -727,7 +733,7 @@ static void beam_emit(vc_build *b, size_t head, int64_t vocab)
             b->cur_inst = b->cur_region = -1;
             if (bs.len < cur_len) { /* the steps before this one: caches, the mask and the last flat ids grown */
                 grow_caches(b, k);
-                bs.mask = vc__op_nograd(b, "cat", bs.mask, -1, vc_n_sample(cur_len), VC_DT_I64);
+                if (bs.mask >= 0) bs.mask = vc__op_nograd(b, "cat", bs.mask, -1, vc_n_sample(cur_len), VC_DT_I64);
                 bs.flat = vc__op_nograd(b, "cat", bs.flat, -1, vc_n_sample(cur_len - 1), VC_DT_I64);
                 bs.len = cur_len;
             }
@@ -738,8 +744,13 @@ static void beam_emit(vc_build *b, size_t head, int64_t vocab)
         g->seq = one ? 1 : P;
         /* flat_running_sequences: a copy of running_sequences[:, :, :cur_len] */
         rebind(b, &bs.flat, vc__op_nograd(b, "clone", bs.run_seq, -1, vc_n_sample(cur_len), VC_DT_I64));
-        vc_t cur = one ? vc__op_select(b, bs.flat, vc_n_sample(1), false) : bs.flat;
-        forward_pass(b, g->twin[one ? 1 : 0], cur, head);
+        if (g->encdec) {
+            loop_state ls = {bs.flat, -1, bs.pos, -1, -1, -1, -1, cur_len, -1};
+            decoder_step(b, &ls, k);
+        } else {
+            vc_t cur = one ? vc__op_select(b, bs.flat, vc_n_sample(1), false) : bs.flat;
+            forward_pass(b, g->twin[one ? 1 : 0], cur, head);
+        }
         beam_step_end(b, &bs, b->val_t[m->output], vocab, cur_len);
     }
     /* what _beam_search still holds when it returns */
@@ -751,7 +762,7 @@ static void beam_emit(vc_build *b, size_t head, int64_t vocab)
         if (g->slot[i].k >= 0) vc__extend_life(b, g->slot[i].k);
         if (g->slot[i].v >= 0) vc__extend_life(b, g->slot[i].v);
     }
-    b->val_t[0] = prompt;
+    if (!g->encdec) b->val_t[0] = prompt;
 }
 
 void vc__gen_emit(vc_build *b)
@@ -798,7 +809,7 @@ void vc__gen_emit(vc_build *b)
         return;
     }
     if (g->beams > 1) {
-        beam_emit(b, head, vocab);
+        beam_emit(b, head, vocab, prompt);
         return;
     }
     loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P, -1};
@@ -1021,7 +1032,12 @@ static vc_status images_begin(vc_build *b, vc_error *err)
  *
  * The plan: the first pass is the encoder, then the decoder's first step (the prefill peak); the second the
  * last decoding step, whose live set is the largest (the self-attention caches one token longer each
- * step, the cross-attention's fixed); the caches and the ids grow in between (dynamic_grow). */
+ * step, the cross-attention's fixed); the caches and the ids grow in between (dynamic_grow).
+ *
+ * --num-beams N > 1 (encdec_beams): the encoder over the batch's rows, then _expand_inputs_for_generation and
+ * _beam_search ("Beam search" above) over the decoder; EncoderDecoderCache.reorder_cache copies the cross-attention's
+ * keys and values every step as it copies the self-attention's. Measured: measure_llm.py --num-beams over
+ * t5_replica.prepare_generation / whisper_replica.prepare_generation (bench/accuracy/llm/measured.json). */
 
 /* Instance i: a projection of the encoder's output (a cross-attention's keys or values). */
 static bool projection_of(const vc_model *m, size_t enc_end, int enc_val, int i)
@@ -1135,6 +1151,11 @@ static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err)
     g->prompt = g->features ? b->o.prompt : 1;
     g->steps = b->o.new_tokens;
     g->head_rows = 1;
+    /* --num-beams: encdec_beams (the plan's rows batch x beams, what precedes the expansion written per batch) */
+    g->beams = b->o.num_beams < 1 ? 1 : b->o.num_beams;
+    if (g->beams > 65536)
+        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "an encoder-decoder's beam search is modelled up to "
+                            "65536 beams, not %lld", (long long)g->beams);
     vc_model *t0 = NULL, *t1 = NULL;
     vc_status st;
     if (g->features) {
@@ -1191,6 +1212,77 @@ static void decoder_step(vc_build *b, loop_state *ls, int64_t k)
     b->nfwd_keep = 0;
     vc__extend_life(b, ids);
     b->m = m;
+}
+
+/* Beam search of an encoder-decoder: the tensors made before _expand_inputs_for_generation (the inputs, the
+ * attention mask, the encoder's run and output, the decoder's start ids) have the batch's rows, the plan's being
+ * batch x beams (vc_plan_simulate): a size floor((ps x batch + fx) / div) x mul is then written
+ * floor((ps x batch x N + fx x N) / (div x N)) x mul, the same at every batch. */
+static vc_numel batch_rows(vc_build *b, vc_numel n, int64_t N)
+{
+    int64_t d = n.div > 1 ? n.div : 1, dn, fx;
+    if (n.ps == 0) return n;
+    if (__builtin_mul_overflow(d, N, &dn) || dn > INT32_MAX || __builtin_mul_overflow(n.fx, N, &fx)) {
+        b->st = VC_ERR_OVERFLOW;
+        return n;
+    }
+    n.mul = n.div > 1 ? n.mul : 1;
+    n.div = (int32_t)dn;
+    n.fx = fx;
+    return n;
+}
+
+static void rows_of_batch(vc_build *b, size_t nt, size_t nop, int64_t N)
+{
+    for (size_t i = 0; i < nt; i++)
+        if (b->t[i].param < 0) b->t[i].n = batch_rows(b, b->t[i].n, N);
+    for (size_t k = 0; k < nop; k++)
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            item_t *it = &b->it[b->op[k].it0 + i];
+            if (it->comp < 0 || (it->type != IT_FTEMP && it->type != IT_BTEMP)) {
+                it->n = batch_rows(b, it->n, N);
+                continue;
+            }
+            for (int32_t j = 0; j < b->comp[it->comp].np; j++) {
+                part_t *p = &b->part[b->comp[it->comp].p0 + j];
+                vc_numel n = batch_rows(b, (vc_numel){p->ps, p->fx, (int32_t)p->div, (int32_t)p->mul}, N);
+                p->fx = n.fx;
+                p->div = n.div;
+                p->mul = n.mul;
+            }
+        }
+}
+
+/* GenerationMixin.generate with num_beams N of an encoder-decoder (generation/utils.py @000034a): after the encoder
+ * (over the batch's rows), _prepare_decoder_input_ids_for_generation and the empty EncoderDecoderCache, generate()
+ * calls _beam_search, whose first statement _expand_inputs_for_generation(expand_size=N, is_encoder_decoder=True)
+ * (no tensor made in between) repeat_interleaves input_ids (the decoder's ids), model_kwargs' tensors (the attention
+ * mask) and model_kwargs["encoder_outputs"]'s (last_hidden_state), each rebound (the originals freed; whisper's
+ * decoder_input_ids stay held by WhisperGenerationMixin.generate); then _beam_search ("Beam search" above), the
+ * decoder run as decoder_step runs it, the cross-attention's keys and values made from the expanded output at the
+ * first step and, with the self-attention's, index_select'ed by every step's reorder_cache.
+ * _beam_search @000034a calls the model's own _reorder_cache instead when the class has one (hasattr): modeling_t5.py
+ * @6b8b757d's T5ForConditionalGeneration still defines it (legacy tuples: every layer's four tensors index_select'ed
+ * into a new tuple while the old cache is held, the whole cache twice at once). Followed here: the cache's
+ * reorder_cache, transformers 5's path where the model defines none (not checked at a transformers 5 modeling_t5.py
+ * or modeling_whisper.py: none was read). */
+static void encdec_beams(vc_build *b, vc_t start, vc_t mask, const vc_t *wh, int64_t vocab)
+{
+    vc_gen *g = &b->gen;
+    const int64_t D = g->prompt, N = g->beams;
+    const size_t nt = b->nt, nop = b->nop;
+    vc_t ids = vc__op_nograd(b, "repeat_interleave", start, -1, vc_n_sample(D), VC_DT_I64);
+    if (g->features) vc__extend_life(b, start);
+    mask = vc__op_nograd(b, "repeat_interleave", mask, -1, vc_n_sample(vc_numel_of(b, mask).ps), VC_DT_I64);
+    g->enc_t = vc__op_nograd(b, "repeat_interleave", g->enc_t, -1, vc_numel_of(b, g->enc_t), vc_dt_of(b, g->enc_t));
+    beam_emit(b, b->m->ninst, vocab, ids);
+    /* generate()'s model_kwargs (the attention mask, encoder_outputs) and WhisperGenerationMixin.generate's locals,
+     * held to the end */
+    vc__extend_life(b, mask);
+    vc__extend_life(b, g->enc_t);
+    for (int i = 0; i < 5; i++) vc__extend_life(b, wh[i]);
+    if (g->features) vc__extend_life(b, start);
+    rows_of_batch(b, nt, nop, N);
 }
 
 static void encdec_emit(vc_build *b)
@@ -1254,6 +1346,11 @@ static void encdec_emit(vc_build *b)
     vc_t ones = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
     vc_t start = vc__op_nograd(b, "mul", ones, -1, vc_n_sample(1), VC_DT_I64);
     if (g->features) start = dids;
+    if (g->beams > 1) {
+        encdec_beams(b, start, attn_mask, wh, vocab);
+        b->val_t[0] = prompt;
+        return;
+    }
     loop_state ls = {start, -1, -1, -1, -1, -1, -1, D};
     /* _sample: unfinished_sequences, the pad token, cache_position (one position) */
     ls.unfinished = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);

@@ -885,19 +885,53 @@ def main(argv):
             # MaxLengthCriteria and EosTokenCriteria, _get_stopping_criteria's order), no logits processor; a
             # DynamicCache (reference.DynamicCache) reordered by reorder_cache (CacheLayerMixin.reorder_cache:
             # index_select per layer, cache_utils.py @67dd5524)
-            if t5 or args.cache != "dynamic" or image_tokens or cfg.model_type in (
+            # an encoder-decoder (t5, mt5, umt5, whisper; encdec below): GenerationMixin.generate's encoder-decoder
+            # path, t5_replica.prepare_generation / whisper_replica.prepare_generation (the encoder once over the
+            # batch's rows), then _expand_inputs_for_generation and _beam_search over the decoder with
+            # EncoderDecoderCache, whose reorder_cache index_selects the self- and the cross-attention caches (_beam_search
+            # @000034a prefers a model's own _reorder_cache where the class has one, as modeling_t5.py @6b8b757d's
+            # still does: not followed, the transformers 5 path of a model without one is)
+            encdec = t5 and cfg.model_type != "bart"
+            if (t5 and not encdec) or args.cache != "dynamic" or image_tokens or cfg.model_type in (
                     "granitemoehybrid", "qwen3_next", "qwen3_5", "qwen3_5_moe"):
-                raise SystemExit("measure_llm.py: --num-beams: decoder-only models with a DynamicCache")
+                raise SystemExit("measure_llm.py: --num-beams: decoder-only models with a DynamicCache, t5 and whisper")
             N = args.num_beams
             eos_id = cfg.d.get("eos_token_id")
             with torch.no_grad():
-                # _expand_inputs_for_generation(expand_size=N): repeat_interleave of input_ids and the attention
-                # mask (the mask made by _prepare_attention_mask_for_generation, then rebound in model_kwargs)
-                attention_mask = torch.ones((B, P), dtype=torch.int64)
-                input_ids = prompt_ids.repeat_interleave(N, dim=0)
-                attention_mask = attention_mask.repeat_interleave(N, dim=0)
-                lt, sw = layer_types()
-                cache = R.DynamicCache(lt, sw)
+                encoder_hidden_states = held = None
+                if encdec:
+                    import t5_replica
+                    if record:  # the prefill phase: the encoder and the loop's first step
+                        tr.O.opobs_reset_peak()
+                        if args.per_op_file:
+                            tr.O.opobs_log_open(args.per_op_file.encode())
+                        tr.tag("prefill")
+                    if whisper:
+                        import whisper_replica
+                        dec_ids, encoder_hidden_states, attention_mask, held = whisper_replica.prepare_generation(
+                            model, prompt_ids, P)
+                    else:
+                        dec_ids, encoder_hidden_states, attention_mask, held = t5_replica.prepare_generation(
+                            model, prompt_ids)
+                    # _beam_search's _expand_inputs_for_generation(expand_size=N, is_encoder_decoder=True) (generate()
+                    # made only the empty cache in between; it is made here, after): input_ids (the decoder's)
+                    # repeat_interleave'd, then model_kwargs' tensors (the attention mask), then
+                    # model_kwargs["encoder_outputs"]'s (last_hidden_state), each rebound (the batch-row originals
+                    # freed; whisper's decoder_input_ids stay held by WhisperGenerationMixin.generate)
+                    input_ids = dec_ids.repeat_interleave(N, dim=0)
+                    del dec_ids
+                    attention_mask = attention_mask.repeat_interleave(N, dim=0)
+                    encoder_hidden_states = encoder_hidden_states.repeat_interleave(N, dim=0)
+                    # _prepare_cache_for_generation: EncoderDecoderCache(DynamicCache(), DynamicCache())
+                    cache = t5_replica.EncoderDecoderCache(t5_replica.DynamicCache(), t5_replica.DynamicCache())
+                else:
+                    # _expand_inputs_for_generation(expand_size=N): repeat_interleave of input_ids and the attention
+                    # mask (the mask made by _prepare_attention_mask_for_generation, then rebound in model_kwargs)
+                    attention_mask = torch.ones((B, P), dtype=torch.int64)
+                    input_ids = prompt_ids.repeat_interleave(N, dim=0)
+                    attention_mask = attention_mask.repeat_interleave(N, dim=0)
+                    lt, sw = layer_types()
+                    cache = R.DynamicCache(lt, sw)
                 pad = torch.tensor(cfg.d.get("pad_token_id") or 0, dtype=torch.long)  # _prepare_special_tokens
                 # _prepare_special_tokens: _eos_token_tensor None without an eos_token_id (no EosTokenCriteria)
                 eos = torch.tensor([eos_id], dtype=torch.long) if eos_id is not None else None
@@ -909,10 +943,10 @@ def main(argv):
                 batch_size = input_ids.shape[0] // N
                 cur_len = input_ids.shape[1]
                 decoder_prompt_len = cur_len
-                max_length = P + M  # max_new_tokens + the input's length
+                max_length = cur_len + M  # max_new_tokens + the input's length (an encoder-decoder's: the decoder's)
                 length_penalty, early_stopping = 1.0, False  # GenerationConfig's defaults
                 # _get_initial_cache_position (in _prefill with --transformers 5.0)
-                cache_position = None if use_prefill else torch.arange(P, dtype=torch.int64)
+                cache_position = None if use_prefill else torch.arange(cur_len, dtype=torch.int64)
                 if use_prefill:  # _beam_search: _prefill after _expand_inputs_for_generation, before the state
                     if record:  # the prefill phase: _prefill and the loop's first step
                         tr.O.opobs_reset_peak()
@@ -956,19 +990,35 @@ def main(argv):
                 step = 0
                 this_peer_finished = False
                 while not this_peer_finished:
-                    if record and not (use_prefill and step == 0):
+                    if record and not ((use_prefill or encdec) and step == 0):
                         tr.O.opobs_reset_peak()
                         if args.per_op_file and step == 0:
                             tr.O.opobs_log_open(args.per_op_file.encode())
                         tr.tag("prefill" if step == 0 else "decode%d" % step)
                     # a. the forward
                     flat_running_sequences = flatten(running_sequences[:, :, :cur_len])
-                    cur = flat_running_sequences[:, -cache_position.shape[0]:]  # prepare_inputs_for_generation
-                    _, model_logits = model(cur, past_key_values=cache, cache_position=cache_position,
-                                            attention_mask=attention_mask, logits_to_keep=1)
-                    # _update_model_kwargs_for_generation
-                    attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))],
-                                               dim=-1)
+                    if encdec:
+                        # prepare_inputs_for_generation (as t5_replica.generate): input_ids[:, cache_position] once
+                        # input_ids is longer, decoder_input_ids = .clone(); the dict a local until rebound
+                        cur = flat_running_sequences
+                        if cur.shape[1] != cache_position.shape[0]:
+                            cur = cur[:, cache_position]
+                        model_inputs = {"decoder_input_ids": cur.clone(memory_format=torch.contiguous_format)}
+                        del cur
+                        if whisper:
+                            model_logits = whisper_replica.forward_cached(model, model_inputs["decoder_input_ids"],
+                                                                          encoder_hidden_states, cache, cache_position)
+                        else:
+                            model_logits = model.forward_cached(model_inputs["decoder_input_ids"], encoder_hidden_states,
+                                                                attention_mask, cache, cache_position)
+                    else:
+                        cur = flat_running_sequences[:, -cache_position.shape[0]:]  # prepare_inputs_for_generation
+                        _, model_logits = model(cur, past_key_values=cache, cache_position=cache_position,
+                                                attention_mask=attention_mask, logits_to_keep=1)
+                        # _update_model_kwargs_for_generation
+                        attention_mask = torch.cat([attention_mask,
+                                                    attention_mask.new_ones((attention_mask.shape[0], 1))], dim=-1)
+                    # _update_model_kwargs_for_generation (an encoder-decoder without decoder_attention_mask: this only)
                     cache_position = cache_position[-1:] + 1
                     logits = model_logits[:, -1, :].to(copy=True, dtype=torch.float32)
                     # b. log probs
@@ -1037,7 +1087,7 @@ def main(argv):
                     step += 1
                 if step != M:
                     raise SystemExit("measure_llm.py: beam search stopped after %d of %d steps" % (step, M))
-                del cache
+                del cache, encoder_hidden_states, held
             return sequences
 
         def generate(record):

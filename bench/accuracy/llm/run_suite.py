@@ -1944,6 +1944,27 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=ck,
                         lora=l, **({"lora_dropout": 0.0, "lora_targets": "query,value"} if l else {}),
                         held_out=(i % 3 == 2)))
+    # Beam search of an encoder-decoder (issue 31; measure_llm.py generate_beams with t5_replica.prepare_generation /
+    # whisper_replica.prepare_generation): the encoder once over the batch's rows, _expand_inputs_for_generation's
+    # repeat_interleave of the decoder ids, the attention mask and the encoder's last_hidden_state (generation/utils.py
+    # @000034a), _beam_search's state, EncoderDecoderCache.reorder_cache's index_select of the self- and the
+    # cross-attention caches every step (cache_utils.py @004999d9). t5 (--prompt: the encoder's tokens) and whisper
+    # (--prompt: the init tokens), 2 and 4 beams, fp32 and bf16; every one runs all its steps (no early stop at these
+    # seeds). Every third held out.
+    encdec_beams = [
+        ("t5_small", 1, 64, 8, "fp32", 2),
+        ("t5_small", 2, 96, 12, "bf16", 4),
+        ("flan_t5_small", 1, 128, 6, "fp32", 4),
+        ("whisper_small", 2, 4, 8, "fp32", 2),
+        ("whisper_small", 1, 1, 12, "bf16", 4),
+        ("whisper_v3_small", 2, 4, 6, "bf16", 2),
+        ("t5_small", 2, 32, 24, "fp32", 2),
+        ("whisper_v3_small", 1, 4, 16, "fp32", 4),
+        ("flan_t5_small", 2, 64, 10, "bf16", 2),
+    ]
+    for i, (cfg, b, s, o, p, n) in enumerate(encdec_beams):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
+                        num_beams=n, held_out=(i % 3 == 2)))
     return out
 
 

@@ -432,6 +432,15 @@ class DynamicCache:
             self.value_cache[layer_idx] = torch.cat([self.value_cache[layer_idx], v], dim=-2)
         return self.key_cache[layer_idx], self.value_cache[layer_idx]
 
+    def reorder_cache(self, beam_idx):
+        """beam search: CacheLayerMixin.reorder_cache (cache_utils.py @004999d9) per layer: when it holds tokens,
+        keys = keys.index_select(0, beam_idx), then the values (a new copy each, the old one freed as it is
+        rebound)."""
+        for i in range(len(self.key_cache)):
+            if self.key_cache[i].shape[-2] > 0:
+                self.key_cache[i] = self.key_cache[i].index_select(0, beam_idx)
+                self.value_cache[i] = self.value_cache[i].index_select(0, beam_idx)
+
 
 class EncoderDecoderCache:
     def __init__(self, self_attention_cache, cross_attention_cache):
@@ -441,6 +450,12 @@ class EncoderDecoderCache:
     def get_seq_length(self):  # self_attention_cache.get_seq_length(): layer 0's tokens
         kc = self.self_attention_cache.key_cache
         return kc[0].shape[-2] if kc else 0
+
+    def reorder_cache(self, beam_idx):
+        """EncoderDecoderCache.reorder_cache (cache_utils.py @004999d972e478164dd7e8e508350937c803531e): the
+        self-attention cache, then the cross-attention cache, each through DynamicCache.reorder_cache."""
+        self.self_attention_cache.reorder_cache(beam_idx)
+        self.cross_attention_cache.reorder_cache(beam_idx)
 
 
 class T5Stack(nn.Module):
@@ -620,13 +635,12 @@ class T5ForConditionalGeneration(nn.Module):
         return self.lm_head(sequence_output)
 
 
-def generate(model, input_ids, max_new_tokens, on_phase=lambda name: None, on_step_end=lambda: None):
-    """GenerationMixin.generate (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) for an
-    encoder-decoder, greedy (do_sample False, num_beams 1), under torch.no_grad(), as it runs
-    T5ForConditionalGeneration: on_phase("prefill") before anything (the encoder and the first step),
-    on_phase("decodeK") before step K >= 1, on_step_end() after each step."""
+def prepare_generation(model, input_ids):
+    """GenerationMixin.generate (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) of
+    T5ForConditionalGeneration up to its decoding loop: the special tokens, the attention mask, the encoder once
+    over input_ids (batch rows), the decoder's start ids. Returns (decoder ids, encoder_hidden_states,
+    attention_mask, the special tokens (pad, eos, decoder_start): generate()'s locals to its end)."""
     B = input_ids.shape[0]
-    on_phase("prefill")
     # _prepare_special_tokens: pad_token_id, eos_token_id, decoder_start_token_id as tensors (T5Config: 0, 1, 0)
     pad = torch.tensor(0, dtype=torch.long)
     eos = torch.tensor([1], dtype=torch.long)
@@ -645,6 +659,17 @@ def generate(model, input_ids, max_new_tokens, on_phase=lambda name: None, on_st
     encoder_hidden_states = model.encoder(input_ids, attention_mask=attention_mask)[0]
     # _prepare_decoder_input_ids_for_generation: torch.ones((batch_size, 1), dtype=long) * decoder_start_token_id
     dec_ids = torch.ones((B, 1), dtype=torch.long) * decoder_start
+    return dec_ids, encoder_hidden_states, attention_mask, (pad, eos, decoder_start)
+
+
+def generate(model, input_ids, max_new_tokens, on_phase=lambda name: None, on_step_end=lambda: None):
+    """GenerationMixin.generate (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) for an
+    encoder-decoder, greedy (do_sample False, num_beams 1), under torch.no_grad(), as it runs
+    T5ForConditionalGeneration: on_phase("prefill") before anything (the encoder and the first step),
+    on_phase("decodeK") before step K >= 1, on_step_end() after each step."""
+    B = input_ids.shape[0]
+    on_phase("prefill")
+    dec_ids, encoder_hidden_states, attention_mask, (pad, eos, decoder_start) = prepare_generation(model, input_ids)
     # _prepare_cache_for_generation: EncoderDecoderCache(DynamicCache(), DynamicCache())
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
     # _sample: unfinished_sequences; _get_initial_cache_position: torch.ones(cur_len).cumsum(0) - 1

@@ -389,19 +389,14 @@ def forward_cached(model, decoder_input_ids, encoder_hidden_states, cache, cache
     return model.proj_out(hidden_states)
 
 
-def generate(model, input_features, init_len, max_new_tokens, on_phase=lambda name: None, on_step_end=lambda: None):
-    """WhisperGenerationMixin.generate (generation_whisper.py @000dccdb6476f364e7997578cb3e25b570b6e838), short-form
-    (the features' 2 x max_source_positions frames = num_segment_frames), greedy (temperature None: one pass of
-    generate_with_fallback), under torch.no_grad(), with a generation_config whose init tokens are init_len long
-    (_retrieve_init_tokens: [decoder_start_token_id] alone for a config without lang_to_id / forced_decoder_ids /
-    no_timestamps_token_id; [<|startoftranscript|>, language, task, <|notimestamps|>] for a published multilingual
-    one given the language) and no suppress_tokens / begin_suppress_tokens / no_speech_threshold (no logits
-    processor). GenerationMixin.generate's encoder-decoder path as t5_replica.generate follows it
-    (generation/utils.py @000034a). on_phase("prefill") before anything (the encoder and the first step),
-    on_phase("decodeK") before step K >= 1, on_step_end() after each step."""
+def prepare_generation(model, input_features, init_len):
+    """WhisperGenerationMixin.generate's short-form path (generation_whisper.py @000dccdb) and GenerationMixin.generate
+    (generation/utils.py @000034a) up to the decoding loop, as generate() below runs them: the init tokens, the
+    segment copy, the default attention mask, the encoder once (batch rows), the decoder's input ids. Returns
+    (decoder ids, encoder_hidden_states, attention_mask, the locals WhisperGenerationMixin.generate holds to its
+    end)."""
     c = model.config
     B = input_features.shape[0]
-    on_phase("prefill")
     # 2: input_stride = conv1.stride * conv2.stride; num_segment_frames = input_stride * max_source_positions
     num_segment_frames = 2 * c.max_source_positions
     total_input_frames = input_features.shape[-1]
@@ -430,6 +425,24 @@ def generate(model, input_features, init_len, max_new_tokens, on_phase=lambda na
     decoder_input_ids_start = torch.ones((B, 1), dtype=torch.long) * c.decoder_start_token_id
     del decoder_input_ids_start
     dec_ids = decoder_input_ids
+    return dec_ids, encoder_hidden_states, attention_mask, (segment_input, decoder_input_ids, init_tokens, max_frames,
+                                                            seek, seek_num_frames)
+
+
+def generate(model, input_features, init_len, max_new_tokens, on_phase=lambda name: None, on_step_end=lambda: None):
+    """WhisperGenerationMixin.generate (generation_whisper.py @000dccdb6476f364e7997578cb3e25b570b6e838), short-form
+    (the features' 2 x max_source_positions frames = num_segment_frames), greedy (temperature None: one pass of
+    generate_with_fallback), under torch.no_grad(), with a generation_config whose init tokens are init_len long
+    (_retrieve_init_tokens: [decoder_start_token_id] alone for a config without lang_to_id / forced_decoder_ids /
+    no_timestamps_token_id; [<|startoftranscript|>, language, task, <|notimestamps|>] for a published multilingual
+    one given the language) and no suppress_tokens / begin_suppress_tokens / no_speech_threshold (no logits
+    processor). GenerationMixin.generate's encoder-decoder path as t5_replica.generate follows it
+    (generation/utils.py @000034a). on_phase("prefill") before anything (the encoder and the first step),
+    on_phase("decodeK") before step K >= 1, on_step_end() after each step."""
+    c = model.config
+    B = input_features.shape[0]
+    on_phase("prefill")
+    dec_ids, encoder_hidden_states, attention_mask, held = prepare_generation(model, input_features, init_len)
     # _prepare_cache_for_generation: EncoderDecoderCache(DynamicCache(), DynamicCache())
     from t5_replica import DynamicCache, EncoderDecoderCache
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
@@ -454,8 +467,7 @@ def generate(model, input_features, init_len, max_new_tokens, on_phase=lambda na
         dec_ids = torch.cat([dec_ids, next_tokens[:, None]], dim=-1)
         del logits
         on_step_end()
-    del cache, model_inputs, encoder_hidden_states, attention_mask
-    del segment_input, decoder_input_ids, init_tokens, max_frames, seek, seek_num_frames
+    del cache, model_inputs, encoder_hidden_states, attention_mask, held
     return dec_ids
 
 
