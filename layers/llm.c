@@ -1953,6 +1953,7 @@ typedef struct {
     double jitter; /* phimoe: input_jitter_noise (the training jitter of the block's and the router's input) */
     bool router_f32; /* minimax_m2 under vLLM: the gate's weight and the bias float32, the gate's input cast to it */
     bool expert_bias; /* lfm2_moe: Lfm2MoeSparseMoeBlock's float32 expert_bias buffer (use_expert_bias) */
+    bool liger;       /* --liger at 4.x: each expert's forward LigerBlockSparseTop2MLP's / LigerQwen3MoeSwiGLUMLP's */
 } moe_cfg;
 
 static int moe_parse(vc_args *a, void *p)
@@ -1969,8 +1970,10 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group) ||
         vc_arg_enum(a, "topk_method", topk_methods, TOPK_GREEDY, &c->topk_method) ||
         vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32) ||
-        vc_arg_bool(a, "expert_bias", c->style == MOE_LFM2, &c->expert_bias))
+        vc_arg_bool(a, "expert_bias", c->style == MOE_LFM2, &c->expert_bias) || vc_arg_bool(a, "liger", false, &c->liger))
         return -1;
+    if (c->liger && (c->impl != MOE_PER_EXPERT || c->act != ACT_SILU))
+        return vc_arg_fail(a, "liger", "is LigerSiLUMulFunction in each expert module of per_expert's loop (silu)");
     if (c->style != MOE_LFM2 && vc_arg_type(a, "expert_bias"))
         return vc_arg_fail(a, "expert_bias", "only style lfm2_moe (Lfm2MoeSparseMoeBlock) has an expert_bias buffer");
     if (c->style != MOE_MINIMAX && c->style != MOE_ERNIE && c->router_f32)
@@ -2253,9 +2256,19 @@ static vc_t mm_rows(vc_build *b, vc_t x, vc_t w, vc_t w0, vc_numel rows, int64_t
     return y;
 }
 
-/* A gated MLP (MixtralBlockSparseTop2MLP / Qwen2MoeMLP) on rows x hidden. */
-static vc_t expert_mlp(vc_build *b, const moe_cfg *c, vc_t x, vc_numel rows, int64_t inter, vc_t wg, vc_t wu, vc_t wd)
+/* A gated MLP (MixtralBlockSparseTop2MLP / Qwen2MoeMLP) on rows x hidden; liger: a routed expert under --liger. */
+static vc_t expert_mlp(vc_build *b, const moe_cfg *c, vc_t x, vc_numel rows, int64_t inter, vc_t wg, vc_t wu, vc_t wd,
+                       bool liger)
 {
+    if (liger) {
+        /* --liger at transformers 4.x: apply_liger_kernel_to_mixtral / _qwen3_moe (Liger-Kernel @ ead96b61,
+         * monkey_patch.py l.858-862, l.1777-1781) rebind each expert's forward: LigerBlockSparseTop2MLP.forward
+         * w2(LigerSiLUMulFunction.apply(w1(x), w3(x))) / LigerQwen3MoeSwiGLUMLP.forward (transformers/swiglu.py
+         * l.37-38, l.119-120): both projections, then the Function (liger_silu_mul) */
+        vc_t g = lin_rows(b, x, wg, rows, inter);
+        vc_t u = lin_rows(b, x, wu, rows, inter);
+        return lin_rows(b, liger_silu_mul(b, g, u, vc_numel_of(b, g), false), wd, rows, c->hidden);
+    }
     vc_t g = lin_rows(b, x, wg, rows, inter);
     vc_t a = act_op(b, c->act, g);
     vc_t u = lin_rows(b, x, wu, rows, inter);
@@ -2501,7 +2514,7 @@ static void deepseek_experts(vc_build *b, const moe_cfg *c, vc_t x, vc_numel T, 
     vc_hold(b, idx);
     vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
     vc_hold(b, out);
-    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5), false);
     vc_release(b, out);
     vc_release(b, rw);
     vc_release(b, idx);
@@ -2970,7 +2983,7 @@ static void moe_ernie_emit(vc_build *b, const moe_cfg *c)
     vc_t x = vc_input(b, 0);
     vc_t se = -1;
     if (c->shared) {
-        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 4), vc_weight(b, 5), vc_weight(b, 6));
+        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 4), vc_weight(b, 5), vc_weight(b, 6), false);
         vc_hold(b, se);
     }
     /* router_f32 (what hf_layers.c writes for transformers): the float32 gate off autocast; without it vLLM's
@@ -3093,7 +3106,7 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_t se = -1;
     int sw = 1 + 2;
     if (c->shared) { /* shared_expert_output = self.shared_expert(hidden_states) (Qwen2MoeMLP) */
-        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, sw), vc_weight(b, sw + 1), vc_weight(b, sw + 2));
+        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, sw), vc_weight(b, sw + 1), vc_weight(b, sw + 2), false);
         vc_hold(b, se);
     }
     /* the router */
@@ -3198,7 +3211,7 @@ static void moe_llama4_tail(vc_build *b, const moe_cfg *c, vc_t ri, vc_t ro, vc_
     int64_t H = c->hidden;
     vc_t x = vc_input(b, 0);
     vc_hold(b, ro); /* routed_out: the block's local until it returns */
-    vc_t out = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_t out = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5), false);
     vc_t sum = vc__op_mean(b, ro, vc_n_sample(L * H));
     out = vc__op_add(b, out, sum, vc_n_sample(L * H), true);
     vc_release(b, ri);
@@ -3483,7 +3496,7 @@ static void moe_emit(vc_build *b, const void *p)
         vc_op_save(o, nz);
         vc_op_end(o);
         vc_t y = expert_mlp(b, c, cur, rows, c->inter, vc_weight(b, 1 + 3 * (int)e), vc_weight(b, 2 + 3 * (int)e),
-                            vc_weight(b, 3 + 3 * (int)e));
+                            vc_weight(b, 3 + 3 * (int)e), c->liger);
         /* * routing_weights[top_x, idx, None]: an [n_e, 1] gather */
         o = vc_op_begin(b, "index");
         vc_op_in(o, rw);
@@ -3509,7 +3522,7 @@ static void moe_emit(vc_build *b, const void *p)
     vc_release(b, mask);
     if (c->shared) { /* Qwen2Moe: + sigmoid(shared_expert_gate(x)) * shared_expert(x) */
         int i = 1 + 3 * (int)c->E;
-        vc_t se = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, i), vc_weight(b, i + 1), vc_weight(b, i + 2));
+        vc_t se = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, i), vc_weight(b, i + 1), vc_weight(b, i + 2), false);
         vc_t sg = lin_rows(b, x, vc_weight(b, i + 3), vc_n_sample(L), 1);
         sg = vc__op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
         se = vc__op_mul_dt(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));

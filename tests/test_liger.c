@@ -44,6 +44,9 @@ static void test_cli_refusals(void **state)
     assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger", "--liger: mixtral: swiglu binds LigerExperts.forward");
     assert_usage(HF "qwen3-30b-a3b.json --seq 64 --liger --liger-kernels swiglu,rope",
                  "--liger: qwen3_moe: swiglu binds LigerExperts.forward");
+    /* the layer argument: LigerSiLUMulFunction in each expert module of 4.x's loop only */
+    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger --experts-implementation grouped_mm",
+                 "--liger: mixtral: swiglu binds LigerExperts.forward");
     /* gemma3_text's rms_norm patches q_norm / k_norm on the transposed heads (copies not modelled); rope with it */
     assert_usage(HF "gemma-3-1b-it.json --seq 64 --liger", "--liger: gemma3_text: rope and rms_norm");
     /* --liger-kernels: transformers' liger_kernel_config, read only with use_liger_kernel=True */
@@ -200,6 +203,24 @@ static void test_geglu_bytes(void **state)
 /* The layer arguments are the Functions' only: LigerRMSNorm's casting modes "llama" / "gemma" (the llama and
  * gemma variants), LigerSiLUMulFunction's silu and LigerGELUMulFunction's gelu over two inputs, LigerRopeFunction's
  * whole-head llama rotation; liger_in_place only with liger. */
+/* 4.x's per-expert modules (--experts-implementation per_expert): each expert's forward is
+ * LigerBlockSparseTop2MLP's, w2(LigerSiLUMulFunction.apply(w1(x), w3(x))) (transformers/swiglu.py l.37-38). The
+ * expected peaks are the harness's measurements of liger_patch_replica.py on reference.py's per-expert
+ * MixtralSparseMoeBlock (bench/accuracy/llm/measured.json, the issue-26 mixtral_small per_expert --liger cases:
+ * measure_llm.py configs/mixtral_small.json --experts per_expert --liger ...), held to 0.5%. */
+static void test_moe_per_expert(void **state)
+{
+    (void)state;
+#define MX " --attention math --workspace 0 --experts-implementation per_expert --liger"
+    static const cli_measured c[] = {
+        {"mixtral_small.json --seq 64 -b 2 -o sgd -p fp32" MX, 3445248},
+        {"mixtral_small.json --seq 64 -b 2 -o adamw -p bf16 --grad-ckpt" MX, 2723840},
+        {"mixtral_small.json --seq 96 -b 1 -o sgd -p bf16" MX, 1885184},
+    };
+#undef MX
+    assert_measured(c, sizeof c / sizeof *c, "", 0.5);
+}
+
 static void test_bad_args(void **state)
 {
     (void)state;
@@ -225,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_tiny_bytes),
         cmocka_unit_test(test_gemma_norm_bytes),
         cmocka_unit_test(test_geglu_bytes),
+        cmocka_unit_test(test_moe_per_expert),
         cmocka_unit_test(test_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1287,7 +1287,8 @@ bool vc_hf_is_config(const cJSON *root)
  * mixtral and qwen3_moe's swiglu at transformers >= 5 binds LigerExperts.forward to decoder_layer.mlp.experts
  * (LigerFusedMoEFunction, ops/fused_moe.py: its own routing buffers, pre- and post-activation saves), whatever the
  * experts_implementation; below 5 it rebinds each expert module (LigerBlockSparseTop2MLP /
- * LigerQwen3MoeSwiGLUMLP). Neither is modelled: refused unless --liger-kernels leaves swiglu out. */
+ * LigerQwen3MoeSwiGLUMLP: LigerSiLUMulFunction in each expert of 4.x's loop, modelled with --experts-implementation
+ * per_expert). The fused MoE Function is not modelled: refused unless --liger-kernels leaves swiglu out. */
 static const char *const liger_kernel_names[] = {"rope", "rms_norm", "swiglu", "geglu", "fused_linear_cross_entropy",
                                                  "cross_entropy", NULL}; /* the LIGER_* bits' order */
 
@@ -1348,10 +1349,11 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
             return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "cross_entropy (liger_cross_entropy in "
                                 "torch's place inside transformers' loss) is not modelled");
     }
-    if ((m & LIGER_SWIGLU) && (!strcmp(fam, "mixtral") || !strcmp(fam, "qwen3_moe")))
+    if ((m & LIGER_SWIGLU) && (!strcmp(fam, "mixtral") || !strcmp(fam, "qwen3_moe")) && a->experts_impl != EXPERTS_PER_EXPERT)
         return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: swiglu binds LigerExperts.forward (LigerFusedMoEFunction) "
                             "to the experts at transformers 5, whatever " O("experts_implementation") ", and is not "
-                            "modelled; " O("liger_kernels") " rope,rms_norm,fused_linear_cross_entropy leaves it out", fam);
+                            "modelled; " O("liger_kernels") " rope,rms_norm,fused_linear_cross_entropy leaves it out, "
+                            OV("experts_implementation", "per_expert") " is 4.x's per-expert patch", fam);
     if ((m & (LIGER_ROPE | LIGER_RMS_NORM)) && !strcmp(fam, "gemma3_text"))
         return vc_set_error(err, VC_ERR_USAGE, O("liger"), "gemma3_text: rope and rms_norm (q_norm / k_norm on the "
                             "transposed heads, copied by the Functions' contiguous()) are not modelled; "

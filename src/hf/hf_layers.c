@@ -518,6 +518,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", a->experts_impl == EXPERTS_PER_EXPERT ? "per_expert" : "grouped_mm");
+        if (a->liger & LIGER_SWIGLU) flag(w, o, "liger", true); /* --liger at 4.x: each expert's forward (hf.c liger_family) */
     } else if (a->f->mlp == MLP_PLAIN) {
         /* Starcoder2MLP.forward (modeling_starcoder2.py @ 73faa33f): c_fc, act, c_proj (bias=use_bias), then
          * dropout(residual_dropout): resid_mlp_dropout below */

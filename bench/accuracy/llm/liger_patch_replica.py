@@ -160,6 +160,11 @@ def _rms_forward(self, hidden_states):
     return LigerRMSNormFunction.apply(hidden_states, self.weight, self.variance_epsilon, self.in_place)
 
 
+def _top2_forward(self, x):
+    """transformers/swiglu.py LigerBlockSparseTop2MLP.forward (l.37-38), bound to each MixtralBlockSparseTop2MLP."""
+    return self.w2(LigerSiLUMulFunction.apply(self.w1(x), self.w3(x)))
+
+
 def _geglu_forward(self, x):
     """transformers/geglu.py LigerGEGLUMLP.forward, bound by _patch_geglu_module."""
     return self.down_proj(LigerGELUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
@@ -190,7 +195,8 @@ def apply(model, reference, kernels=None):
     apply_rotary_pos_emb replaced, the norms' and MLPs' forwards rebound, the loss liger_replica.py's.
       llama / mistral / qwen2 / qwen3 (l.221-286 and alike): norm, input_layernorm, post_attention_layernorm
         (offset 0, "llama", in_place True); mlp -> LigerSwiGLUMLP.forward.
-      mixtral (l.799-869), qwen3_moe (l.1722-1784): the same norms; swiglu (LigerExperts at transformers 5) not
+      mixtral (l.799-869), qwen3_moe (l.1722-1784): the same norms; swiglu at 4.x (reference.py's per-expert
+        MixtralSparseMoeBlock): each expert's forward LigerBlockSparseTop2MLP's; LigerExperts (transformers 5) not
         replicated: refused.
       gemma2 (l.990-1061): offset 1.0, "gemma", in_place False on norm and the four layer norms; mlp ->
         LigerGEGLUMLP.forward.
@@ -203,8 +209,11 @@ def apply(model, reference, kernels=None):
     on = set(kernels) if kernels is not None else {"rope", "rms_norm", mlp, "fused_linear_cross_entropy"}
     if on - set(KERNELS) or (on & {"swiglu", "geglu"}) - {mlp}:
         raise SystemExit("liger_patch_replica.py: kernels %s for %s" % (sorted(on), t))
-    if t in ("mixtral", "qwen3_moe") and "swiglu" in on:
-        raise SystemExit("liger_patch_replica.py: LigerExperts (LigerFusedMoEFunction) is not replicated")
+    if t in ("mixtral", "qwen3_moe") and "swiglu" in on and not all(
+            isinstance(getattr(getattr(layer, "block_sparse_moe", None), "experts", None), torch.nn.ModuleList)
+            for layer in model.layers):
+        raise SystemExit("liger_patch_replica.py: LigerExperts (LigerFusedMoEFunction, transformers 5) is not "
+                         "replicated; 4.x's per-expert modules are (--experts per_expert)")
     if t == "gemma3_text" and on & {"rope", "rms_norm"}:
         raise SystemExit("liger_patch_replica.py: gemma3_text's rope / rms_norm are not replicated")
     if "rope" in on:
@@ -215,7 +224,10 @@ def apply(model, reference, kernels=None):
     if "rms_norm" in on:
         _patch_rms(model.norm, in_place)
     for layer in model.layers:
-        if mlp in on:
+        if mlp in on and t in ("mixtral", "qwen3_moe"):  # 4.x: each expert (l.858-862: LigerBlockSparseTop2MLP)
+            for expert in layer.block_sparse_moe.experts:
+                expert.forward = types.MethodType(_top2_forward, expert)
+        elif mlp in on:
             layer.mlp.forward = types.MethodType(_swiglu_forward if mlp == "swiglu" else _geglu_forward, layer.mlp)
         if "rms_norm" in on:
             for n in names:

@@ -1992,6 +1992,10 @@ def cases():
     train_cases(out, [("gemma2_w128", 2, 64, "sgd", "fp32", True, 0), ("gemma2_w128", 2, 96, "sgd", "bf16", False, 0),
                       ("gemma2_w128", 2, 64, "sgd", "bf16", False, 8)],
                 liger=True, liger_kernels="geglu,rms_norm", attn="sdpa")
+    # mixtral at transformers 4.x's per-expert modules: each expert's forward LigerBlockSparseTop2MLP's
+    train_cases(out, [("mixtral_small", 2, 64, "sgd", "fp32", False, 0), ("mixtral_small", 2, 64, "adamw", "bf16", True, 0),
+                      ("mixtral_small", 1, 96, "sgd", "bf16", False, 0)],
+                liger=True, experts="per_expert")
     return out
 
 
