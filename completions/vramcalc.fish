@@ -32,6 +32,7 @@ complete -c vramcalc -l first-step -d 'also the run'\''s first steps, beside the
 complete -c vramcalc -l hold-output -d 'the loop keeps the model'\''s output'
 complete -c vramcalc -l loss -x -a 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll grpo' -d 'config.json: the causal-LM loss, hf, liger, cce, chunked, mean, dpo,...'
 complete -c vramcalc -l liger -d 'config.json: Liger-Kernel'\''s patch set as TRL'\''s and transformers'\''...'
+complete -c vramcalc -l liger-kernels -x -d 'with --liger: the kernels switched on, every other keyword of...'
 complete -c vramcalc -l packing -d 'config.json: the --batch sequences of --seq tokens packed into one...'
 complete -c vramcalc -l loss-chunks -x -d 'with --loss chunked: torchtune'\''s num_output_chunks, the sequence'\''s...'
 complete -c vramcalc -l beta -x -d 'with --loss grpo: GRPOConfig.beta, the KL coefficient'

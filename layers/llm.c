@@ -171,6 +171,7 @@ typedef struct {
                   * 4 olmo ((weight * x).to(dtype), the weight in the model's dtype: Olmo3RMSNorm, Olmo2RMSNorm),
                   * 5 cohere (CohereLayerNorm: a mean-subtracted LayerNorm without bias, in float32; hf_cohere_norm) */
     bool liger; /* --liger: LigerRMSNorm.forward bound to the module (liger_rmsnorm) */
+    bool liger_in_place; /* its in_place (True but for gemma2 / gemma3's _patch_rms_norm_module partials) */
 } hfrms_cfg;
 
 static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", "olmo", "cohere", NULL};
@@ -180,9 +181,11 @@ static int hfrms_parse(vc_args *a, void *p)
     hfrms_cfg *c = p;
     return vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) ||
            vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_enum(a, "variant", rms_variants, 0, &c->variant) ||
-           vc_arg_bool(a, "liger", false, &c->liger) ||
-           (c->liger && c->variant != 0 ? vc_arg_fail(a, "liger", "is LigerRMSNorm with casting_mode \"llama\": the "
-                                                      "llama variant's") : 0);
+           vc_arg_bool(a, "liger", false, &c->liger) || vc_arg_bool(a, "liger_in_place", true, &c->liger_in_place) ||
+           (c->liger && c->variant > 1 ? vc_arg_fail(a, "liger", "is LigerRMSNorm with casting_mode \"llama\" (the "
+                                                     "llama variant's) or \"gemma\" with offset 1.0 (the gemma variant's)")
+                                       : 0) ||
+           (!c->liger_in_place && !c->liger ? vc_arg_fail(a, "liger_in_place", "needs \"liger\": true") : 0);
 }
 
 static int hfrms_setup(vc_setup *s, void *p)
@@ -289,7 +292,10 @@ static int64_t rows_of(const vc_shape *x)
 
 /* LigerRMSNormFunction.apply(x, weight, eps, offset 0, casting_mode "llama", in_place True), what
  * _patch_rms_norm_module binds (Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c,
- * src/liger_kernel/ops/rms_norm.py):
+ * src/liger_kernel/ops/rms_norm.py). Gemma's (offset 1.0, casting_mode "gemma": the kernels cast X and W to
+ * float32 in registers) allocates the same: RSTD is float32 in both modes (l.451-453). in_place False
+ * (apply_liger_kernel_to_gemma2 / _gemma3_text's partial, monkey_patch.py l.1023-1025, l.1099-1101):
+ * dX = torch.zeros_like(dY) (l.543), a new gradient beside the incoming one:
  *   forward (l.636-660): ensure_contiguous (x is); rms_norm_forward (l.436-510): Y = torch.empty((n_rows, n_cols),
  *     X.dtype) (l.449), RSTD = torch.empty(n_rows, float32) (l.452-453, the llama casting mode), the kernel writes
  *     both; save_for_backward(X, W, RSTD) (l.657)
@@ -297,12 +303,12 @@ static int64_t rows_of(const vc_shape *x)
  *     _dW = torch.empty((sm_count, n_cols), float32) (l.529), dX = dY (in_place, l.541-542: the incoming gradient
  *     rewritten), dW = _dW.sum(dim=0).to(W.dtype) (l.605): a float32 [H] and, for a bf16 weight, its cast (the
  *     weight's gradient); _dW and the float32 sum live until it returns. rows: rows per sample */
-static vc_t liger_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t H)
+static vc_t liger_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t H, bool in_place)
 {
     vc_dtype wdt = vc_dt_of(b, w);
     vc_op *o = vc_op_begin(b, "LigerRMSNormFunction");
     int ix = vc_op_in(o, x);
-    vc_op_grad(o, ix, VC_GRAD_PASS);
+    vc_op_grad(o, ix, in_place ? VC_GRAD_PASS : VC_GRAD_NEW);
     vc_op_in(o, w);
     vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
     vc_op_save(o, x);
@@ -318,7 +324,7 @@ static void hfrms_emit(vc_build *b, const void *p)
     const hfrms_cfg *c = p;
     if (c->liger) {
         vc_set_output(b, liger_rmsnorm(b, vc_input(b, 0), vc_weight(b, 0), vc_n_sample(rows_of(vc_input_shape(b, 0))),
-                                       c->hidden));
+                                       c->hidden, c->liger_in_place));
         return;
     }
     vc_set_output(b, hf_rmsnorm(b, vc_input(b, 0), vc_weight(b, 0), vc_n_sample(rows_of(vc_input_shape(b, 0))), c->variant));
@@ -1653,8 +1659,9 @@ static int gate_parse(vc_args *a, void *p)
     gate_cfg *c = p;
     return vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_bool(a, "fused", false, &c->fused) ||
            vc_arg_bool(a, "liger", false, &c->liger) ||
-           (c->liger && (c->fused || c->act != ACT_SILU)
-                ? vc_arg_fail(a, "liger", "is LigerSiLUMulFunction(gate, up): silu, two inputs") : 0);
+           (c->liger && (c->fused || (c->act != ACT_SILU && c->act != ACT_GELU && c->act != ACT_GELU_TANH))
+                ? vc_arg_fail(a, "liger", "is LigerSiLUMulFunction(gate, up) (silu) or LigerGELUMulFunction(gate, up) "
+                                          "(gelu, gelu_tanh): two inputs") : 0);
 }
 
 static int gate_setup(vc_setup *s, void *p)
@@ -1690,9 +1697,15 @@ static vc_t act_op(vc_build *b, int act, vc_t x)
  * kernel writes silu(a) * b into it; save_for_backward(a, b) (l.231). backward (l.236-263): swiglu_backward
  * (l.163-198) recomputes silu(a) in the kernel and writes da into a, db into b, returning them: no allocation, the
  * saved inputs become the gradients (VC_GRAD_INTO_SAVED) */
-static vc_t liger_silu_mul(vc_build *b, vc_t g, vc_t u, vc_numel out)
+/* LigerGELUMulFunction.apply(gate, up) (LigerGEGLUMLP.forward, src/liger_kernel/transformers/geglu.py @ ead96b61,
+ * the gemma families' mlp through _patch_geglu_module; ops/geglu.py): forward (l.133-139): geglu_forward (l.87-108):
+ * c = torch.empty_like(a) (l.93), the kernel writes gelu_tanh(a) * b; save_for_backward(a, b) (l.138). backward
+ * (l.141-146): geglu_backward (l.111-130) stores da into a and db into b (the kernel's tl.store, l.83-84) and
+ * returns them: the SiLUMul path's allocations and gradient mode (VC_GRAD_INTO_SAVED), whatever the config's
+ * activation (LigerGEGLUMLP always computes the tanh form, geglu.py l.15-19) */
+static vc_t liger_silu_mul(vc_build *b, vc_t g, vc_t u, vc_numel out, bool gelu)
 {
-    vc_op *o = vc_op_begin(b, "LigerSiLUMulFunction");
+    vc_op *o = vc_op_begin(b, gelu ? "LigerGELUMulFunction" : "LigerSiLUMulFunction");
     vc_op_grad(o, vc_op_in(o, g), VC_GRAD_INTO_SAVED);
     vc_op_grad(o, vc_op_in(o, u), VC_GRAD_INTO_SAVED);
     vc_t c = vc_op_out(o, out, vc_dt_of(b, g));
@@ -1707,7 +1720,7 @@ static void gate_emit(vc_build *b, const void *p)
     const gate_cfg *c = p;
     vc_numel out = vc_n_sample(vc_shape_numel(vc_output_shape(b)));
     if (c->liger) {
-        vc_set_output(b, liger_silu_mul(b, vc_input(b, 0), vc_input(b, 1), out));
+        vc_set_output(b, liger_silu_mul(b, vc_input(b, 0), vc_input(b, 1), out, c->act != ACT_SILU));
         return;
     }
     vc_t g, u;
@@ -1955,6 +1968,7 @@ typedef struct {
     double jitter; /* phimoe: input_jitter_noise (the training jitter of the block's and the router's input) */
     bool router_f32; /* minimax_m2 under vLLM: the gate's weight and the bias float32, the gate's input cast to it */
     bool expert_bias; /* lfm2_moe: Lfm2MoeSparseMoeBlock's float32 expert_bias buffer (use_expert_bias) */
+    bool liger;       /* --liger at 4.x: each expert's forward LigerBlockSparseTop2MLP's / LigerQwen3MoeSwiGLUMLP's */
 } moe_cfg;
 
 static int moe_parse(vc_args *a, void *p)
@@ -1971,8 +1985,10 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group) ||
         vc_arg_enum(a, "topk_method", topk_methods, TOPK_GREEDY, &c->topk_method) ||
         vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32) ||
-        vc_arg_bool(a, "expert_bias", c->style == MOE_LFM2, &c->expert_bias))
+        vc_arg_bool(a, "expert_bias", c->style == MOE_LFM2, &c->expert_bias) || vc_arg_bool(a, "liger", false, &c->liger))
         return -1;
+    if (c->liger && (c->impl != MOE_PER_EXPERT || c->act != ACT_SILU))
+        return vc_arg_fail(a, "liger", "is LigerSiLUMulFunction in each expert module of per_expert's loop (silu)");
     if (c->style != MOE_LFM2 && vc_arg_type(a, "expert_bias"))
         return vc_arg_fail(a, "expert_bias", "only style lfm2_moe (Lfm2MoeSparseMoeBlock) has an expert_bias buffer");
     if (c->style != MOE_MINIMAX && c->style != MOE_ERNIE && c->style != MOE_HUNYUAN && c->router_f32)
@@ -2272,9 +2288,19 @@ static vc_t mm_rows(vc_build *b, vc_t x, vc_t w, vc_t w0, vc_numel rows, int64_t
     return y;
 }
 
-/* A gated MLP (MixtralBlockSparseTop2MLP / Qwen2MoeMLP) on rows x hidden. */
-static vc_t expert_mlp(vc_build *b, const moe_cfg *c, vc_t x, vc_numel rows, int64_t inter, vc_t wg, vc_t wu, vc_t wd)
+/* A gated MLP (MixtralBlockSparseTop2MLP / Qwen2MoeMLP) on rows x hidden; liger: a routed expert under --liger. */
+static vc_t expert_mlp(vc_build *b, const moe_cfg *c, vc_t x, vc_numel rows, int64_t inter, vc_t wg, vc_t wu, vc_t wd,
+                       bool liger)
 {
+    if (liger) {
+        /* --liger at transformers 4.x: apply_liger_kernel_to_mixtral / _qwen3_moe (Liger-Kernel @ ead96b61,
+         * monkey_patch.py l.858-862, l.1777-1781) rebind each expert's forward: LigerBlockSparseTop2MLP.forward
+         * w2(LigerSiLUMulFunction.apply(w1(x), w3(x))) / LigerQwen3MoeSwiGLUMLP.forward (transformers/swiglu.py
+         * l.37-38, l.119-120): both projections, then the Function (liger_silu_mul) */
+        vc_t g = lin_rows(b, x, wg, rows, inter);
+        vc_t u = lin_rows(b, x, wu, rows, inter);
+        return lin_rows(b, liger_silu_mul(b, g, u, vc_numel_of(b, g), false), wd, rows, c->hidden);
+    }
     vc_t g = lin_rows(b, x, wg, rows, inter);
     vc_t a = act_op(b, c->act, g);
     vc_t u = lin_rows(b, x, wu, rows, inter);
@@ -2520,7 +2546,7 @@ static void deepseek_experts(vc_build *b, const moe_cfg *c, vc_t x, vc_numel T, 
     vc_hold(b, idx);
     vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
     vc_hold(b, out);
-    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5), false);
     vc_release(b, out);
     vc_release(b, rw);
     vc_release(b, idx);
@@ -2989,7 +3015,7 @@ static void moe_ernie_emit(vc_build *b, const moe_cfg *c)
     vc_t x = vc_input(b, 0);
     vc_t se = -1;
     if (c->shared) {
-        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 4), vc_weight(b, 5), vc_weight(b, 6));
+        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 4), vc_weight(b, 5), vc_weight(b, 6), false);
         vc_hold(b, se);
     }
     /* router_f32 (what hf_layers.c writes for transformers): the float32 gate off autocast; without it vLLM's
@@ -3112,7 +3138,7 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_t se = -1;
     int sw = 1 + 2;
     if (c->shared) { /* shared_expert_output = self.shared_expert(hidden_states) (Qwen2MoeMLP) */
-        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, sw), vc_weight(b, sw + 1), vc_weight(b, sw + 2));
+        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, sw), vc_weight(b, sw + 1), vc_weight(b, sw + 2), false);
         vc_hold(b, se);
     }
     /* the router. HunYuanMoEV1Moe.forward (modeling_hunyuan_v1_moe.py @ 0233e509531ace915c8241b4c16c8032a583279c):
@@ -3228,7 +3254,7 @@ static void moe_llama4_tail(vc_build *b, const moe_cfg *c, vc_t ri, vc_t ro, vc_
     int64_t H = c->hidden;
     vc_t x = vc_input(b, 0);
     vc_hold(b, ro); /* routed_out: the block's local until it returns */
-    vc_t out = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_t out = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5), false);
     vc_t sum = vc__op_mean(b, ro, vc_n_sample(L * H));
     out = vc__op_add(b, out, sum, vc_n_sample(L * H), true);
     vc_release(b, ri);
@@ -3513,7 +3539,7 @@ static void moe_emit(vc_build *b, const void *p)
         vc_op_save(o, nz);
         vc_op_end(o);
         vc_t y = expert_mlp(b, c, cur, rows, c->inter, vc_weight(b, 1 + 3 * (int)e), vc_weight(b, 2 + 3 * (int)e),
-                            vc_weight(b, 3 + 3 * (int)e));
+                            vc_weight(b, 3 + 3 * (int)e), c->liger);
         /* * routing_weights[top_x, idx, None]: an [n_e, 1] gather */
         o = vc_op_begin(b, "index");
         vc_op_in(o, rw);
@@ -3539,7 +3565,7 @@ static void moe_emit(vc_build *b, const void *p)
     vc_release(b, mask);
     if (c->shared) { /* Qwen2Moe: + sigmoid(shared_expert_gate(x)) * shared_expert(x) */
         int i = 1 + 3 * (int)c->E;
-        vc_t se = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, i), vc_weight(b, i + 1), vc_weight(b, i + 2));
+        vc_t se = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, i), vc_weight(b, i + 1), vc_weight(b, i + 2), false);
         vc_t sg = lin_rows(b, x, vc_weight(b, i + 3), vc_n_sample(L), 1);
         sg = vc__op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
         se = vc__op_mul_dt(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));

@@ -7,8 +7,10 @@
  * 1. The CLI's refusals: exit 2, nothing on stdout, one stderr line naming --liger (a family
  *    Liger-Kernel has no apply function for, one whose patch set is not modelled, another --loss,
  *    another mode), and the layer arguments "liger" / "liger_rope" where they are not the Functions'.
- * 2. A hand-written model's peak derived by hand from the Functions' allocations (the
- *    LigerRMSNormFunction and LigerSiLUMulFunction of layers/llm.c, which cite the source's lines).
+ * 2. Hand-written models' peaks derived by hand from the Functions' allocations (the
+ *    LigerRMSNormFunction, LigerSiLUMulFunction and LigerGELUMulFunction of layers/llm.c, which cite the source's
+ *    lines), the gemma families' in_place False RMSNorm included.
+ * 3. --liger-kernels (transformers' liger_kernel_config): its refusals, each naming the option.
  * The measured configs (bench/accuracy/llm/measured.json, the --liger cases at the end of
  * run_suite.py) are held to their bound by CTest llm_train_measured.
  */
@@ -36,9 +38,33 @@ static void test_cli_refusals(void **state)
     /* MODEL_TYPE_TO_APPLY_LIGER_FN (monkey_patch.py @ ead96b61) has no gpt_neox: nothing would be patched */
     assert_usage(HF "gpt-neox-20b.json --seq 64 --liger",
                  "--liger: gpt_neox: Liger-Kernel has no apply_liger_kernel_to_gpt_neox");
-    /* apply_liger_kernel_to_gemma2 exists (GEGLU, the gemma casting mode, in_place False): not modelled here */
-    assert_usage(HF "gemma-2-9b.json --seq 64 --liger", "--liger: gemma2: apply_liger_kernel_to_gemma2's patch set is not modelled");
-    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger", "--liger: mixtral: apply_liger_kernel_to_mixtral's patch set is not modelled");
+    /* apply_liger_kernel_to_gemma4_text exists (LigerRMSNormForGemma4, offset 0): not modelled here */
+    assert_usage(HF "gemma-4-31b-it.json --seq 64 --liger", "--liger: gemma4: apply_liger_kernel_to_gemma4's patch set is not modelled");
+    /* mixtral / qwen3_moe: swiglu (a default) binds LigerExperts.forward (LigerFusedMoEFunction) at transformers 5 */
+    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger", "--liger: mixtral: swiglu binds LigerExperts.forward");
+    assert_usage(HF "qwen3-30b-a3b.json --seq 64 --liger --liger-kernels swiglu,rope",
+                 "--liger: qwen3_moe: swiglu binds LigerExperts.forward");
+    /* the layer argument: LigerSiLUMulFunction in each expert module of 4.x's loop only */
+    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger --experts-implementation grouped_mm",
+                 "--liger: mixtral: swiglu binds LigerExperts.forward");
+    /* gemma3_text's rms_norm patches q_norm / k_norm on the transposed heads (copies not modelled); rope with it */
+    assert_usage(HF "gemma-3-1b-it.json --seq 64 --liger", "--liger: gemma3_text: rope and rms_norm");
+    /* --liger-kernels: transformers' liger_kernel_config, read only with use_liger_kernel=True */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger-kernels rope", "--liger-kernels is transformers' liger_kernel_config: it needs --liger");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope,layer_norm",
+                 "--liger-kernels: 'layer_norm' is no keyword of apply_liger_kernel_to_*");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope,rope", "--liger-kernels: 'rope' is named twice");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope,", "--liger-kernels: '' is no keyword");
+    /* _apply_liger_kernel_to_instance drops a keyword the function does not take: geglu for llama, swiglu for gemma */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels geglu", "--liger-kernels: llama: apply_liger_kernel_to_llama takes swiglu, not geglu");
+    assert_usage(HF "gemma-2-9b.json --seq 64 --liger --liger-kernels swiglu", "--liger-kernels: gemma2: apply_liger_kernel_to_gemma2 takes geglu, not swiglu");
+    /* every apply function asserts not (cross_entropy and fused_linear_cross_entropy); cross_entropy alone is not modelled */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels cross_entropy,fused_linear_cross_entropy",
+                 "--liger-kernels: cross_entropy and fused_linear_cross_entropy cannot both be True");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope,cross_entropy", "--liger-kernels: cross_entropy (liger_cross_entropy");
+    /* --loss liger is the fused loss the kernels leave out */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope --loss liger",
+                 "--liger-kernels: leaves fused_linear_cross_entropy out; --loss liger is that loss");
     /* fused_linear_cross_entropy=True is one of the defaults: another loss contradicts it */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --loss cce", "--liger: applies the fused linear cross-entropy");
     assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --loss chunked", "--liger: applies the fused linear cross-entropy");
@@ -113,8 +139,88 @@ static void test_tiny_bytes(void **state)
     vc_result_free(&r);
 }
 
-/* The layer arguments are the Functions' only: LigerRMSNorm's casting mode "llama" (the llama variant),
- * LigerSiLUMulFunction's silu over two inputs, LigerRopeFunction's whole-head llama rotation. */
+/* LigerRMSNormFunction with in_place False (apply_liger_kernel_to_gemma2's and _gemma3_text's partial,
+ * monkey_patch.py l.1023-1025): x [16, 32] fp32 -> w0 (32 -> 32) -> LigerRMSNorm (offset 1.0, casting_mode "gemma")
+ * -> output.mean(). Batch 1, sgd, no workspace (sm_count 1). Bytes, each rounded up to 512: weights w0 4096 + norm
+ * 128 -> 512 = 4608; x 2048.
+ * Forward: w0 saves x; a0 = w0(x) 2048, saved by the norm as X (rms_norm.py l.657) with RSTD float32 [16] 512
+ * (l.452-453); Y 2048 (l.449), mean's output 512, Y freed after the mean.
+ * Backward: the root gradient 512, mean's gradient dY [16, 32] 2048; the norm's backward: dX =
+ * torch.zeros_like(dY) (l.543) 2048 beside dY, _dW = torch.empty((1, 32), float32) (l.529) 512, dW = _dW.sum(0)
+ * (l.605, float32: the weight's gradient) 512 -- the peak: weights 4608 + activations (x, a0, RSTD) 4608 + the
+ * norm's gradient 512 + temporaries (root 512, loss 512, dY 2048, dX 2048, _dW 512) 5632 = 15360.
+ * in_place True (dX = dY, l.541-542): the norm's backward holds 13312, under w0's backward (its weight's gradient
+ * 4096 beside the norm's 512; x 2048; root, loss and dX 3072): 4608 + 4608 + 2048 + 3072 = 14336. */
+#define NORM_ONLY(in_place)                                                                                           \
+    "{\"input\": {\"shape\": [16, 32], \"dtype\": \"float32\"}, \"layers\": ["                                       \
+    "{\"type\": \"Linear\", \"name\": \"w0\", \"in_features\": 32, \"out_features\": 32, \"bias\": false},"          \
+    "{\"type\": \"HFRMSNorm\", \"name\": \"norm\", \"hidden_size\": 32, \"variant\": \"gemma\", \"liger\": true, "     \
+    "\"liger_in_place\": " in_place "}]}"
+
+static void test_gemma_norm_bytes(void **state)
+{
+    (void)state;
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(NORM_ONLY("false"), &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 15360);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_string_equal(r.peak.kind, "HFRMSNorm");
+    assert_int_equal(r.peak.weights, 4608);
+    assert_int_equal(r.peak.activations, 4608);
+    assert_int_equal(r.peak.gradients, 512);
+    assert_int_equal(r.peak.temporaries, 5632);
+    vc_result_free(&r);
+    assert_int_equal(estimate(NORM_ONLY("true"), &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 14336);
+    assert_string_equal(r.peak.kind, "Linear");
+    assert_int_equal(r.peak.gradients, 4608);
+    assert_int_equal(r.peak.temporaries, 3072);
+    vc_result_free(&r);
+}
+
+/* The GEGLU path (LigerGELUMulFunction, ops/geglu.py l.87-146) allocates and saves what the SiLUMul path does:
+ * test_tiny_bytes' model with the gelu_tanh activation has its peak, 69632 */
+static void test_geglu_bytes(void **state)
+{
+    (void)state;
+    static const char geglu[] = TINY(", \"liger\": true", ", \"activation\": \"gelu_tanh\", \"liger\": true");
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(geglu, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 69632);
+    vc_result_free(&r);
+}
+
+/* The layer arguments are the Functions' only: LigerRMSNorm's casting modes "llama" / "gemma" (the llama and
+ * gemma variants), LigerSiLUMulFunction's silu and LigerGELUMulFunction's gelu over two inputs, LigerRopeFunction's
+ * whole-head llama rotation; liger_in_place only with liger. */
+/* 4.x's per-expert modules (--experts-implementation per_expert): each expert's forward is
+ * LigerBlockSparseTop2MLP's, w2(LigerSiLUMulFunction.apply(w1(x), w3(x))) (transformers/swiglu.py l.37-38). The
+ * expected peaks are the harness's measurements of liger_patch_replica.py on reference.py's per-expert
+ * MixtralSparseMoeBlock (bench/accuracy/llm/measured.json, the issue-26 mixtral_small per_expert --liger cases:
+ * measure_llm.py configs/mixtral_small.json --experts per_expert --liger ...), held to 0.5%. */
+static void test_moe_per_expert(void **state)
+{
+    (void)state;
+#define MX " --attention math --workspace 0 --experts-implementation per_expert --liger"
+    static const cli_measured c[] = {
+        {"mixtral_small.json --seq 64 -b 2 -o sgd -p fp32" MX, 3445248},
+        {"mixtral_small.json --seq 64 -b 2 -o adamw -p bf16 --grad-ckpt" MX, 2723840},
+        {"mixtral_small.json --seq 96 -b 1 -o sgd -p bf16" MX, 1885184},
+    };
+#undef MX
+    assert_measured(c, sizeof c / sizeof *c, "", 0.5);
+}
+
 static void test_bad_args(void **state)
 {
     (void)state;
@@ -122,11 +228,14 @@ static void test_bad_args(void **state)
     vc_options_init(&o);
     vc_result r;
     vc_error err;
-    static const char gemma_norm[] = TINY(", \"variant\": \"gemma\", \"liger\": true", "");
-    assert_int_equal(estimate(gemma_norm, &o, &r, &err), VC_ERR_MODEL);
+    static const char olmo_norm[] = TINY(", \"variant\": \"olmo\", \"liger\": true", "");
+    assert_int_equal(estimate(olmo_norm, &o, &r, &err), VC_ERR_MODEL);
     assert_non_null(strstr(err.path, "liger"));
-    static const char gelu[] = TINY("", ", \"activation\": \"gelu\", \"liger\": true");
-    assert_int_equal(estimate(gelu, &o, &r, &err), VC_ERR_MODEL);
+    static const char copy_only[] = TINY(", \"liger_in_place\": false", "");
+    assert_int_equal(estimate(copy_only, &o, &r, &err), VC_ERR_MODEL);
+    assert_non_null(strstr(err.path, "liger_in_place"));
+    static const char relu[] = TINY("", ", \"activation\": \"relu\", \"liger\": true");
+    assert_int_equal(estimate(relu, &o, &r, &err), VC_ERR_MODEL);
     assert_non_null(strstr(err.path, "liger"));
 }
 
@@ -135,6 +244,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cli_refusals),
         cmocka_unit_test(test_tiny_bytes),
+        cmocka_unit_test(test_gemma_norm_bytes),
+        cmocka_unit_test(test_geglu_bytes),
+        cmocka_unit_test(test_moe_per_expert),
         cmocka_unit_test(test_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -326,6 +326,7 @@ typedef struct {
     int64_t images;           /* --images N: images per sample (default 1 with --image) */
     int64_t target_seq;       /* --target-seq N: an encoder-decoder's (t5) decoder tokens per sample; 0: seq */
     int liger;                /* --liger: Liger-Kernel's patch set (use_liger_kernel=True), its loss included */
+    char liger_kernels[128];  /* --liger-kernels: the kernels switched on, e.g. "rope,rms_norm" ("": the defaults) */
 } vc_hf_options;
 /* Defaults into the first `size` bytes of o (size: sizeof(vc_hf_options) as
  * the caller was compiled), o->size = size. vc_hf_options_init(o) is it with

@@ -45,7 +45,7 @@ SAMPLES = {
     "prompt": [512], "new_tokens": [64], "kv_bits": [2], "kv_group_size": [32], "kv_residual_length": [64],
     "gpu_memory_utilization": [0.8], "max_num_batched_tokens": [4096], "max_num_seqs": [128], "block_size": [32],
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
-    "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "modules_to_save": ["lm_head"], "grad_ckpt_every": [2], "act_offload": ["sync"],
+    "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "modules_to_save": ["lm_head"], "liger_kernels": ["rope,rms_norm", ("rope", "swiglu")], "grad_ckpt_every": [2], "act_offload": ["sync"],
     "recipe": ["torchtune:llama3_1/8B_lora_single_device", "torchtune:llama3_2/3B_full_single_device"],
     "image": ["640x480"], "images": [2], "compile": [True, False], "target_seq": [128],
     "cudnn_table": [os.path.join(ROOT, "tests", "data", "cudnn", "tiny_resnet_fixture.json")],
@@ -76,7 +76,7 @@ NEEDS = {
     "kv_cache_dtype": SERVE, "enforce_eager": SERVE, "cuda_graph_memory": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
     "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
     "columns": {"format": "csv"}, "activations": {"params": 10 ** 9}, "no_hints": {"gpu": "1GiB"},
-    "modules_to_save": {"lora": 8},
+    "modules_to_save": {"lora": 8}, "liger_kernels": {"liger": True},
     "grad_ckpt_every": {"grad_ckpt": True}, "grad_ckpt_ops": {"grad_ckpt": True}, "grad_ckpt_kind": {"grad_ckpt": True},
     "images": {"image": "640x480"},
     "packing": {"batch": 2, "seq": 256, "precision": "bf16"},
@@ -90,7 +90,7 @@ NEEDS = {
     "vllm_tensor_parallel_size": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True,
                                   "parallel": "ddp", "gpus": 2},
 }
-MODEL_OF = {"recipe": CFG, "peft": CFG, "liger": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
+MODEL_OF = {"recipe": CFG, "peft": CFG, "liger": CFG, "liger_kernels": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE, "image": VLM, "images": VLM, "target_seq": T5, "num_beams": CFG}
 
 

@@ -369,6 +369,12 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
     case VC_OPT_PACKING: q->hf_given = true; o->packing = on; return VC_OK;
     case VC_OPT_LIGER: q->hf_given = true; hf->liger = on; return VC_OK;
+    case VC_OPT_LIGER_KERNELS: /* the names are the family's apply function's keywords: checked by src/hf/hf.c */
+        q->hf_given = true;
+        if (strlen(v) >= sizeof hf->liger_kernels)
+            return usage(err, O("liger_kernels") ": longer than %zu characters", sizeof hf->liger_kernels - 1);
+        memcpy(hf->liger_kernels, v, strlen(v) + 1);
+        return VC_OK;
     case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
     case VC_OPT_BETA: return parse_real(name, v, 0, 1e6, &o->grpo_beta, err);
     case VC_OPT_NUM_GENERATIONS: return parse_count(name, v, 1, &o->num_generations, err);
@@ -652,6 +658,9 @@ static vc_status check_applies(const vc_request *q, vc_error *err)
                      q->o.ckpt_ops ? "torchtitan's op-level policy is a context_fn, which torch.utils.checkpoint takes only with "
                                      "use_reentrant=False"
                                    : "torchtune offloads around its non-reentrant checkpoint_wrapper (CheckpointImpl.NO_REENTRANT)");
+    /* transformers' Trainer reads liger_kernel_config only with use_liger_kernel=True */
+    if (q->given[VC_OPT_LIGER_KERNELS] && !q->hf.liger)
+        return usage(err, O("liger_kernels") " is transformers' liger_kernel_config: it needs " O("liger"));
     if (q->given[VC_OPT_LOSS_CHUNKS] && q->hf.loss != VC_LOSS_IMPL_CHUNKED)
         return usage(err, O("loss_chunks") " is torchtune's num_output_chunks: it needs " OV("loss", "chunked"));
     /* --serve sizes vLLM's pool after its own profiling run, whose encoder batch is vLLM's dummy images of the

@@ -1306,40 +1306,107 @@ bool vc_hf_is_config(const cJSON *root)
 }
 
 /* --liger: transformers' Trainer (use_liger_kernel=True; TRL's SFTTrainer the same) calls Liger-Kernel's
- * _apply_liger_kernel_to_instance(model), which looks model.config.model_type up in MODEL_TYPE_TO_APPLY_LIGER_FN and
- * calls apply_liger_kernel_to_<model_type>(model=model) with its defaults (rope, rms_norm, swiglu,
- * fused_linear_cross_entropy True; cross_entropy False) (src/liger_kernel/transformers/monkey_patch.py @
- * ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c, apply_liger_kernel_to_llama l.221-286, _mistral l.688, _qwen2 l.1598,
- * _qwen3 l.1665). An unknown model_type is only logged there (nothing patched): refused here, as the option would
- * do nothing. Modelled: the four whose instance patch is the same (base_model.norm, each layer's input_layernorm
- * and post_attention_layernorm through _patch_rms_norm_module's defaults: offset 0, casting_mode "llama",
- * in_place True; each layer's mlp through _patch_swiglu_module(LigerSwiGLUMLP); the module's apply_rotary_pos_emb
- * replaced by liger_rotary_pos_emb; the lce_forward). Qwen3's q_norm / k_norm are no instance attributes it
- * patches: they stay Qwen3RMSNorm. */
-static int liger_family(const arch *a, const char *fam, vc_error *err)
+ * _apply_liger_kernel_to_instance(model, **liger_kernel_config), which looks model.config.model_type up in
+ * MODEL_TYPE_TO_APPLY_LIGER_FN, keeps the keyword arguments apply_liger_kernel_to_<model_type> takes and calls it
+ * with model=model (src/liger_kernel/transformers/monkey_patch.py @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c,
+ * l.3623-3648). Its defaults: rope, rms_norm, swiglu (geglu for the gemma families), fused_linear_cross_entropy
+ * True; cross_entropy False (apply_liger_kernel_to_llama l.221-286, _mistral l.688, _qwen2 l.1598, _qwen3 l.1665,
+ * _gemma l.921-987, _gemma2 l.990-1061, _gemma3_text l.1064-1148, _mixtral l.799-869, _qwen3_moe l.1722-1784).
+ * An unknown model_type is only logged there (nothing patched): refused here, as the option would do nothing.
+ * Modelled (each layer's RMSNorms, mlp, the module's apply_rotary_pos_emb, the lce_forward):
+ *   llama, mistral, qwen2, qwen3, mixtral, qwen3_moe: base_model.norm, each layer's input_layernorm and
+ *     post_attention_layernorm through _patch_rms_norm_module's defaults (offset 0, casting_mode "llama", in_place
+ *     True); the mlp through _patch_swiglu_module(LigerSwiGLUMLP). Qwen3's and Qwen3-MoE's q_norm / k_norm are no
+ *     instance attributes it patches: they stay Qwen3RMSNorm.
+ *   gemma: _patch_rms_norm_module(offset 1.0, casting_mode "gemma") on the same three, _patch_geglu_module(mlp).
+ *   gemma2: the same with in_place False, also on pre_feedforward_layernorm / post_feedforward_layernorm;
+ *     gemma2.py's lce_forward passes final_logit_softcapping to the fused loss (src/engine/loss.c's softcap).
+ *   gemma3_text: geglu and the fused loss only. Its rms_norm also patches self_attn.q_norm / k_norm, which
+ *     Gemma3Attention.forward runs on q_proj(x).view(...).transpose(1, 2): LigerRMSNormFunction's ensure_contiguous
+ *     copies that view, and LigerRopeFunction's transpose(1, 2).contiguous() then copies the norm's [B, heads, L, D]
+ *     output (ops/rope.py rope_forward): neither copy is modelled, so rope and rms_norm are refused there.
+ * mixtral and qwen3_moe's swiglu at transformers >= 5 binds LigerExperts.forward to decoder_layer.mlp.experts
+ * (LigerFusedMoEFunction, ops/fused_moe.py: its own routing buffers, pre- and post-activation saves), whatever the
+ * experts_implementation; below 5 it rebinds each expert module (LigerBlockSparseTop2MLP /
+ * LigerQwen3MoeSwiGLUMLP: LigerSiLUMulFunction in each expert of 4.x's loop, modelled with --experts-implementation
+ * per_expert). The fused MoE Function is not modelled: refused unless --liger-kernels leaves swiglu out. */
+static const char *const liger_kernel_names[] = {"rope", "rms_norm", "swiglu", "geglu", "fused_linear_cross_entropy",
+                                                 "cross_entropy", NULL}; /* the LIGER_* bits' order */
+
+/* --liger-kernels "a,b": the LIGER_* bits named, each at most once; -1 (err set) on an unknown or empty name */
+static int liger_kernels_parse(const char *list, vc_error *err)
 {
-    static const char *const modelled[] = {"llama", "mistral", "qwen2", "qwen3", NULL};
-    /* MODEL_TYPE_TO_APPLY_LIGER_FN's keys at ead96b61 that are families here */
-    static const char *const patched[] = {"gemma", "gemma2", "gemma3_text", "gemma3", "gemma4_text", "gemma4", "glm4",
-                                          "gpt_oss", "llama4_text", "llama4", "granite", "mixtral", "nemotron", "olmo2",
-                                          "olmo3", "pixtral", "qwen3_moe", "qwen2_vl", "qwen2_5_vl", "qwen3_next",
-                                          "qwen3_vl", "qwen3_vl_moe", "smollm3", "phi3", "falcon_h1", "exaone4", NULL};
-    for (int i = 0; modelled[i]; i++)
-        if (!strcmp(fam, modelled[i])) {
-            if (a->act != A_SILU) /* LigerSwiGLUMLP.__init__ raises ValueError for another hidden_act */
-                return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: LigerSwiGLUMLP takes hidden_act silu only", fam);
-            if (a->R != a->D) /* liger_rotary_pos_emb's kernel rotates the whole head_dim */
-                return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: a partial rotary (%lld of head_dim %lld) is not "
-                                    "what LigerRopeFunction rotates", fam, (long long)a->R, (long long)a->D);
-            return 0;
+    int m = 0;
+    for (const char *p = list;;) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        while (liger_kernel_names[k] && (strlen(liger_kernel_names[k]) != n || strncmp(p, liger_kernel_names[k], n)))
+            k++;
+        if (!liger_kernel_names[k] || (m & (1 << k))) {
+            vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "'%.*s' is %s (choose among rope, rms_norm, swiglu, "
+                         "geglu, fused_linear_cross_entropy, cross_entropy, each once)", (int)(n > 64 ? 64 : n), p,
+                         liger_kernel_names[k] ? "named twice" : "no keyword of apply_liger_kernel_to_*");
+            return -1;
         }
-    for (int i = 0; patched[i]; i++)
-        if (!strcmp(fam, patched[i]))
-            return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: apply_liger_kernel_to_%s's patch set is not modelled "
-                                "(modelled: llama, mistral, qwen2, qwen3); " OV("loss", "liger") " models its fused "
-                                "linear cross-entropy alone", fam, fam);
-    return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: Liger-Kernel has no apply_liger_kernel_to_%s "
-                        "(_apply_liger_kernel_to_instance patches nothing for it)", fam, fam);
+        m |= 1 << k;
+        if (!p[n]) return m;
+        p += n + 1;
+    }
+}
+
+static int liger_family(arch *a, const char *fam, const char *kernels, vc_error *err)
+{
+    static const char *const swiglu[] = {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", NULL};
+    static const char *const geglu[] = {"gemma", "gemma2", "gemma3_text", NULL};
+    /* MODEL_TYPE_TO_APPLY_LIGER_FN's keys at ead96b61 that are families here */
+    static const char *const patched[] = {"gemma3", "gemma4_text", "gemma4", "glm4", "gpt_oss", "llama4_text", "llama4",
+                                          "granite", "nemotron", "olmo2", "olmo3", "pixtral", "qwen2_vl", "qwen2_5_vl",
+                                          "qwen3_next", "qwen3_vl", "qwen3_vl_moe", "smollm3", "phi3", "falcon_h1",
+                                          "exaone4", NULL};
+    int g = 0; /* 1 swiglu, 2 geglu */
+    for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
+    for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;
+    if (!g) {
+        for (int i = 0; patched[i]; i++)
+            if (!strcmp(fam, patched[i]))
+                return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: apply_liger_kernel_to_%s's patch set is not "
+                                    "modelled (modelled: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
+                                    "mixtral, qwen3_moe); " OV("loss", "liger") " models its fused linear cross-entropy "
+                                    "alone", fam, fam);
+        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: Liger-Kernel has no apply_liger_kernel_to_%s "
+                            "(_apply_liger_kernel_to_instance patches nothing for it)", fam, fam);
+    }
+    const int mlp = g == 1 ? LIGER_SWIGLU : LIGER_GEGLU;
+    int m = LIGER_ROPE | LIGER_RMS_NORM | mlp | LIGER_FLCE; /* the defaults */
+    if (kernels && kernels[0]) {
+        if ((m = liger_kernels_parse(kernels, err)) < 0) return err->code;
+        if (m & (LIGER_SWIGLU | LIGER_GEGLU) & ~mlp) /* the key _apply_liger_kernel_to_instance would drop */
+            return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "%s: apply_liger_kernel_to_%s takes %s, not %s",
+                                fam, fam, g == 1 ? "swiglu" : "geglu", g == 1 ? "geglu" : "swiglu");
+        if ((m & LIGER_CE) && (m & LIGER_FLCE)) /* every apply_liger_kernel_to_*'s assert */
+            return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "cross_entropy and fused_linear_cross_entropy "
+                                "cannot both be True");
+        if (m & LIGER_CE)
+            return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "cross_entropy (liger_cross_entropy in "
+                                "torch's place inside transformers' loss) is not modelled");
+    }
+    if ((m & LIGER_SWIGLU) && (!strcmp(fam, "mixtral") || !strcmp(fam, "qwen3_moe")) && a->experts_impl != EXPERTS_PER_EXPERT)
+        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: swiglu binds LigerExperts.forward (LigerFusedMoEFunction) "
+                            "to the experts at transformers 5, whatever " O("experts_implementation") ", and is not "
+                            "modelled; " O("liger_kernels") " rope,rms_norm,fused_linear_cross_entropy leaves it out, "
+                            OV("experts_implementation", "per_expert") " is 4.x's per-expert patch", fam);
+    if ((m & (LIGER_ROPE | LIGER_RMS_NORM)) && !strcmp(fam, "gemma3_text"))
+        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "gemma3_text: rope and rms_norm (q_norm / k_norm on the "
+                            "transposed heads, copied by the Functions' contiguous()) are not modelled; "
+                            O("liger_kernels") " geglu,fused_linear_cross_entropy leaves them out");
+    if ((m & LIGER_SWIGLU) && a->act != A_SILU) /* LigerSwiGLUMLP.__init__ raises ValueError for another hidden_act */
+        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: LigerSwiGLUMLP takes hidden_act silu only", fam);
+    if ((m & LIGER_ROPE) && a->R != a->D) /* liger_rotary_pos_emb's kernel rotates the whole head_dim */
+        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: a partial rotary (%lld of head_dim %lld) is not "
+                            "what LigerRopeFunction rotates", fam, (long long)a->R, (long long)a->D);
+    a->liger = m;
+    a->liger_copy = g == 2 && strcmp(fam, "gemma"); /* gemma2's and gemma3_text's partial: in_place=False */
+    return 0;
 }
 
 static void defaults(vc_hf_options *o)
@@ -1620,14 +1687,20 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     static const char *const loss_opts[] = {VC_LOSS_MAP(VC__LNAME) NULL};
 #undef VC__LNAME
     if (li >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, O("loss"), "unknown loss");
-    if (o && o->liger) { /* --liger: apply_liger_kernel_to_<model_type>'s defaults (liger_family) */
-        if (liger_family(&a, r.fam, err)) return err->code;
-        if (li != VC_LOSS_IMPL_HF && li != VC_LOSS_IMPL_LIGER)
-            return vc_set_error(err, VC_ERR_USAGE, O("liger"), "applies the fused linear cross-entropy "
-                                "(fused_linear_cross_entropy=True, its default); " O("loss") " %s is another loss",
-                                loss_opts[li]);
-        li = VC_LOSS_IMPL_LIGER;
-        a.liger = true;
+    if (o && o->liger) { /* --liger: apply_liger_kernel_to_<model_type>'s defaults or --liger-kernels (liger_family) */
+        char lk[sizeof o->liger_kernels];
+        snprintf(lk, sizeof lk, "%.*s", (int)(sizeof lk - 1), o->liger_kernels);
+        if (liger_family(&a, r.fam, lk, err)) return err->code;
+        if (a.liger & LIGER_FLCE) {
+            if (li != VC_LOSS_IMPL_HF && li != VC_LOSS_IMPL_LIGER)
+                return vc_set_error(err, VC_ERR_USAGE, O("liger"), "applies the fused linear cross-entropy "
+                                    "(fused_linear_cross_entropy=True, its default); " O("loss") " %s is another loss",
+                                    loss_opts[li]);
+            li = VC_LOSS_IMPL_LIGER;
+        } else if (li == VC_LOSS_IMPL_LIGER) {
+            return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "leaves fused_linear_cross_entropy out; "
+                                OV("loss", "liger") " is that loss");
+        }
     }
     int lrow = vc__loss_from_option(loss_opts[li]);
     if (encoder && li != VC_LOSS_IMPL_HF)

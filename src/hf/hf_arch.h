@@ -291,6 +291,9 @@ enum { A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST, A_GELU_QUIC
 
 #define HF_G4_MAX_TP 128 /* arch.g4.tp with per-layer inputs */
 
+/* arch.liger: the kernels of apply_liger_kernel_to_<family> switched on (hf.c liger_family; --liger-kernels) */
+enum { LIGER_ROPE = 1, LIGER_RMS_NORM = 2, LIGER_SWIGLU = 4, LIGER_GEGLU = 8, LIGER_FLCE = 16, LIGER_CE = 32 };
+
 typedef struct {
     const hf_family *f;
     int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
@@ -317,8 +320,9 @@ typedef struct {
     const cJSON *hybrid_types;
     double imbalance;
     bool eager;         /* the attention runs eager_attention_forward: .eager, or .eager_release at the release */
-    bool liger;         /* --liger: Liger-Kernel's patch set on the decoder layers (the norms, the gated MLP, the
-                         * rotary: layers/llm.c liger_*; the loss is the liger row of src/engine/loss.c) */
+    int liger;          /* --liger: Liger-Kernel's patch set on the decoder layers, LIGER_* bits (the norms, the gated
+                         * MLP, the rotary: layers/llm.c liger_*; the loss is the liger row of src/engine/loss.c) */
+    bool liger_copy;    /* its RMSNorms' in_place False (apply_liger_kernel_to_gemma2, _gemma3_text) */
     bool mask_4x;       /* mistral at a --transformers release before masking_utils (VC_TF_SLIDING_FLOAT_MASK): the
                          * sdpa sliding mask is the model's float one (layers/llm.c sliding_mask_4x) */
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */

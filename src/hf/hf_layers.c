@@ -108,7 +108,10 @@ static cJSON *rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     if (a->f->norm == NORM_RMS_F32) str(w, o, "variant", "gpt_oss");
     if (a->f->norm == NORM_RMS_OLMO) str(w, o, "variant", "olmo");
     if (a->f->norm == NORM_COHERE) str(w, o, "variant", "cohere");
-    if (a->liger) flag(w, o, "liger", true); /* --liger: _patch_rms_norm_module (hf.c liger_family) */
+    if (a->liger & LIGER_RMS_NORM) { /* --liger: _patch_rms_norm_module (hf.c liger_family) */
+        flag(w, o, "liger", true);
+        if (a->liger_copy) flag(w, o, "liger_in_place", false);
+    }
     return o;
 }
 
@@ -196,7 +199,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
     if (a->f->qk_norm && a->f->norm == NORM_RMS_OLMO) str(w, o, "qk_norm_variant", "olmo"); /* Olmo3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
-    if (a->liger && rope) flag(w, o, "liger_rope", true); /* --liger: liger_rotary_pos_emb (hf.c liger_family) */
+    if ((a->liger & LIGER_ROPE) && rope) flag(w, o, "liger_rope", true); /* --liger: liger_rotary_pos_emb (hf.c liger_family) */
     if (a->f->interleaved_rope && rope) str(w, o, "rope_style", "glm4"); /* Glm4's apply_rotary_pos_emb */
     /* Olmo2's float32 products, .to(q_type); not under vLLM, whose Olmo2Attention rotates with its own get_rope
      * (vllm/model_executor/models/olmo2.py @ 028aedf6) */
@@ -526,6 +529,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", a->experts_impl == EXPERTS_PER_EXPERT ? "per_expert" : "grouped_mm");
+        if (a->liger & LIGER_SWIGLU) flag(w, o, "liger", true); /* --liger at 4.x: each expert's forward (hf.c liger_family) */
     } else if (a->f->mlp == MLP_PLAIN) {
         /* Starcoder2MLP.forward (modeling_starcoder2.py @ 73faa33f): c_fc, act, c_proj (bias=use_bias), then
          * dropout(residual_dropout): resid_mlp_dropout below */
@@ -541,14 +545,17 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         flag(w, o, "fused", true);
         str(w, o, "activation", act_json[a->act]);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, false);
-    } else if (a->liger) {
+    } else if (a->liger & (LIGER_SWIGLU | LIGER_GEGLU)) {
         /* --liger: LigerSwiGLUMLP.forward bound to the mlp (_patch_swiglu_module; Liger-Kernel
          * src/liger_kernel/transformers/swiglu.py @ ead96b61, LigerSwiGLUMLP.forward):
-         * down_proj(LigerSiLUMulFunction.apply(gate_proj(x), up_proj(x))), both projections first */
+         * down_proj(LigerSiLUMulFunction.apply(gate_proj(x), up_proj(x))), both projections first; the gemma
+         * families' LigerGEGLUMLP.forward (_patch_geglu_module, transformers/geglu.py) the same with
+         * LigerGELUMulFunction (the tanh form) */
         linear(w, "mlp.gate_proj", NULL, a->H, a->I, a->mlp_bias);
         linear(w, "mlp.up_proj", norm, a->H, a->I, a->mlp_bias);
         cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
         ins(w, o, "mlp.gate_proj", "mlp.up_proj", NULL, NULL);
+        if (a->liger & LIGER_GEGLU) str(w, o, "activation", "gelu_tanh");
         flag(w, o, "liger", true);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     } else {

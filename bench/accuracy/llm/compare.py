@@ -65,6 +65,8 @@ def args_for(case):
         a.append("--packing")
     if case.get("liger"):  # Liger-Kernel's patch set (liger_patch_replica.py)
         a.append("--liger")
+    if case.get("liger_kernels"):  # the kernels switched on (liger_patch_replica.py KERNELS)
+        a += ["--liger-kernels", case["liger_kernels"]]
     if case.get("loss") == "grpo":  # GRPOTrainer's step (grpo_replica.py): prompt + completion, not --seq
         i = a.index("--seq")
         a[i:i + 2] = ["--prompt", str(case["prompt"]), "--new-tokens", str(case["new_tokens"])]

@@ -13,6 +13,11 @@ Source: github.com/linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab6
   src/liger_kernel/ops/rms_norm.py               LigerRMSNormFunction, rms_norm_forward / rms_norm_backward
   src/liger_kernel/ops/swiglu.py                 LigerSiLUMulFunction, swiglu_forward / swiglu_backward
   src/liger_kernel/ops/rope.py                   LigerRopeFunction, rope_forward / rope_backward
+  src/liger_kernel/ops/geglu.py                  LigerGELUMulFunction, geglu_forward / geglu_backward
+  src/liger_kernel/transformers/geglu.py         LigerGEGLUMLP.forward
+  monkey_patch.py apply_liger_kernel_to_gemma2 (l.990-1061), _gemma3_text (l.1064-1148), _mixtral (l.799-869),
+                  _qwen3_moe (l.1722-1784); _apply_liger_kernel_to_instance (l.3623-3648: the kwargs the function
+                  takes, liger_kernel_config's)
   src/liger_kernel/transformers/swiglu.py        LigerSwiGLUMLP.forward
   src/liger_kernel/transformers/rope.py          liger_rotary_pos_emb
   src/liger_kernel/ops/utils.py                  ensure_contiguous (x.contiguous() of each tensor argument)
@@ -35,10 +40,12 @@ def _sm_count(x):
 
 
 class LigerRMSNormFunction(torch.autograd.Function):
-    """ops/rms_norm.py LigerRMSNormFunction (casting_mode "llama", offset 0, in_place True, row_mode None)."""
+    """ops/rms_norm.py LigerRMSNormFunction (row_mode None). casting_mode "llama" (offset 0) or "gemma" (offset 1.0:
+    the kernels cast to float32 in registers; RSTD float32 in both, l.451-453); in_place False (gemma2, gemma3_text):
+    dX = torch.zeros_like(dY) (l.543)."""
 
     @staticmethod
-    def forward(ctx, X, W, eps):
+    def forward(ctx, X, W, eps, in_place=True):
         X = X.contiguous()                                             # ensure_contiguous
         shape = X.shape
         X2 = X.view(-1, shape[-1])                                     # rms_norm_forward: X.view(-1, dim)
@@ -48,6 +55,7 @@ class LigerRMSNormFunction(torch.autograd.Function):
         Y.copy_(X2).mul_(W)                                            # _rms_norm_forward_kernel (in place)
         RSTD.fill_(1.0)
         ctx.save_for_backward(X, W, RSTD)                              # l.657
+        ctx.in_place = in_place
         return Y.view(*shape)
 
     @staticmethod
@@ -58,12 +66,16 @@ class LigerRMSNormFunction(torch.autograd.Function):
         dY = dY.view(-1, shape[-1])                                    # rms_norm_backward l.516
         n_cols = dY.shape[1]
         _dW = torch.empty((_sm_count(X), n_cols), dtype=torch.float32, device=W.device)  # l.529
-        dX = dY                                                        # in_place (l.541-542)
+        if ctx.in_place:
+            dX = dY                                                    # in_place (l.541-542)
+        else:
+            dX = torch.zeros_like(dY)                                  # l.543
+            dX.copy_(dY)                                               # the kernel writes dX (in place)
         _dW.fill_(0.0)                                                 # _rms_norm_backward_kernel (in place)
         dX.mul_(W)
         dX = dX.view(*shape)
         dW = _dW.sum(dim=0).to(W.dtype)                                # l.605
-        return dX, dW, None
+        return dX, dW, None, None
 
 
 class LigerSiLUMulFunction(torch.autograd.Function):
@@ -85,6 +97,28 @@ class LigerSiLUMulFunction(torch.autograd.Function):
         # swiglu_backward: _swiglu_backward_kernel recomputes silu(a) and writes da into a, db into b
         b.mul_(dc)
         a.mul_(dc)
+        return a, b
+
+
+class LigerGELUMulFunction(torch.autograd.Function):
+    """ops/geglu.py LigerGELUMulFunction: geglu_forward (l.87-108) c = torch.empty_like(a), save_for_backward(a, b)
+    (l.138); geglu_backward (l.111-130) stores da into a and db into b (tl.store, l.83-84) and returns them."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        a = a.contiguous()                                             # ensure_contiguous
+        b = b.contiguous()
+        c = torch.empty_like(a)                                        # l.93
+        c.copy_(a).tanh_().mul_(b)                                     # _geglu_tanh_forward_kernel (in place)
+        ctx.save_for_backward(a, b)                                    # l.138
+        return c
+
+    @staticmethod
+    def backward(ctx, dc):
+        dc = dc.contiguous()                                           # ensure_contiguous
+        a, b = ctx.saved_tensors
+        b.mul_(dc)                                                     # _geglu_tanh_backward_kernel: db into b,
+        a.mul_(dc)                                                     # da into a
         return a, b
 
 
@@ -123,7 +157,17 @@ def liger_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
 
 def _rms_forward(self, hidden_states):
     """transformers/rms_norm.py LigerRMSNorm.forward, bound by _patch_rms_norm_module."""
-    return LigerRMSNormFunction.apply(hidden_states, self.weight, self.variance_epsilon)
+    return LigerRMSNormFunction.apply(hidden_states, self.weight, self.variance_epsilon, self.in_place)
+
+
+def _top2_forward(self, x):
+    """transformers/swiglu.py LigerBlockSparseTop2MLP.forward (l.37-38), bound to each MixtralBlockSparseTop2MLP."""
+    return self.w2(LigerSiLUMulFunction.apply(self.w1(x), self.w3(x)))
+
+
+def _geglu_forward(self, x):
+    """transformers/geglu.py LigerGEGLUMLP.forward, bound by _patch_geglu_module."""
+    return self.down_proj(LigerGELUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
 
 
 def _swiglu_forward(self, x):
@@ -131,19 +175,62 @@ def _swiglu_forward(self, x):
     return self.down_proj(LigerSiLUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
 
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
+SWIGLU = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe")
+GEGLU = ("gemma2", "gemma3_text")  # (gemma: no replica of GemmaForCausalLM here)
+KERNELS = ("rope", "rms_norm", "swiglu", "geglu", "fused_linear_cross_entropy")
 
 
-def apply(model, reference):
-    """apply_liger_kernel_to_<model_type>(model=model) with its defaults on reference.py's CausalLM: the module's
-    apply_rotary_pos_emb replaced, the norms' and MLPs' forwards rebound, the loss liger_replica.py's."""
-    if model.cfg.model_type not in FAMILIES:
-        raise SystemExit("liger_patch_replica.py: --liger models llama, mistral, qwen2, qwen3")
+def _patch_rms(module, in_place):
+    """monkey_patch.py _patch_rms_norm_module (l.68-100): attributes set, LigerRMSNorm.forward bound."""
+    module.variance_epsilon = getattr(module, "variance_epsilon", None) or getattr(module, "eps", None) or 1e-6
+    module.in_place = in_place
     import types
-    reference.apply_rotary_pos_emb = liger_rotary_pos_emb
-    model.norm.forward = types.MethodType(_rms_forward, model.norm)
+    module.forward = types.MethodType(_rms_forward, module)
+
+
+def apply(model, reference, kernels=None):
+    """apply_liger_kernel_to_<model_type>(model=model, **kwargs) on reference.py's CausalLM (gptoss_replica.py's for
+    gemma3_text): kernels None -> its defaults (rope, rms_norm, swiglu / geglu, fused_linear_cross_entropy), else
+    the set named True and every other keyword False (liger_kernel_config naming them all). The module's
+    apply_rotary_pos_emb replaced, the norms' and MLPs' forwards rebound, the loss liger_replica.py's.
+      llama / mistral / qwen2 / qwen3 (l.221-286 and alike): norm, input_layernorm, post_attention_layernorm
+        (offset 0, "llama", in_place True); mlp -> LigerSwiGLUMLP.forward.
+      mixtral (l.799-869), qwen3_moe (l.1722-1784): the same norms; swiglu at 4.x (reference.py's per-expert
+        MixtralSparseMoeBlock): each expert's forward LigerBlockSparseTop2MLP's; LigerExperts (transformers 5) not
+        replicated: refused.
+      gemma2 (l.990-1061): offset 1.0, "gemma", in_place False on norm and the four layer norms; mlp ->
+        LigerGEGLUMLP.forward.
+      gemma3_text (l.1064-1148): geglu and the fused loss only (its norms run on a transposed view: not replicated)."""
+    import types
+    t = model.cfg.model_type
+    if t not in SWIGLU + GEGLU:
+        raise SystemExit("liger_patch_replica.py: --liger models " + ", ".join(SWIGLU + GEGLU))
+    mlp = "swiglu" if t in SWIGLU else "geglu"
+    on = set(kernels) if kernels is not None else {"rope", "rms_norm", mlp, "fused_linear_cross_entropy"}
+    if on - set(KERNELS) or (on & {"swiglu", "geglu"}) - {mlp}:
+        raise SystemExit("liger_patch_replica.py: kernels %s for %s" % (sorted(on), t))
+    if t in ("mixtral", "qwen3_moe") and "swiglu" in on and not all(
+            isinstance(getattr(getattr(layer, "block_sparse_moe", None), "experts", None), torch.nn.ModuleList)
+            for layer in model.layers):
+        raise SystemExit("liger_patch_replica.py: LigerExperts (LigerFusedMoEFunction, transformers 5) is not "
+                         "replicated; 4.x's per-expert modules are (--experts per_expert)")
+    if t == "gemma3_text" and on & {"rope", "rms_norm"}:
+        raise SystemExit("liger_patch_replica.py: gemma3_text's rope / rms_norm are not replicated")
+    if "rope" in on:
+        reference.apply_rotary_pos_emb = liger_rotary_pos_emb
+    in_place = t not in ("gemma2", "gemma3_text")
+    names = ("input_layernorm", "post_attention_layernorm") + (
+        ("pre_feedforward_layernorm", "post_feedforward_layernorm") if t in GEGLU else ())
+    if "rms_norm" in on:
+        _patch_rms(model.norm, in_place)
     for layer in model.layers:
-        layer.mlp.forward = types.MethodType(_swiglu_forward, layer.mlp)
-        layer.input_layernorm.forward = types.MethodType(_rms_forward, layer.input_layernorm)
-        layer.post_attention_layernorm.forward = types.MethodType(_rms_forward, layer.post_attention_layernorm)
-    model.loss_impl = "liger"
+        if mlp in on and t in ("mixtral", "qwen3_moe"):  # 4.x: each expert (l.858-862: LigerBlockSparseTop2MLP)
+            for expert in layer.block_sparse_moe.experts:
+                expert.forward = types.MethodType(_top2_forward, expert)
+        elif mlp in on:
+            layer.mlp.forward = types.MethodType(_swiglu_forward if mlp == "swiglu" else _geglu_forward, layer.mlp)
+        if "rms_norm" in on:
+            for n in names:
+                _patch_rms(getattr(layer, n), in_place)
+    if "fused_linear_cross_entropy" in on:
+        model.loss_impl = "liger"

@@ -79,7 +79,9 @@ def parse_args(argv):
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
     ap.add_argument("--liger", action="store_true", help="Liger-Kernel's patch set as use_liger_kernel=True applies it "
                     "(liger_patch_replica.py: the RMSNorm, SwiGLU and RoPE Functions, and --loss liger's fused linear "
-                    "cross-entropy); llama, mistral, qwen2, qwen3")
+                    "cross-entropy); llama, mistral, qwen2, qwen3, gemma2, gemma3_text, mixtral, qwen3_moe")
+    ap.add_argument("--liger-kernels", default="", help="with --liger: the kernels switched on (liger_patch_replica.py "
+                    "KERNELS), every other keyword of apply_liger_kernel_to_<family> False")
     ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto",
                                                          "chunked-nll", "grpo"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
@@ -382,8 +384,12 @@ def main(argv):
         if args.loss not in ("hf", "liger"):
             raise SystemExit("measure_llm.py: --liger applies the fused linear cross-entropy (--loss liger)")
         import liger_patch_replica
-        liger_patch_replica.apply(model, R)
-        args.loss = "liger"
+        kernels = args.liger_kernels.split(",") if args.liger_kernels else None
+        model.loss_impl = "hf"  # the model's own loss unless the patch sets fused_linear_cross_entropy
+        liger_patch_replica.apply(model, R, kernels)
+        if args.loss == "liger" and model.loss_impl != "liger":
+            raise SystemExit("measure_llm.py: --liger-kernels leaves fused_linear_cross_entropy out, --loss liger is it")
+        args.loss = model.loss_impl
     model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
@@ -742,6 +748,7 @@ def main(argv):
             **({"hold_output": True} if args.hold_output else {}),
             **({"packing": True} if args.packing else {}),
             **({"liger": True} if args.liger else {}),
+            **({"liger_kernels": args.liger_kernels} if args.liger and args.liger_kernels else {}),
             **({"prompt": args.prompt, "new_tokens": args.new_tokens, "beta": args.beta,
                 "num_generations": args.num_generations, **({"accumulate": args.accumulate} if args.accumulate > 1 else {}),
                 "generate_peak": grpo_phases.get("generate")} if args.loss == "grpo" else {}),

@@ -1965,6 +1965,40 @@ def cases():
     for i, (cfg, b, s, o, p, n) in enumerate(encdec_beams):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
                         num_beams=n, held_out=(i % 3 == 2)))
+    # issue 26: --liger beyond llama (liger_patch_replica.py, Liger-Kernel @ ead96b61): gemma2's patch set
+    # (LigerRMSNormFunction offset 1.0, casting_mode "gemma", in_place False on its five norms; LigerGELUMulFunction;
+    # LigerRopeFunction; the fused loss with final_logit_softcapping) at transformers' sdpa, every sequence below
+    # gemma2_w128's sliding_window; gemma3_text with --liger-kernels geglu,fused_linear_cross_entropy; mixtral
+    # (transformers 5's experts) with rope,rms_norm,fused_linear_cross_entropy; --liger-kernels subsets on llama and
+    # gemma2. Every third held out.
+    lg2 = [
+        ("gemma2_w128", 2, 64, "adamw", "fp32", False, 0),
+        ("gemma2_w128", 2, 96, "sgd", "bf16", False, 0),
+        ("gemma2_w128", 2, 64, "adamw", "bf16", True, 0),
+        ("gemma2_w128", 4, 48, "sgd", "fp32", True, 8),
+        ("gemma2_w128", 1, 120, "sgd", "fp32", False, 0),
+        ("gemma2_w128", 2, 80, "adamw", "bf16", False, 8),
+    ]
+    train_cases(out, lg2, liger=True, attn="sdpa")
+    train_cases(out, [("gemma3_small", 2, 64, "sgd", "bf16", False, 0), ("gemma3_small", 2, 48, "adamw", "fp32", False, 8),
+                      ("gemma3_small", 1, 96, "sgd", "fp32", False, 0)],
+                liger=True, liger_kernels="geglu,fused_linear_cross_entropy")
+    train_cases(out, [("mixtral_small", 2, 64, "sgd", "fp32", False, 0), ("mixtral_small", 2, 64, "adamw", "bf16", True, 0),
+                      ("mixtral_small", 2, 48, "sgd", "bf16", False, 0)],
+                liger=True, liger_kernels="rope,rms_norm,fused_linear_cross_entropy", experts="grouped_mm")
+    train_cases(out, [("llama_small", 2, 64, "sgd", "bf16", False, 0), ("llama_wide", 2, 64, "sgd", "fp32", False, 0),
+                      ("llama_small", 2, 64, "adamw", "fp32", True, 0)],
+                liger=True, liger_kernels="rope,rms_norm")
+    train_cases(out, [("llama_wide", 2, 64, "sgd", "bf16", False, 0), ("llama_small", 2, 64, "adamw", "bf16", True, 8),
+                      ("llama_wide", 1, 96, "sgd", "fp32", False, 0)],
+                liger=True, liger_kernels="swiglu,fused_linear_cross_entropy")
+    train_cases(out, [("gemma2_w128", 2, 64, "sgd", "fp32", True, 0), ("gemma2_w128", 2, 96, "sgd", "bf16", False, 0),
+                      ("gemma2_w128", 2, 64, "sgd", "bf16", False, 8)],
+                liger=True, liger_kernels="geglu,rms_norm", attn="sdpa")
+    # mixtral at transformers 4.x's per-expert modules: each expert's forward LigerBlockSparseTop2MLP's
+    train_cases(out, [("mixtral_small", 2, 64, "sgd", "fp32", False, 0), ("mixtral_small", 2, 64, "adamw", "bf16", True, 0),
+                      ("mixtral_small", 1, 96, "sgd", "bf16", False, 0)],
+                liger=True, experts="per_expert")
     return out
 
 
@@ -2012,6 +2046,8 @@ def argv_of(c):
             a.append("--packing")
         if c.get("liger"):  # Liger-Kernel's patch set (liger_patch_replica.py)
             a.append("--liger")
+        if c.get("liger_kernels"):  # the kernels switched on (liger_patch_replica.py KERNELS)
+            a += ["--liger-kernels", c["liger_kernels"]]
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
         if c.get("loss") == "grpo":  # grpo_replica.py: the step generates prompt + new_tokens
