@@ -135,6 +135,16 @@ static void test_generate_serve(void **state)
     const char *out = cli_output(HF "apertus-8b-2509.json --serve --gpu h100-80gb");
     assert_non_null(strstr(out, "2.0 MiB per block"));
     assert_int_equal(fam_kv_cache(AP "}", 16, 4), 19 * 2 * 2 * 2 * 16 * 4);
+    /* vLLM's ApertusMLP accepts xielu alone (apertus.py @ 055e47c2: ValueError otherwise): refused naming hidden_act;
+     * transformers' ACT2FN runs relu2 (generate above builds) */
+    char path[] = "/tmp/vc_apertus_XXXXXX";
+    fam_write(path, AP ",\"hidden_act\":\"relu2\"}");
+    char a[256];
+    snprintf(a, sizeof a, "%s --serve --gpu h100-80gb", path);
+    assert_usage(a, "hidden_act");
+    snprintf(a, sizeof a, "%s -m generate", path);
+    assert_non_null(strstr(cli_output(a), "generate"));
+    remove(path);
 }
 
 /* apertus_small's measured training and no_grad cases within 0.1% */

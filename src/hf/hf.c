@@ -1464,6 +1464,11 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "cohere2 under vLLM is not modelled: the commandr.py read "
                             "(vllm/model_executor/models/commandr.py @ 1f7c5555) has no Cohere2 sliding-window or NoPE "
                             "layers");
+    /* vLLM's ApertusMLP (vllm/model_executor/models/apertus.py @ 055e47c2): ValueError "Unsupported activation"
+     * for any hidden_act but xielu */
+    if (vllm && !strcmp(a.f->model_type, "apertus") && a.act != A_XIELU)
+        return vc_set_error(err, VC_ERR_MODEL, "hidden_act", "other than xielu under %s: vLLM's ApertusMLP "
+                            "(apertus.py @ 055e47c2) raises ValueError (only xIELU is supported)", O("serve"));
     if (vllm && a.f->logit_mul) { /* vLLM's CohereForCausalLM (commandr.py @ 1f7c5555): what it does not load */
         const char *k = a.qkv_bias ? "attention_bias" : !a.tie ? "tie_word_embeddings" : a.D * a.NH != a.H ? "head_dim" : NULL;
         if (k)
