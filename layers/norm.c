@@ -282,13 +282,15 @@ typedef struct {
     int nns;
     double eps;
     bool eps_none, affine, bias;
+    bool one_plus; /* LayerNorm: F.layer_norm with weight + 1 (NemotronLayerNorm1P) */
 } ln_cfg;
 
 static int ln_parse(vc_args *a, void *p)
 {
     ln_cfg *c = p;
     return arg_shape(a, "normalized_shape", c->ns, &c->nns) || arg_number(a, "eps", 1e-5, &c->eps) ||
-           vc_arg_bool(a, "elementwise_affine", true, &c->affine) || vc_arg_bool(a, "bias", true, &c->bias);
+           vc_arg_bool(a, "elementwise_affine", true, &c->affine) || vc_arg_bool(a, "bias", true, &c->bias) ||
+           vc_arg_bool(a, "one_plus", false, &c->one_plus);
 }
 
 static int ln_setup(vc_setup *s, void *p)
@@ -297,6 +299,7 @@ static int ln_setup(vc_setup *s, void *p)
     int64_t norm;
     if (check_normalized(s, c->ns, c->nns, &norm)) return -1;
     s->out = s->in[0];
+    if (c->one_plus && !c->affine) return vc_fail(s, "one_plus", "needs elementwise_affine (a weight to add 1 to)");
     if (!c->affine) return 0;
     (void)norm; /* the weight and bias have normalized_shape */
     return vc_param_shape(s, "weight", c->nns, c->ns, 0) || (c->bias && vc_param_shape(s, "bias", c->nns, c->ns, 0));
@@ -315,6 +318,18 @@ static void ln_emit(vc_build *b, const void *p)
     vc_t w = c->affine ? vc_weight(b, 0) : -1;
     vc_t bias = c->affine && c->bias ? vc_weight(b, 1) : -1;
     vc_numel stats = vc_n_sample(rows_per_sample(vc_input_shape(b, 0), c->nns));
+    if (c->one_plus) {
+        /* NemotronLayerNorm1P.forward (models/nemotron/modeling_nemotron.py @ 0233e509): args =
+         * _cast_if_autocast_enabled(device_type, input, normalized_shape, self.weight + 1, self.bias, eps), then
+         * F.layer_norm(*args) under autocast(enabled=False). weight + 1 is a fresh tensor (AddBackward0 with a
+         * scalar saves nothing) that native_layer_norm saves; under autocast the input, weight + 1 and the bias are
+         * cast to the autocast dtype (autocast_mode._cast: .to, no weight cache) and the norm runs there, not in
+         * fp32 */
+        vc_t w1 = vc__op_fresh(b, "add", w, vc_numel_of(b, w));
+        vc_t x = vc__op_autocast(b, vc_input(b, 0));
+        vc_set_output(b, vc__op_layer_norm_as_is(b, x, vc__op_autocast(b, w1), vc__op_autocast(b, bias), stats));
+        return;
+    }
     vc_set_output(b, vc__op_layer_norm(b, vc_input(b, 0), w, bias, stats));
 }
 
@@ -505,7 +520,7 @@ const vc_kind vc_kind_InstanceNorm2d = {
 };
 
 const vc_kind vc_kind_LayerNorm = {
-    .ops = 2,
+    .ops = 5, /* autocast's cast, native_layer_norm; one_plus: weight + 1, three casts, native_layer_norm */
     .name = "LayerNorm", .summary = "layer norm over the trailing normalized_shape; keeps its input and fp32 stats",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(ln_cfg),
     .parse = ln_parse, .setup = ln_setup, .emit = ln_emit,

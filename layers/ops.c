@@ -341,7 +341,11 @@ vc_t vc__op_pow2(vc_build *b, vc_t x)
 
 vc_t vc__op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats)
 {
-    x = vc__op_autocast_f32(b, x);
+    return vc__op_layer_norm_as_is(b, vc__op_autocast_f32(b, x), w, bias, stats);
+}
+
+vc_t vc__op_layer_norm_as_is(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats)
+{
     bool contig = vc_contiguous(b, x);
     vc_op *o = vc_op_begin(b, "native_layer_norm");
     vc_op_in(o, x);

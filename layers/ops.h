@@ -79,6 +79,8 @@ vc_t vc__op_mean(vc_build *b, vc_t x, vc_numel out);
  * (either may be -1) and mean/rstd of `stats` elements in fp32; a
  * non-contiguous input is copied in forward and again in backward. */
 vc_t vc__op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats);
+/* The same native_layer_norm on x as it comes (no autocast cast: a call under autocast(enabled=False)). */
+vc_t vc__op_layer_norm_as_is(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats);
 /* A new tensor of n elements (x's dtype) computed from x, saving nothing;
  * backward makes x's gradient anew (mul by a scalar, pad, repeat, expand). */
 vc_t vc__op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);

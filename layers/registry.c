@@ -15,7 +15,7 @@ extern const vc_kind vc_kind_MultiheadAttention, vc_kind_ScaledDotProductAttenti
 extern const vc_kind vc_kind_BatchNorm1d, vc_kind_BatchNorm2d, vc_kind_BatchNorm3d, vc_kind_LayerNorm, vc_kind_GroupNorm, vc_kind_InstanceNorm1d, vc_kind_InstanceNorm2d, vc_kind_RMSNorm; /* norm.c */
 extern const vc_kind vc_kind_Embedding; /* embedding.c */
 extern const vc_kind vc_kind_MaxPool1d, vc_kind_MaxPool2d, vc_kind_MaxPool3d, vc_kind_AvgPool1d, vc_kind_AvgPool2d, vc_kind_AvgPool3d, vc_kind_AdaptiveAvgPool1d, vc_kind_AdaptiveAvgPool2d, vc_kind_AdaptiveAvgPool3d, vc_kind_AdaptiveMaxPool1d, vc_kind_AdaptiveMaxPool2d; /* pooling.c */
-extern const vc_kind vc_kind_ReLU, vc_kind_ReLU6, vc_kind_LeakyReLU, vc_kind_ELU, vc_kind_GELU, vc_kind_SiLU, vc_kind_Mish, vc_kind_Hardswish, vc_kind_Hardsigmoid, vc_kind_Sigmoid, vc_kind_Tanh, vc_kind_Square, vc_kind_Softmax, vc_kind_LogSoftmax; /* activation.c */
+extern const vc_kind vc_kind_ReLU, vc_kind_ReLU6, vc_kind_LeakyReLU, vc_kind_ELU, vc_kind_GELU, vc_kind_SiLU, vc_kind_Mish, vc_kind_Hardswish, vc_kind_Hardsigmoid, vc_kind_Sigmoid, vc_kind_Tanh, vc_kind_Square, vc_kind_XIELU, vc_kind_Softmax, vc_kind_LogSoftmax; /* activation.c */
 extern const vc_kind vc_kind_Dropout, vc_kind_Dropout2d, vc_kind_StochasticDepth; /* dropout.c */
 extern const vc_kind vc_kind_Upsample, vc_kind_PixelShuffle; /* resample.c */
 extern const vc_kind vc_kind_Add, vc_kind_Mul, vc_kind_Cat; /* merge.c */
@@ -45,7 +45,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_BatchNorm1d, &vc_kind_BatchNorm2d, &vc_kind_BatchNorm3d, &vc_kind_LayerNorm, &vc_kind_GroupNorm, &vc_kind_InstanceNorm1d, &vc_kind_InstanceNorm2d, &vc_kind_RMSNorm,
     &vc_kind_Embedding,
     &vc_kind_MaxPool1d, &vc_kind_MaxPool2d, &vc_kind_MaxPool3d, &vc_kind_AvgPool1d, &vc_kind_AvgPool2d, &vc_kind_AvgPool3d, &vc_kind_AdaptiveAvgPool1d, &vc_kind_AdaptiveAvgPool2d, &vc_kind_AdaptiveAvgPool3d, &vc_kind_AdaptiveMaxPool1d, &vc_kind_AdaptiveMaxPool2d,
-    &vc_kind_ReLU, &vc_kind_ReLU6, &vc_kind_LeakyReLU, &vc_kind_ELU, &vc_kind_GELU, &vc_kind_SiLU, &vc_kind_Mish, &vc_kind_Hardswish, &vc_kind_Hardsigmoid, &vc_kind_Sigmoid, &vc_kind_Tanh, &vc_kind_Square, &vc_kind_Softmax, &vc_kind_LogSoftmax,
+    &vc_kind_ReLU, &vc_kind_ReLU6, &vc_kind_LeakyReLU, &vc_kind_ELU, &vc_kind_GELU, &vc_kind_SiLU, &vc_kind_Mish, &vc_kind_Hardswish, &vc_kind_Hardsigmoid, &vc_kind_Sigmoid, &vc_kind_Tanh, &vc_kind_Square, &vc_kind_XIELU, &vc_kind_Softmax, &vc_kind_LogSoftmax,
     &vc_kind_Dropout, &vc_kind_Dropout2d, &vc_kind_StochasticDepth,
     &vc_kind_Upsample, &vc_kind_PixelShuffle,
     &vc_kind_Add, &vc_kind_Mul, &vc_kind_Cat,

@@ -684,6 +684,10 @@ static void test_config_class_rows(void **state)
         /* DeepseekV32Config(): DeepSeek-V3.2, DeepSeek-V3's count + 61 indexers of 13,959,424 = 671,877,929,216
          * (test_fam_deepseek_v32's count of tests/data/hf/deepseek-v3.2.json) */
         {"deepseek_v32", INT64_C(671877929216)},
+        /* ApertusConfig() (@ ecbf7a09: 131072, 4096, 14336, 32 layers, 32 heads, kv None -> 32, head_dim 128), by
+         * hand: 32 x (4 x 4096^2 + q/k norms 2 x 128 + 2 x 4096 x 14336 + norms 2 x 4096 + XIELU's alpha_p / alpha_n
+         * 2) + 2 x 131072 x 4096 + 4096 */
+        {"apertus", INT64_C(6979596352)},
     };
     char js[256];
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
@@ -1141,6 +1145,10 @@ static void test_family_table(void **state)
             /* Glm4MoeConfig(): 96 heads do not divide 4096 without a head_dim (test_config_class_rows) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), "num_attention_heads");
+        } else if (f->keys[K_KV_HEADS].how == D_REQUIRED && f->keys[K_VOCAB].how != D_REQUIRED) {
+            /* NemotronConfig(): num_key_value_heads stays None and NemotronAttention divides by it */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), f->keys[K_KV_HEADS].key);
         } else if (f->keys[K_TOPK].how == D_REQUIRED) {
             /* DeepseekV2Config: every size has a default, num_experts_per_tok (None) none */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);

@@ -597,6 +597,8 @@ _OP_KINDS = OrderedDict([
     ("ELU", (["elu"], "")), ("GELU", (["gelu"], "")), ("SiLU", (["silu"], "")), ("Mish", (["mish"], "")),
     ("Hardswish", (["hardswish"], "")), ("Hardsigmoid", (["hardsigmoid"], "")),
     ("Sigmoid", (["sigmoid", "saves_output"], "")), ("Tanh", (["tanh"], "")), ("Square", (["square"], "")),
+    ("XIELU", ([], "transformers' XIELUActivation (Apertus), as the Hugging Face reader writes it; a traced model's "
+                   "is traced through")),
     ("Softmax", (["softmax"], "")), ("LogSoftmax", (["log_softmax"], "")),
     ("Dropout", (["dropout"], "")), ("Dropout2d", (["dropout2d"], "")),
     ("Upsample", (["interpolate"], "")), ("PixelShuffle", (["pixel_shuffle"], "")),

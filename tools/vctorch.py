@@ -518,6 +518,18 @@ class _LayerNorm2x(nn.LayerNorm):
         return _conv_contig_probe(lambda: super(_LayerNorm2x, self).forward(x), x)
 
 
+class _LayerNorm1P(nn.LayerNorm):
+    """LayerNorm one_plus (NemotronLayerNorm1P.forward, modeling_nemotron.py @ 0233e509): F.layer_norm with
+    self.weight + 1, a fresh tensor native_layer_norm keeps; otherwise _LayerNorm2x's path."""
+
+    def forward(self, x):
+        weight = self.weight + 1
+        if x.dtype in (torch.float16, torch.bfloat16):
+            return _conv_contig_probe(lambda: _LayerNorm16.apply(
+                x, weight, self.bias, tuple(self.normalized_shape), self.eps), x)
+        return _conv_contig_probe(lambda: F.layer_norm(x, self.normalized_shape, weight, self.bias, self.eps), x)
+
+
 def _act(name):
     if callable(name):
         return name
@@ -1025,6 +1037,33 @@ class _Square(nn.Module):
 _KINDS["Square"] = (lambda kw, c: _Square(), 1, set())
 
 
+class _XIELU(nn.Module):
+    """XIELU: transformers' XIELUActivation (src/transformers/activations.py; Apertus' ACT2FN["xielu"]): __init__'s
+    bfloat16 alpha_p / alpha_n Parameters of shape [1] and beta / eps 0-dim buffers, and its Python path
+    _xielu_python (layers/activation.c XIELU)."""
+
+    def __init__(self, alpha_p_init=0.8, alpha_n_init=0.8, beta=0.5, eps=-1e-6, dtype=torch.bfloat16):
+        super().__init__()
+        self.alpha_p = nn.Parameter(torch.log(torch.expm1(torch.tensor(alpha_p_init, dtype=dtype))).unsqueeze(0))
+        self.alpha_n = nn.Parameter(
+            torch.log(torch.expm1(torch.tensor(alpha_n_init - beta, dtype=dtype))).unsqueeze(0)
+        )
+        self.register_buffer("beta", torch.tensor(beta, dtype=dtype))
+        self.register_buffer("eps", torch.tensor(eps, dtype=dtype))
+
+    def forward(self, x):
+        alpha_p = F.softplus(self.alpha_p)
+        alpha_n = self.beta + F.softplus(self.alpha_n)
+        return torch.where(
+            x > 0,
+            alpha_p * x * x + self.beta * x,
+            (torch.expm1(torch.min(x, self.eps)) - x) * alpha_n + self.beta * x,
+        )
+
+
+_KINDS["XIELU"] = (lambda kw, c: _XIELU(), 1, set())
+
+
 def _conv_contig_probe(run, x, backward=True):
     """A convolution on a non-contiguous input (a transposed embedding, ...).  2.x on
     CUDA: at::_convolution passes input.contiguous(backend_memory_format) to cuDNN and
@@ -1135,7 +1174,8 @@ for _n in ("AdaptiveMaxPool1d", "AdaptiveMaxPool2d"):
 @_kind("LayerNorm")
 def _mk_layernorm(kw, compat):
     bias = kw.pop("bias", True)
-    m = _LayerNorm2x(**kw) if compat == "2x" else nn.LayerNorm(**kw)
+    one_plus = kw.pop("one_plus", False)
+    m = _LayerNorm1P(**kw) if one_plus else _LayerNorm2x(**kw) if compat == "2x" else nn.LayerNorm(**kw)
     if not bias and m.bias is not None:
         m.bias = None
     return m

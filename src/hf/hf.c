@@ -1233,6 +1233,37 @@ const hf_family vc__hf_families[] = {
               [K_LABELS] = {.key = "id2label"}},
      .block = BLK_DINOV2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .head = HEAD_CLS, .head_class = "Dinov2ForImageClassification", .prefix = "dinov2", .lora_targets = NULL},
+    /* NemotronConfig (configuration_nemotron.py @ 05cd1ec1: vocab_size 256000, hidden_size 6144, intermediate_size
+     * 24576, num_hidden_layers 32, num_attention_heads 48, head_dim None -> hidden_size // heads, num_key_value_heads
+     * None kept None (NemotronAttention's num_heads // None fails: required), hidden_act "relu2",
+     * max_position_embeddings 4096, norm_eps 1e-5, tie_word_embeddings False, partial_rotary_factor 0.5,
+     * attention_bias / mlp_bias False, attention_dropout 0.0) and NemotronForCausalLM (modeling_nemotron.py @
+     * 0233e509: NemotronDecoderLayer's input_layernorm / post_attention_layernorm and NemotronModel.norm are
+     * NemotronLayerNorm1P (LayerNorm with weight and bias, computed with weight + 1), q/k/v/o with
+     * bias=attention_bias, apply_rotary_pos_emb on q[..., :rot_dim] with torch.cat of the rest (rot_dim =
+     * int(head_dim * partial_rotary_factor)), NemotronMLP up_proj, relu2, down_proj). PEFT's mapping (peft @
+     * 00073fe8 utils/constants.py) has no nemotron: --lora-targets */
+    {.model_type = "nemotron", .config_class = "NemotronConfig",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(256000, 6144, 24576, 32, 48), [K_KV_HEADS] = REQ("num_key_value_heads"),
+              [K_ACT] = ACT("hidden_act", "relu2"), [K_EPS] = DEF("norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 4096), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_ROTARY] = DEF("partial_rotary_factor", 0.5)},
+     LLAMA_BLOCK, .norm = NORM_LAYER_1P, .mlp = MLP_PLAIN, .up_down = true, .lora_targets = NULL},
+    /* ApertusConfig (configuration_apertus.py @ ecbf7a09: vocab_size 131072, hidden_size 4096, intermediate_size
+     * 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads None -> the heads, hidden_act "xielu",
+     * max_position_embeddings 65536, rms_norm_eps 1e-5, tie_word_embeddings False, rope_scaling llama3 (factor 8 over
+     * 8192) by default, attention_bias False; no head_dim key of its own: ApertusAttention's getattr(config,
+     * "head_dim", hidden_size // heads)) and ApertusForCausalLM (modeling_apertus.py @ 6e4054ae): LlamaDecoderLayer's
+     * template (attention_layernorm, feedforward_layernorm: ApertusRMSNorm = LlamaRMSNorm), q_norm / k_norm =
+     * ApertusRMSNorm(head_dim) per head, ApertusMLP up_proj, ACT2FN[hidden_act] (XIELUActivation), down_proj, no MLP
+     * bias. PEFT's mapping (peft @ 00073fe8) has no apertus: --lora-targets */
+    {.model_type = "apertus", .config_class = "ApertusConfig",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(131072, 4096, 14336, 32, 32), [K_ACT] = ACT("hidden_act", "xielu"),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 65536),
+              [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = FIXED(0)},
+     LLAMA_BLOCK, .mlp = MLP_PLAIN, .up_down = true, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1545,6 +1576,11 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
      * full ones FullAttentionSpec, paged as gemma2's and gpt_oss's (src/engine/serve.c, the hybrid KV cache
      * manager). The commandr.py of those PRs could not be read at a commit: the stored copies (@ 1f7c5555, 00db0119)
      * predate them; what follows holds for both families. */
+    /* vLLM's ApertusMLP (vllm/model_executor/models/apertus.py @ 055e47c2): ValueError "Unsupported activation"
+     * for any hidden_act but xielu */
+    if (vllm && !strcmp(a.f->model_type, "apertus") && a.act != A_XIELU)
+        return vc_set_error(err, VC_ERR_MODEL, "hidden_act", "other than xielu under %s: vLLM's ApertusMLP "
+                            "(apertus.py @ 055e47c2) raises ValueError (only xIELU is supported)", O("serve"));
     if (vllm && a.f->logit_mul) { /* vLLM's CohereForCausalLM (commandr.py @ 1f7c5555): what it does not load */
         const char *k = a.qkv_bias ? "attention_bias" : !a.tie ? "tie_word_embeddings" : a.D * a.NH != a.H ? "head_dim" : NULL;
         if (k)

@@ -25,7 +25,8 @@ typedef struct {
     const char *last; /* the name of the last layer written */
 } wr;
 
-static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast", "quick_gelu" /* the Qwen2-VL tower's (hf_vision.c) */, "relu2"};
+static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast", "quick_gelu" /* the Qwen2-VL tower's (hf_vision.c) */, "relu2",
+                                             "xielu"};
 
 cJSON *vc__hf_layer(rd *r, cJSON *arr, const char *type, const char *name)
 {
@@ -121,15 +122,17 @@ static cJSON *layernorm(wr *w, const arch *a, const char *name, const char *in)
     if (in) ins(w, o, in, NULL, NULL, NULL);
     num(w, o, "normalized_shape", (double)a->H);
     num(w, o, "eps", a->eps);
+    if (a->f->norm == NORM_LAYER_1P) flag(w, o, "one_plus", true);
     return o;
 }
 
 /* The decoder template's norm: nn.LayerNorm (weight and bias) for a NORM_LAYER row (Starcoder2DecoderLayer's and
- * PhimoeDecoderLayer's input_layernorm / post_attention_layernorm, Starcoder2Model.norm, PhimoeModel.norm), else
+ * PhimoeDecoderLayer's input_layernorm / post_attention_layernorm, Starcoder2Model.norm, PhimoeModel.norm) or a
+ * NORM_LAYER_1P row (NemotronDecoderLayer's, NemotronModel.norm: NemotronLayerNorm1P), else
  * the row's RMSNorm. */
 static cJSON *decoder_norm(wr *w, const arch *a, const char *name, const char *in)
 {
-    return a->f->norm == NORM_LAYER ? layernorm(w, a, name, in) : rmsnorm(w, a, name, in);
+    return a->f->norm == NORM_LAYER || a->f->norm == NORM_LAYER_1P ? layernorm(w, a, name, in) : rmsnorm(w, a, name, in);
 }
 
 /* The token embedding; with --sp, VocabParallelEmbedding's reduce-scatter
@@ -158,6 +161,8 @@ static void act_layer(wr *w, const arch *a, const char *name)
         add_layer(w, "SiLU", name);
     } else if (a->act == A_RELU) {
         add_layer(w, "ReLU", name);
+    } else if (a->act == A_XIELU) {
+        add_layer(w, "XIELU", name); /* XIELUActivation (layers/activation.c) */
     } else if (a->act == A_RELU2) {
         /* ReLUSquaredActivation.forward (activations.py @ 9e7da07b): relu_applied = nn.functional.relu(input);
          * squared = torch.square(relu_applied) (layers/activation.c Square) */

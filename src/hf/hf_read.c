@@ -118,10 +118,12 @@ static int read_act(rd *r, const char *key, const char *def, bool gated, int *ou
 {
     const char *s = NULL;
     if (get_str(r, key, def, &s)) return -1;
-    /* relu2: ACT2FN's ReLUSquaredActivation (a non-gated MLP's only: arcee, nemotron) */
-    static const char *const names[] = {"silu", "swish", "gelu", "gelu_pytorch_tanh", "relu", "gelu_new", "gelu_fast", "relu2"};
-    static const int acts[] = {A_SILU, A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST, A_RELU2};
-    for (int i = 0; i < 8; i++)
+    /* relu2: ACT2FN's ReLUSquaredActivation, xielu: its XIELUActivation (a non-gated MLP's only: arcee, nemotron,
+     * apertus) */
+    static const char *const names[] = {"silu", "swish", "gelu", "gelu_pytorch_tanh", "relu", "gelu_new", "gelu_fast", "relu2",
+                                        "xielu"};
+    static const int acts[] = {A_SILU, A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST, A_RELU2, A_XIELU};
+    for (int i = 0; i < 9; i++)
         if (!strcmp(s, names[i]) && (!gated || acts[i] <= A_RELU)) {
             *out = acts[i];
             return 0;
@@ -129,7 +131,7 @@ static int read_act(rd *r, const char *key, const char *def, bool gated, int *ou
     char e[64];
     vc_escape(e, sizeof e, s);
     return vc__hf_bad(r, key, "activation \"%s\" is not modelled (%s)", e,
-               gated ? "silu, swish, gelu, gelu_pytorch_tanh or relu" : "gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2 or silu");
+               gated ? "silu, swish, gelu, gelu_pytorch_tanh or relu" : "gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2, xielu or silu");
 }
 
 /* rope_scaling: null or an object whose rope_type (or type) is known. The

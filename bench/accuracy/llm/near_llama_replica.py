@@ -1,5 +1,5 @@
 """Near-llama decoder families (issue 31) for reference.py's CausalLM, written from the transformers source
-(GLM-4 below; OLMo 3, OLMo 2, StarCoder2, EXAONE 4.0, Seed-OSS and Arcee each cited at its classes).
+(GLM-4 below; OLMo 3, OLMo 2, StarCoder2, EXAONE 4.0, Seed-OSS, Arcee and Nemotron each cited at its classes).
 
 GLM-4 (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1): models/glm4/modeling_glm4.py @ 00d01786
 (huggingface/transformers), each class cited below:
@@ -564,6 +564,170 @@ class ArceeDecoderLayer(nn.Module):
     forward = Starcoder2DecoderLayer.forward
 
 
+# --------------------------------------------------------------------------
+# Nemotron (Minitron-8B / 4B, Nemotron-Mini-4B, Mistral-NeMo-Minitron-8B): models/nemotron/modeling_nemotron.py
+# @ 0233e509531ace915c8241b4c16c8032a583279c (configuration_nemotron.py @ 05cd1ec1: norm_eps 1e-5,
+# partial_rotary_factor 0.5, hidden_act relu2, attention_bias / mlp_bias False)
+# --------------------------------------------------------------------------
+
+class NemotronLayerNorm1P(R.vctorch._LayerNorm1P):
+    """NemotronLayerNorm1P.forward: F.layer_norm(input, normalized_shape, self.weight + 1, self.bias, eps) (no
+    autocast here: _cast_if_autocast_enabled returns its arguments). The harness's _LayerNorm1P runs exactly that:
+    weight + 1 a fresh tensor, then native_layer_norm (a 16-bit input keeps fp32 statistics as on CUDA)."""
+
+
+def nemotron_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """Nemotron's apply_rotary_pos_emb, statement by statement: the first rot_dim = cos.shape[-1] of each head
+    rotated (rotate_half: Llama's), the rest passed, torch.cat of both."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    rot_dim = cos.shape[-1]
+    q, q_pass = q[..., :rot_dim], q[..., rot_dim:]
+    k, k_pass = k[..., :rot_dim], k[..., rot_dim:]
+    q_embed = (q * cos) + (R.rotate_half(q) * sin)
+    k_embed = (k * cos) + (R.rotate_half(k) * sin)
+    return torch.cat((q_embed, q_pass), dim=-1), torch.cat((k_embed, k_pass), dim=-1)
+
+
+class NemotronAttention(Starcoder2Attention):
+    """NemotronSdpaAttention.forward (the default "sdpa"; NemotronAttention the eager one): q/k/v/o with
+    bias=attention_bias, head_dim = config.head_dim, the partial rotary above, repeat_kv, sdpa with is_causal when
+    no mask, transpose, view, o_proj."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        nn.Module.__init__(self)
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.attention_bias
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=b)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states).view(bsz, q_len, -1, self.head_dim).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(bsz, q_len, -1, self.head_dim).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(bsz, q_len, -1, self.head_dim).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = nemotron_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(bsz, q_len, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class NemotronDecoderLayer(nn.Module):
+    """NemotronDecoderLayer: input_layernorm (NemotronLayerNorm1P), self_attn, + residual, post_attention_layernorm,
+    mlp (NemotronMLP = ArceeMLP above), + residual."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        eps = cfg.d.get("norm_eps", 1e-5)
+        self.self_attn = NemotronAttention(cfg, layer_idx, attn_impl)
+        self.mlp = ArceeMLP(cfg)
+        self.input_layernorm = NemotronLayerNorm1P(cfg.hidden_size, eps=eps)
+        self.post_attention_layernorm = NemotronLayerNorm1P(cfg.hidden_size, eps=eps)
+
+    forward = Starcoder2DecoderLayer.forward
+
+
+# --------------------------------------------------------------------------
+# Apertus (swiss-ai Apertus-8B / 70B): models/apertus/modeling_apertus.py @ 6e4054ae4d2748051a0080ccb6eebfbcc0848d88
+# (configuration_apertus.py @ ecbf7a09: hidden_act "xielu", rms_norm_eps 1e-5, llama3 rope_scaling by default, no
+# biases) and src/transformers/activations.py's XIELUActivation (the Python path _xielu_python: no xielu CUDA
+# extension here)
+# --------------------------------------------------------------------------
+
+class XIELUActivation(R.vctorch._XIELU):
+    """XIELUActivation.__init__ (alpha_p_init 0.8, alpha_n_init 0.8, beta 0.5, eps -1e-6, dtype torch.bfloat16:
+    alpha_p / alpha_n Parameters of shape [1], beta / eps 0-dim buffers, all bfloat16) and _xielu_python:
+      alpha_p = softplus(self.alpha_p); alpha_n = self.beta + softplus(self.alpha_n)
+      where(x > 0, alpha_p * x * x + self.beta * x, (expm1(min(x, self.eps)) - x) * alpha_n + self.beta * x)
+    statement by statement in the harness's _XIELU (tools/vctorch.py), which builds the same module for a model
+    file's XIELU layer."""
+
+
+class ApertusMLP(ArceeMLP):
+    """ApertusMLP: up_proj, act_fn (ACT2FN[hidden_act]: a new XIELUActivation per MLP), down_proj, no bias."""
+
+    def __init__(self, cfg):
+        nn.Module.__init__(self)
+        self.up_proj = R.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = R.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        act = cfg.d.get("hidden_act", "xielu")
+        self.act_fn = XIELUActivation() if act == "xielu" else R.act_fn(act)
+
+
+class ApertusAttention(Starcoder2Attention):
+    """ApertusAttention: q/k/v/o with bias=attention_bias, q_norm / k_norm = ApertusRMSNorm(head_dim) on the
+    transposed [B, heads, S, head_dim] states, then Llama's apply_rotary_pos_emb."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        nn.Module.__init__(self)
+        self.layer_idx = layer_idx
+        self.attn_impl = attn_impl
+        self.head_dim = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
+        self.num_key_value_groups = cfg.num_attention_heads // cfg.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
+        b = cfg.attention_bias
+        self.q_proj = R.Linear(H, nh * hd, bias=b)
+        self.k_proj = R.Linear(H, nkv * hd, bias=b)
+        self.v_proj = R.Linear(H, nkv * hd, bias=b)
+        self.o_proj = R.Linear(nh * hd, H, bias=b)
+        self.q_norm = R.LlamaRMSNorm(hd, eps=cfg.rms_norm_eps)
+        self.k_norm = R.LlamaRMSNorm(hd, eps=cfg.rms_norm_eps)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        query_states = self.q_norm(query_states)
+        key_states = self.k_norm(key_states)
+        cos, sin = position_embeddings
+        query_states, key_states = R.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class ApertusDecoderLayer(nn.Module):
+    """ApertusDecoderLayer: attention_layernorm, self_attn, + residual, feedforward_layernorm, mlp, + residual."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__()
+        self.self_attn = ApertusAttention(cfg, layer_idx, attn_impl)
+        self.mlp = ApertusMLP(cfg)
+        self.input_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)  # attention_layernorm
+        self.post_attention_layernorm = R.LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)  # feedforward_layernorm
+
+    forward = Starcoder2DecoderLayer.forward
+
+
 def layer_and_norm(model_type, cfg=None):
     """The decoder layer class and the final norm class (called as Norm(hidden, eps=...)) of a family here."""
     if model_type == "glm4":
@@ -581,6 +745,10 @@ def layer_and_norm(model_type, cfg=None):
         return SeedOssDecoderLayer, R.LlamaRMSNorm  # SeedOssModel.norm (LlamaModel's): SeedOssRMSNorm
     if model_type == "arcee":
         return ArceeDecoderLayer, R.LlamaRMSNorm  # ArceeModel.norm (LlamaModel's): ArceeRMSNorm
+    if model_type == "apertus":  # ApertusModel.norm: ApertusRMSNorm (LlamaRMSNorm's code)
+        return ApertusDecoderLayer, R.LlamaRMSNorm
+    if model_type == "nemotron":  # NemotronModel.norm: NemotronLayerNorm1P(hidden_size, eps=config.norm_eps)
+        return NemotronDecoderLayer, lambda h, eps: NemotronLayerNorm1P(h, eps=cfg.d.get("norm_eps", 1e-5))
     if model_type in ("cohere", "cohere2"):  # cohere_replica.py; CohereModel.norm: CohereLayerNorm
         import cohere_replica
         return cohere_replica.CohereDecoderLayer, cohere_replica.final_norm(cfg)
@@ -607,4 +775,4 @@ def layer_types(cfg):
 
 
 FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2", "arcee",
-            "hunyuan_v1_dense", "hunyuan_v1_moe")
+            "hunyuan_v1_dense", "hunyuan_v1_moe", "nemotron", "apertus")

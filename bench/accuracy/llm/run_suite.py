@@ -1999,6 +1999,38 @@ def cases():
     train_cases(out, [("mixtral_small", 2, 64, "sgd", "fp32", False, 0), ("mixtral_small", 2, 64, "adamw", "bf16", True, 0),
                       ("mixtral_small", 1, 96, "sgd", "bf16", False, 0)],
                 liger=True, experts="per_expert")
+    # issue 31: Nemotron (Minitron-8B / 4B; near_llama_replica.py, modeling_nemotron.py @ 0233e509): nemotron_small,
+    # NemotronLayerNorm1P (LayerNorm with weight + 1: a fresh tensor native_layer_norm keeps), partial rotary (half of
+    # each head: slice, rotate, cat), NemotronMLP's up_proj / relu2 / down_proj. Train in fp32 and bf16 (full,
+    # --grad-ckpt, LoRA on q_proj / v_proj), --mode infer, generate. Every third held out.
+    train_cases(out, [("nemotron_small", 2, 64, "adamw", "fp32", False, 0),
+                      ("nemotron_small", 2, 96, "adamw", "bf16", False, 0),
+                      ("nemotron_small", 1, 128, "sgd", "fp32", True, 0)])
+    train_cases(out, [("nemotron_small", 2, 96, "adamw", "fp32", False, 8),
+                      ("nemotron_small", 2, 128, "adamw", "bf16", True, 8),
+                      ("nemotron_small", 4, 48, "sgd", "fp32", False, 0)], lora_targets="q_proj,v_proj")
+    out += [dict(config="configs/nemotron_small.json", mode="infer", batch=2, seq=128, precision="bf16", held_out=False),
+            dict(config="configs/nemotron_small.json", mode="infer", batch=1, seq=256, precision="fp32", held_out=False),
+            dict(config="configs/nemotron_small.json", mode="generate", batch=2, prompt=64, new_tokens=16,
+                 precision="fp32", held_out=True),
+            dict(config="configs/nemotron_small.json", mode="generate", batch=1, prompt=40, new_tokens=24,
+                 precision="bf16", held_out=False)]
+    # issue 31: Apertus (Apertus-8B / 70B; near_llama_replica.py, modeling_apertus.py @ 6e4054ae): apertus_small,
+    # q_norm / k_norm per head on the transposed states, llama3 rope, ApertusMLP's up_proj / XIELUActivation (bf16
+    # alpha_p / alpha_n, torch.where of two branches) / down_proj. Train in fp32 and bf16 (full, --grad-ckpt, LoRA on
+    # q_proj / v_proj), --mode infer, generate. Every third held out.
+    train_cases(out, [("apertus_small", 2, 64, "adamw", "fp32", False, 0),
+                      ("apertus_small", 2, 96, "adamw", "bf16", False, 0),
+                      ("apertus_small", 1, 128, "sgd", "fp32", True, 0)])
+    train_cases(out, [("apertus_small", 2, 96, "adamw", "fp32", False, 8),
+                      ("apertus_small", 2, 128, "adamw", "bf16", True, 8),
+                      ("apertus_small", 4, 48, "sgd", "fp32", False, 0)], lora_targets="q_proj,v_proj")
+    out += [dict(config="configs/apertus_small.json", mode="infer", batch=2, seq=128, precision="bf16", held_out=False),
+            dict(config="configs/apertus_small.json", mode="infer", batch=1, seq=256, precision="fp32", held_out=False),
+            dict(config="configs/apertus_small.json", mode="generate", batch=2, prompt=64, new_tokens=16,
+                 precision="fp32", held_out=True),
+            dict(config="configs/apertus_small.json", mode="generate", batch=1, prompt=40, new_tokens=24,
+                 precision="bf16", held_out=False)]
     return out
 
 
