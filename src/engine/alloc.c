@@ -88,7 +88,9 @@ struct vc_alloc_state {
      * the others the large pool's, in use or spare (spare ones keep their heap arrays) */
     size_class *cls;
     int32_t ncls, capcls;
-    uint64_t bits[NSMALL / 64], summary; /* small classes with a free block; words of bits that are not 0 */
+    /* small classes with a free block; a superset of the words of bits that are not 0 (a word's bit is
+     * set with its first class, cleared by small_next when it finds the word empty) */
+    uint64_t bits[NSMALL / 64], summary;
     uint64_t held[NSMALL / 64];          /* small classes whose heap array is allocated (vc_alloc_scratch_free) */
     /* the large pool's classes by size: every class with a free block, and classes that have lost their
      * last one (kept, so a size that comes back finds its key without a shift of the array; nempty of
@@ -171,21 +173,21 @@ static void set_bit(heap *h, int32_t c)
     h->summary |= UINT64_C(1) << (c >> 6);
 }
 
-static void clear_bit(heap *h, int32_t c)
-{
-    if (!(h->bits[c >> 6] &= ~(UINT64_C(1) << (c & 63)))) h->summary &= ~(UINT64_C(1) << (c >> 6));
-}
+/* the summary's bit stays (small_next clears it if the word is then empty) */
+static void clear_bit(heap *h, int32_t c) { h->bits[c >> 6] &= ~(UINT64_C(1) << (c & 63)); }
 
 /* the first small class >= c with a free block, -1 none */
-static int32_t small_next(const heap *h, int32_t c)
+static int32_t small_next(heap *h, int32_t c)
 {
     int32_t w = c >> 6;
     uint64_t m = h->bits[w] & (~UINT64_C(0) << (c & 63));
     if (m) return (w << 6) + __builtin_ctzll(m);
-    uint64_t s = w == 63 ? 0 : h->summary & (~UINT64_C(0) << (w + 1));
-    if (!s) return -1;
-    w = __builtin_ctzll(s);
-    return (w << 6) + __builtin_ctzll(h->bits[w]);
+    for (uint64_t s = w == 63 ? 0 : h->summary & (~UINT64_C(0) << (w + 1)); s; s &= s - 1) {
+        w = __builtin_ctzll(s);
+        if (h->bits[w]) return (w << 6) + __builtin_ctzll(h->bits[w]);
+        h->summary &= ~(UINT64_C(1) << w); /* an empty word's bit, left by clear_bit */
+    }
+    return -1;
 }
 
 /* the position of the first large class with size >= size */
