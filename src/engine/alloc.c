@@ -19,7 +19,9 @@
  *    classes at fixed places, found through a two-level bitmap;
  *  - large pool: a sorted array of the sizes that have a free block (a model
  *    has a handful: at most 5 for a 2,000-layer MLP, 20-30 for ResNet-50 or
- *    BERT, small and large pools together), searched, each with its class.
+ *    BERT, small and large pools together), searched, each with its class;
+ *    a size whose last free block goes keeps its key for a while, empty
+ *    (best fit passes over it), as the same sizes come and go all the time.
  *
  * --alloc-conf (src/engine/alloc_conf.c) changes two things, as
  * c10/cuda/CUDACachingAllocator.cpp at pytorch/pytorch@eb42ad6eca0ce61e7c581212b4bf32f991425571
@@ -86,10 +88,15 @@ struct vc_alloc_state {
      * the others the large pool's, in use or spare (spare ones keep their heap arrays) */
     size_class *cls;
     int32_t ncls, capcls;
-    uint64_t bits[NSMALL / 64], summary; /* small classes with a free block; words of bits that are not 0 */
+    /* small classes with a free block; a superset of the words of bits that are not 0 (a word's bit is
+     * set with its first class, cleared by small_next when it finds the word empty) */
+    uint64_t bits[NSMALL / 64], summary;
     uint64_t held[NSMALL / 64];          /* small classes whose heap array is allocated (vc_alloc_scratch_free) */
-    class_key *key; /* the large pool's classes with a free block, by size */
-    int32_t nkey, capkey;
+    /* the large pool's classes by size: every class with a free block, and classes that have lost their
+     * last one (kept, so a size that comes back finds its key without a shift of the array; nempty of
+     * them; removed together when they outnumber the others, compact_keys) */
+    class_key *key;
+    int32_t nkey, capkey, nempty;
     int32_t *spare;
     int32_t nspare;
     int64_t reserved;
@@ -166,21 +173,21 @@ static void set_bit(heap *h, int32_t c)
     h->summary |= UINT64_C(1) << (c >> 6);
 }
 
-static void clear_bit(heap *h, int32_t c)
-{
-    if (!(h->bits[c >> 6] &= ~(UINT64_C(1) << (c & 63)))) h->summary &= ~(UINT64_C(1) << (c >> 6));
-}
+/* the summary's bit stays (small_next clears it if the word is then empty) */
+static void clear_bit(heap *h, int32_t c) { h->bits[c >> 6] &= ~(UINT64_C(1) << (c & 63)); }
 
 /* the first small class >= c with a free block, -1 none */
-static int32_t small_next(const heap *h, int32_t c)
+static int32_t small_next(heap *h, int32_t c)
 {
     int32_t w = c >> 6;
     uint64_t m = h->bits[w] & (~UINT64_C(0) << (c & 63));
     if (m) return (w << 6) + __builtin_ctzll(m);
-    uint64_t s = w == 63 ? 0 : h->summary & (~UINT64_C(0) << (w + 1));
-    if (!s) return -1;
-    w = __builtin_ctzll(s);
-    return (w << 6) + __builtin_ctzll(h->bits[w]);
+    for (uint64_t s = w == 63 ? 0 : h->summary & (~UINT64_C(0) << (w + 1)); s; s &= s - 1) {
+        w = __builtin_ctzll(s);
+        if (h->bits[w]) return (w << 6) + __builtin_ctzll(h->bits[w]);
+        h->summary &= ~(UINT64_C(1) << w); /* an empty word's bit, left by clear_bit */
+    }
+    return -1;
 }
 
 /* the position of the first large class with size >= size */
@@ -197,11 +204,28 @@ static int32_t key_lower_bound(const heap *h, int64_t size)
     return lo;
 }
 
-/* the class for a new free block of the large pool of this size: found, or made */
-static int32_t large_class(heap *h, int64_t size)
+/* best fit's large class: the first key of at least size whose class has a free block, -1 none */
+static inline __attribute__((always_inline)) int32_t large_fit(const heap *h, int64_t size)
 {
     int32_t at = key_lower_bound(h, size);
-    if (at < h->nkey && h->key[at].size == size) return h->key[at].cls;
+    while (at < h->nkey && !h->cls[h->key[at].cls].n) at++; /* empty keys (usually none or one) */
+    return at < h->nkey ? h->key[at].cls : -1;
+}
+
+/* the empty keys removed, their classes spare again (the keys' order kept) */
+static void compact_keys(heap *h)
+{
+    int32_t m = 0;
+    for (int32_t j = 0; j < h->nkey; j++)
+        if (h->cls[h->key[j].cls].n) h->key[m++] = h->key[j];
+        else h->spare[h->nspare++] = h->key[j].cls;
+    h->nkey = m;
+    h->nempty = 0;
+}
+
+/* a new key for size at place at, with an empty class: -1 out of memory */
+static int32_t new_key(heap *h, int32_t at, int64_t size)
+{
     if (h->nkey == h->capkey && !grow((void **)&h->key, &h->capkey, sizeof(class_key))) return -1;
     int32_t c;
     if (h->nspare) {
@@ -219,7 +243,16 @@ static int32_t large_class(heap *h, int64_t size)
     for (int32_t j = h->nkey; j > at; j--) h->key[j] = h->key[j - 1];
     h->key[at] = (class_key){size, c};
     h->nkey++;
+    h->nempty++; /* until push_free gives it its block */
     return c;
+}
+
+/* the class for a new free block of the large pool of this size: found (perhaps empty), or made (empty) */
+static inline __attribute__((always_inline)) int32_t large_class(heap *h, int64_t size)
+{
+    int32_t at = key_lower_bound(h, size);
+    if (at < h->nkey && h->key[at].size == size) return h->key[at].cls;
+    return new_key(h, at, size);
 }
 
 /* The hot functions take the pool as a constant K (POOL_*: the replay's
@@ -243,6 +276,7 @@ static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i, 
     B->cls = ci;
     if (!c->n) { /* the class's only free block (most pushes): no heap to mend */
         if (small) set_bit(h, ci);
+        else h->nempty--; /* its key was empty */
         c->h[0] = (heap_ent){B->addr, i};
         B->hpos = 0;
         c->n = 1;
@@ -259,10 +293,8 @@ static inline __attribute__((always_inline)) void emptied(heap *h, int32_t ci, c
         clear_bit(h, ci);
         return;
     }
-    /* a large class's key goes, the class is kept for reuse */
-    for (int32_t j = key_lower_bound(h, B->size) + 1; j < h->nkey; j++) h->key[j - 1] = h->key[j];
-    h->nkey--;
-    h->spare[h->nspare++] = ci;
+    /* a large class's key stays, empty, until the empty keys outnumber the others (and a few) */
+    if (++h->nempty > 8 && 2 * h->nempty > h->nkey) compact_keys(h);
 }
 
 static inline __attribute__((always_inline)) void drop_free(heap *h, int32_t i, const int K)
@@ -300,10 +332,14 @@ static inline __attribute__((always_inline)) int32_t pop_top(heap *h, int32_t ci
     return i;
 }
 
-static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
+/* A block made by a malloc, with its neighbours. No capacity check: a malloc
+ * makes at most two blocks (a segment and a remainder), and vc_alloc_replay
+ * sizes b[] to 2 n + 1 for n events (a kept prefix state has at most the
+ * blocks its own events made). */
+static inline __attribute__((always_inline)) int32_t new_block(heap *h, int64_t size, int64_t addr, int32_t prev,
+                                                               int32_t next, bool small)
 {
-    if (h->nb == h->capb) return -1; /* cannot happen: vc_alloc_replay sizes the array */
-    h->b[h->nb] = (block){size, addr, -1, -1, -1, -1, false, small};
+    h->b[h->nb] = (block){size, addr, prev, next, -1, -1, false, small};
     return (int32_t)h->nb++;
 }
 
@@ -314,8 +350,7 @@ static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t s
     if (small) {
         c = small_next(h, small_class(size));
     } else {
-        int32_t at = key_lower_bound(h, size);
-        if (at < h->nkey) c = h->key[at].cls;
+        c = large_fit(h, size);
     }
     if (c >= 0) {
         if (M) {
@@ -330,19 +365,15 @@ static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t s
     if (c < 0) {
         int64_t seg = small ? SMALL_BUFFER : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
                                                                     : (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
-        best = new_block(h, seg, h->reserved, small);
-        if (best < 0) return -1;
+        best = new_block(h, seg, h->reserved, -1, -1, small);
         if (__builtin_add_overflow(h->reserved, seg, &h->reserved)) return -2;
     }
     int64_t rem = h->b[best].size - size;
     if (small ? rem >= 512 : rem > SMALL_SIZE && (!M || size < h->max_split)) {
-        int32_t r = new_block(h, rem, h->b[best].addr + size, small);
-        if (r < 0) return -1;
+        int32_t next = h->b[best].next, r = new_block(h, rem, h->b[best].addr + size, best, next, small);
         block *B = &h->b[best];
         B->size = size;
-        h->b[r].prev = best;
-        h->b[r].next = B->next;
-        if (B->next >= 0) h->b[B->next].prev = r;
+        if (next >= 0) h->b[next].prev = r;
         B->next = r;
         if (!push_free(h, r, K)) return -1;
     }
@@ -372,9 +403,9 @@ static inline __attribute__((always_inline)) bool h_free(heap *h, int32_t i, con
 /* expandable_segments:True (see the top): page 2 MiB (small pool) or 20 MiB (large) */
 static int32_t e_malloc(heap *h, int64_t size, int64_t page)
 {
-    int32_t best = -1, t = h->last, at = key_lower_bound(h, size);
-    if (at < h->nkey) { /* a free block inside the segment */
-        best = h->cls[h->key[at].cls].h[0].blk;
+    int32_t best = -1, t = h->last, c = large_fit(h, size);
+    if (c >= 0) { /* a free block inside the segment */
+        best = h->cls[c].h[0].blk;
         drop_free(h, best, POOL_LARGE);
     } else if (t >= 0 && h->b[t].free) { /* the free block at the end, grown by the pages it lacks */
         int64_t lack = size - h->b[t].size, map = lack > 0 ? (lack + page - 1) / page * page : 0;
@@ -384,21 +415,17 @@ static int32_t e_malloc(heap *h, int64_t size, int64_t page)
         best = t;
     } else { /* the segment ends in use (or is empty): new pages after it */
         int64_t map = (size + page - 1) / page * page;
-        if ((best = new_block(h, map, h->reserved, false)) < 0) return -1;
+        best = new_block(h, map, h->reserved, t, -1, false);
         if (__builtin_add_overflow(h->reserved, map, &h->reserved)) return -2;
-        h->b[best].prev = t;
         if (t >= 0) h->b[t].next = best;
         h->last = best;
     }
     int64_t rem = h->b[best].size - size;
     if (rem >= 512) { /* should_split: kMinBlockSize */
-        int32_t r = new_block(h, rem, h->b[best].addr + size, false);
-        if (r < 0) return -1;
+        int32_t next = h->b[best].next, r = new_block(h, rem, h->b[best].addr + size, best, next, false);
         block *B = &h->b[best];
         B->size = size;
-        h->b[r].prev = best;
-        h->b[r].next = B->next;
-        if (B->next >= 0) h->b[B->next].prev = r;
+        if (next >= 0) h->b[next].prev = r;
         B->next = r;
         if (h->last == best) {
             h->last = r;
@@ -449,6 +476,7 @@ static bool reset(heap *h)
     }
     h->nb = 0;
     h->nkey = 0;
+    h->nempty = 0;
     /* the small classes with a free block are the bits' (push_free and drop_free keep them so) */
     for (int w = 0; w < NSMALL / 64; w++)
         for (uint64_t m = h->bits[w]; m; m &= m - 1) h->cls[(w << 6) + __builtin_ctzll(m)].n = 0;
@@ -478,6 +506,7 @@ static void drop_snapshot(heap *h)
 static void save_snapshot(heap *h, size_t prefix)
 {
     drop_snapshot(h);
+    compact_keys(h); /* the kept keys are those with a free block: restore_snapshot's spare classes are the others */
     int32_t nc = 0, ne = 0;
     for (int32_t c = 0; c < h->ncls; c++)
         if (h->cls[c].n) nc++, ne += h->cls[c].n;
@@ -579,6 +608,7 @@ static bool restore_snapshot(heap *h)
         memcpy(h->blk, h->snap.blk, h->snap.prefix * sizeof *h->blk);
     if (h->snap.nkey) memcpy(h->key, h->snap.key, (size_t)h->snap.nkey * sizeof *h->key);
     h->nkey = h->snap.nkey;
+    h->nempty = 0;
     h->nb = h->snap.nb;
     h->reserved = h->snap.reserved;
     /* classes keep their numbers (blocks name them) */
