@@ -430,6 +430,7 @@ class CausalLM(R.CausalLM):
         self.attn_impl = "eager" if self.oss else "sdpa"
         self.neox = False
         self.gradient_checkpointing = False
+        self.ckpt_reentrant = False  # reference.CausalLM._layer reads it (--ckpt-kind reentrant)
         H, V = cfg.hidden_size, cfg.vocab_size
         self.embed_tokens = nn.Embedding(V, H, cfg.pad_token_id)
         if self.oss:
