@@ -824,6 +824,23 @@ static void shape2(wr *w, cJSON *o, int64_t d0, int64_t d1)
     if (!ok) w->r->oom = true;
 }
 
+/* ViTAttention (modeling_vit.py @ 005db820; Dinov2Attention is ViT's): the normed input's layer norm, then
+ * ViTSelfAttention's key, value, query (in that order, qkv_bias) on it, the sdpa interface (no mask, not causal,
+ * dropout attention_probs_dropout_prob in training), ViTSelfOutput's dense and dropout. Returns the norm. */
+static cJSON *vit_attention(wr *w, const arch *a, const char *norm)
+{
+    const int64_t q = a->NH * a->D;
+    cJSON *ln = layernorm(w, a, norm, NULL);
+    linear(w, "attention.attention.key", norm, a->H, q, a->qkv_bias);
+    linear(w, "attention.attention.value", norm, a->H, q, a->qkv_bias);
+    linear(w, "attention.attention.query", norm, a->H, q, a->qkv_bias);
+    attn_core(w, a, "attention.attention.attention", false, "attention.attention.query", "attention.attention.key",
+              "attention.attention.value", NULL, false, 0);
+    linear(w, "attention.output.dense", NULL, q, a->H, true);
+    dropout(w, "attention.output.dropout", a->p_resid);
+    return ln;
+}
+
 /* ViTLayer.forward (modeling_vit.py @ 005db820): self.attention(self.layernorm_before(hidden_states)) -- the
  * norm's output the argument of ViTAttention.forward until it returns; ViTSelfAttention: key, value, query (in
  * that order, qkv_bias), transpose_for_scores (view + permute), the sdpa interface (transformers' default:
@@ -832,15 +849,7 @@ static void shape2(wr *w, cJSON *o, int64_t d0, int64_t d1)
  * ViTIntermediate.forward: dense, ACT2FN[hidden_act]); ViTOutput: dense, dropout, + the residual. */
 static void vit_layer(wr *w, const arch *a)
 {
-    const int64_t q = a->NH * a->D;
-    cJSON *ln = layernorm(w, a, "layernorm_before", NULL);
-    linear(w, "attention.attention.key", "layernorm_before", a->H, q, a->qkv_bias);
-    linear(w, "attention.attention.value", "layernorm_before", a->H, q, a->qkv_bias);
-    linear(w, "attention.attention.query", "layernorm_before", a->H, q, a->qkv_bias);
-    attn_core(w, a, "attention.attention.attention", false, "attention.attention.query", "attention.attention.key",
-              "attention.attention.value", NULL, false, 0);
-    linear(w, "attention.output.dense", NULL, q, a->H, true);
-    dropout(w, "attention.output.dropout", a->p_resid);
+    cJSON *ln = vit_attention(w, a, "layernorm_before");
     const char *prev = w->last;
     str(w, ln, "held_until", prev); /* ViTAttention.forward's hidden_states */
     ins(w, add_layer(w, "Add", "attention_residual"), prev, "input", NULL, NULL);
@@ -863,15 +872,7 @@ static void vit_layer(wr *w, const arch *a)
  * chunk(2): views, silu(x1) * x2, weights_out); layer_scale2; + the first residual. */
 static void dinov2_layer(wr *w, const arch *a)
 {
-    const int64_t q = a->NH * a->D;
-    cJSON *n1 = layernorm(w, a, "norm1", NULL);
-    linear(w, "attention.attention.key", "norm1", a->H, q, a->qkv_bias);
-    linear(w, "attention.attention.value", "norm1", a->H, q, a->qkv_bias);
-    linear(w, "attention.attention.query", "norm1", a->H, q, a->qkv_bias);
-    attn_core(w, a, "attention.attention.attention", false, "attention.attention.query", "attention.attention.key",
-              "attention.attention.value", NULL, false, 0);
-    linear(w, "attention.output.dense", NULL, q, a->H, true);
-    dropout(w, "attention.output.dropout", a->p_resid);
+    cJSON *n1 = vit_attention(w, a, "norm1");
     const char *prev = w->last;
     shape2(w, add_layer(w, "Parameter", "layer_scale1.lambda1"), 1, a->H);
     cJSON *ls1 = add_layer(w, "Mul", "layer_scale1");
