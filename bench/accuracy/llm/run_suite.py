@@ -1750,23 +1750,20 @@ def cases():
     # vit_small 64 x 64 images of 8 x 8 patches (64 + CLS = --seq 65) with dropouts 0.1, vit_nodrop_small 96 x 96 of
     # 16 x 16 (36 + CLS = 37) without dropout or qkv_bias. Every third held out.
     vt = [
-        ("vit_small", 65, "train", 2, "adamw", "fp32", False, 0),
-        ("vit_small", 65, "train", 4, "sgd", "bf16", False, 0),
-        ("vit_small", 65, "train", 2, "adamw", "fp32", True, 0),
-        ("vit_small", 65, "train", 2, "adamw", "bf16", False, 8),
-        ("vit_small", 65, "infer", 4, None, "fp32", False, 0),
-        ("vit_small", 65, "infer", 2, None, "bf16", False, 0),
-        ("vit_nodrop_small", 37, "train", 3, "adam", "fp32", False, 0),
-        ("vit_nodrop_small", 37, "train", 2, "adamw", "bf16", True, 0),
-        ("vit_nodrop_small", 37, "train", 4, "adamw", "fp32", False, 8),
-        ("vit_nodrop_small", 37, "infer", 8, None, "fp32", False, 0),
-        ("vit_small", 65, "train", 1, "adamw", "fp32", True, 8),
-        ("vit_nodrop_small", 37, "infer", 2, None, "bf16", False, 0),
+        ("train", "vit_small", 2, 65, "adamw", "fp32", False, 0),
+        ("train", "vit_small", 4, 65, "sgd", "bf16", False, 0),
+        ("train", "vit_small", 2, 65, "adamw", "fp32", True, 0),
+        ("train", "vit_small", 2, 65, "adamw", "bf16", False, 8),
+        ("infer", "vit_small", 4, 65, None, "fp32", False, 0),
+        ("infer", "vit_small", 2, 65, None, "bf16", False, 0),
+        ("train", "vit_nodrop_small", 3, 37, "adam", "fp32", False, 0),
+        ("train", "vit_nodrop_small", 2, 37, "adamw", "bf16", True, 0),
+        ("train", "vit_nodrop_small", 4, 37, "adamw", "fp32", False, 8),
+        ("infer", "vit_nodrop_small", 8, 37, None, "fp32", False, 0),
+        ("train", "vit_small", 1, 65, "adamw", "fp32", True, 8),
+        ("infer", "vit_nodrop_small", 2, 37, None, "bf16", False, 0),
     ]
-    for i, (cfg, s, mode, b, o, p, ck, l) in enumerate(vt):
-        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=ck,
-                        lora=l, **({"lora_dropout": 0.0, "lora_targets": "query,value"} if l else {}),
-                        held_out=(i % 3 == 2)))
+    mode_cases(out, vt, lora_targets="query,value", train=dict(lora_dropout=0.0))
     # issue 31 item 4: Qwen2-VL (qwen25vl_replica.py with model_type qwen2_vl, modeling_qwen2_vl.py @ efa7189c): the
     # frozen Qwen2VisionTransformerPretrainedModel (LayerNorm blocks, VisionMlp fc1 / quick_gelu / fc2, every block
     # over its image's cu_seqlens, PatchMerger's LayerNorm ln_q) before Qwen2's language model; training full, LoRA
@@ -1927,23 +1924,20 @@ def cases():
     # dinov2_swiglu_small 64 x 64 of 8 x 8 (64 + CLS) with Dinov2SwiGLUFFN, no mask_token, no qkv_bias, no dropout.
     # Every third held out.
     dn = [
-        ("dinov2_small", 65, "train", 2, "adamw", "fp32", False, 0),
-        ("dinov2_small", 65, "train", 4, "sgd", "bf16", False, 0),
-        ("dinov2_small", 65, "train", 2, "adamw", "fp32", True, 0),
-        ("dinov2_small", 65, "train", 2, "adamw", "bf16", False, 8),
-        ("dinov2_small", 65, "infer", 4, None, "fp32", False, 0),
-        ("dinov2_small", 65, "infer", 2, None, "bf16", False, 0),
-        ("dinov2_swiglu_small", 65, "train", 3, "adam", "fp32", False, 0),
-        ("dinov2_swiglu_small", 65, "train", 2, "adamw", "bf16", True, 0),
-        ("dinov2_swiglu_small", 65, "train", 4, "adamw", "fp32", False, 8),
-        ("dinov2_swiglu_small", 65, "infer", 8, None, "fp32", False, 0),
-        ("dinov2_small", 65, "train", 1, "adamw", "fp32", True, 8),
-        ("dinov2_swiglu_small", 65, "infer", 2, None, "bf16", False, 0),
+        ("train", "dinov2_small", 2, 65, "adamw", "fp32", False, 0),
+        ("train", "dinov2_small", 4, 65, "sgd", "bf16", False, 0),
+        ("train", "dinov2_small", 2, 65, "adamw", "fp32", True, 0),
+        ("train", "dinov2_small", 2, 65, "adamw", "bf16", False, 8),
+        ("infer", "dinov2_small", 4, 65, None, "fp32", False, 0),
+        ("infer", "dinov2_small", 2, 65, None, "bf16", False, 0),
+        ("train", "dinov2_swiglu_small", 3, 65, "adam", "fp32", False, 0),
+        ("train", "dinov2_swiglu_small", 2, 65, "adamw", "bf16", True, 0),
+        ("train", "dinov2_swiglu_small", 4, 65, "adamw", "fp32", False, 8),
+        ("infer", "dinov2_swiglu_small", 8, 65, None, "fp32", False, 0),
+        ("train", "dinov2_small", 1, 65, "adamw", "fp32", True, 8),
+        ("infer", "dinov2_swiglu_small", 2, 65, None, "bf16", False, 0),
     ]
-    for i, (cfg, s, mode, b, o, p, ck, l) in enumerate(dn):
-        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=ck,
-                        lora=l, **({"lora_dropout": 0.0, "lora_targets": "query,value"} if l else {}),
-                        held_out=(i % 3 == 2)))
+    mode_cases(out, dn, lora_targets="query,value", train=dict(lora_dropout=0.0))
     # Beam search of an encoder-decoder (issue 31; measure_llm.py generate_beams with t5_replica.prepare_generation /
     # whisper_replica.prepare_generation): the encoder once over the batch's rows, _expand_inputs_for_generation's
     # repeat_interleave of the decoder ids, the attention mask and the encoder's last_hidden_state (generation/utils.py
