@@ -1261,11 +1261,22 @@ static void rows_of_batch(vc_build *b, size_t nt, size_t nop, int64_t N)
  * decoder_input_ids stay held by WhisperGenerationMixin.generate); then _beam_search ("Beam search" above), the
  * decoder run as decoder_step runs it, the cross-attention's keys and values made from the expanded output at the
  * first step and, with the self-attention's, index_select'ed by every step's reorder_cache.
- * _beam_search @000034a calls the model's own _reorder_cache instead when the class has one (hasattr): modeling_t5.py
- * @6b8b757d's T5ForConditionalGeneration still defines it (legacy tuples: every layer's four tensors index_select'ed
- * into a new tuple while the old cache is held, the whole cache twice at once). Followed here: the cache's
- * reorder_cache, transformers 5's path where the model defines none (not checked at a transformers 5 modeling_t5.py
- * or modeling_whisper.py: none was read). */
+ * Which reorder runs (read for issue 31): _beam_search @000034a's step g calls the model's own _reorder_cache when
+ * hasattr(self, "_reorder_cache") ("special models like RAG, RecurrentGemma"), else past_key_values.reorder_cache
+ * (beam_idx); no _temporary_reorder_cache there. A transformers 5 modeling_mt5.py of huggingface/transformers
+ * (initialization as init, a dict _tied_weights_keys, masking_utils; read through the code index, its commit not
+ * given) has no _reorder_cache: MT5ForConditionalGeneration's methods are each "Copied from ...modeling_t5.
+ * T5ForConditionalGeneration" (__init__, the embeddings' get/set, forward, prepare_decoder_input_ids_from_labels),
+ * and MT5Stack ("Copied from ...T5Stack") takes only Cache objects (past_key_values.get_seq_length(),
+ * .self_attention_cache; no from_legacy_cache), so the legacy tuples an old _reorder_cache returns could not be fed
+ * back. modeling_whisper.py @efa7189c's WhisperForConditionalGeneration and generation_whisper.py @000dccdb's
+ * WhisperGenerationMixin define none. modeling_t5.py @6b8b757d (4.x) still defines one (legacy tuples of every
+ * layer's four index_select'ed tensors), but 4.x's _beam_search (generation/utils.py @1097d4b3) calls
+ * _temporary_reorder_cache, which runs a model's _reorder_cache only for a tuple or list cache (and gptbigcode) and
+ * past_key_values.reorder_cache for a Cache object, as generate()'s EncoderDecoderCache is: both releases reorder
+ * through EncoderDecoderCache.reorder_cache, no release row. A transformers 5 modeling_t5.py or modeling_umt5.py
+ * itself was not stored to read (the mt5 copy stands for them), nor 4.50 to 4.57, where _beam_search's hasattr test
+ * may have met a T5 that still had its _reorder_cache. */
 static void encdec_beams(vc_build *b, vc_t start, vc_t mask, const vc_t *wh, int64_t vocab)
 {
     vc_gen *g = &b->gen;

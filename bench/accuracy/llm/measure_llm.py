@@ -896,8 +896,10 @@ def main(argv):
             # path, t5_replica.prepare_generation / whisper_replica.prepare_generation (the encoder once over the
             # batch's rows), then _expand_inputs_for_generation and _beam_search over the decoder with
             # EncoderDecoderCache, whose reorder_cache index_selects the self- and the cross-attention caches (_beam_search
-            # @000034a prefers a model's own _reorder_cache where the class has one, as modeling_t5.py @6b8b757d's
-            # still does: not followed, the transformers 5 path of a model without one is)
+            # @000034a prefers a model's own _reorder_cache where the class has one; transformers 5's mt5 copy of
+            # T5ForConditionalGeneration, whisper @efa7189c and WhisperGenerationMixin @000dccdb have none, and 4.x's
+            # _temporary_reorder_cache @1097d4b3 sends a Cache object to reorder_cache: src/engine/generate.c
+            # encdec_beams)
             encdec = t5 and cfg.model_type != "bart"
             if (t5 and not encdec) or args.cache != "dynamic" or image_tokens or cfg.model_type in (
                     "granitemoehybrid", "qwen3_next", "qwen3_5", "qwen3_5_moe"):
