@@ -133,8 +133,10 @@ static void test_generate_serve(void **state)
     assert_int_equal(fam_kv_cache(NM "}", 16, 4), 19 * 2 * 2 * 2 * 16 * 4);
 }
 
-/* nemotron_small's measured training and no_grad cases: within 0.1% but bf16 with --grad-ckpt and LoRA, +0.94% (42 KB
- * over, in layer 2's recomputed attention backward; the same settings without either are -0.01% / -0.04%) */
+/* nemotron_small's measured training and no_grad cases: within 0.1%. bf16 with --grad-ckpt and LoRA was +0.94%
+ * (42 KB over) until a checkpointed layer's held input went with the last node its backward runs
+ * (src/engine/autograd.c backward, `bfirst`): NemotronLayerNorm1P's `weight + 1` on the frozen weight, the
+ * layer's first op, is no node under LoRA, so every layer's input was held to the end of backward; now -0.02% */
 static void test_measured(void **state)
 {
     (void)state;
@@ -147,13 +149,10 @@ static void test_measured(void **state)
         {"nemotron_small.json --seq 48 -b 4 -o sgd -p fp32", 10465792},
         {"nemotron_small.json -m infer --seq 128 -b 2 -p bf16", 3693056},
         {"nemotron_small.json -m infer --seq 256 -b 1 -p fp32", 6602240},
-    };
-    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0", 0.1);
-    static const cli_measured ck[] = {
         {"nemotron_small.json --seq 128 -b 2 -o adamw -p bf16 --grad-ckpt" LQV, 4476928},
     };
 #undef LQV
-    assert_measured(ck, 1, " --attention math --workspace 0", 1.0);
+    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0", 0.1);
 }
 
 int main(void)

@@ -1193,9 +1193,11 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     }
     for (int j = 0; j < ng; j++) deliver(b, newt[j], newg[j], op->inst);
     int r = op->region;
-    if (r >= 0 && b->reg[r].first == k) {
+    if (r >= 0 && b->reg[r].bfirst == k) {
         for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], op->inst);
         b->reg[r].nh = 0;
+    }
+    if (r >= 0 && b->reg[r].first == k) {
         if (r == b->kvd_death) kvd_drop(b, op->inst);
         reentrant_release(b, &b->reg[r], op->inst);
     }
@@ -1253,6 +1255,21 @@ static void backward(vc_build *b)
         return;
     }
     free_unreached(b, root_t);
+    /* torch/utils/checkpoint.py (2.x, @0008d771) _checkpoint_without_reentrant_generator: the block's
+     * arguments are saved by _NoopSaveInputs (frame.input_saver), a node no gradient reaches, alive with the
+     * _CheckpointFrame, which the unpack_hook closures of its nodes' _Holders reference: the arguments go when
+     * the last of those nodes has run (its SavedVariables released), the block's lowest recorded op, not its
+     * first op when that one recorded no node (a frozen projection of an input needing no gradient: BART's
+     * first decoder layer under LoRA, whose q_proj's base addmm is no node); with no node, when the graph is
+     * freed. The reentrant CheckpointFunction is one node: its first op. */
+    for (int r = 0; r < b->nreg; r++) {
+        region_t *R = &b->reg[r];
+        R->bfirst = R->first;
+        if (reent(b, r)) continue;
+        R->bfirst = -1;
+        for (int32_t k = R->first; k <= R->last && R->bfirst < 0; k++)
+            if (b->op[k].rg && !b->op[k].dead) R->bfirst = k;
+    }
     for (size_t p = 0; p < b->m->npar; p++) {
         b->parrived[p] = 0;
         b->ppending[p] = -1;

@@ -118,6 +118,8 @@ typedef struct {
     int32_t off_t, off_s; /* --act-offload: its first input (tensor, storage) offloaded, -1 none */
     int32_t o0;      /* --grad-ckpt-kind reentrant: where its held recomputed outputs and output gradients begin in
                       * b->rhold (autograd.c reentrant_hold), -1 none */
+    int32_t bfirst;  /* the last of its nodes backward runs (the lowest op autograd recorded), -1 none: where its
+                      * held inputs go (autograd.c backward) */
     bool recomputed;
 } region_t;
 
