@@ -238,11 +238,19 @@ static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_
     vc_op *o = vc_op_begin(b, "mamba_split_conv1d_scan_combined");
     int i0 = vc_op_in(o, zx);
     vc_op_grad(o, i0, VC_GRAD_NEW); /* dzxbcdt = torch.empty_like(zxbcdt) */
+    /* The weights' gradients where state-spaces/mamba @ e9594ce1 (mamba_ssm/ops/triton/ssd_combined.py
+     * MambaSplitConv1dScanCombinedFn.backward) makes them: drmsnorm_weight in _layer_norm_bwd (layernorm_gated.py,
+     * _dw.sum(0)), before _mamba_chunk_scan_combined_bwd; dD (_chunk_scan_chunk_state_bwd_dx), dA and ddt_bias
+     * (_chunk_cumsum_bwd, its last call) inside it, its locals alive: all beside the backward's transients below
+     * (VC_GRAD_NEW). doutproj_weight (torch.einsum) and doutproj_bias (dout_og.sum) once it returned, then
+     * causal_conv1d_bwd_function's dweight and dbias: after the transients are freed, made once the node's
+     * backward ran (VC_GRAD_REDUCE's place; nothing is reduced here) */
     const int ws[] = {iw->conv_w, iw->conv_b, iw->dt_bias, -2, iw->d, iw->norm, iw->out_w, iw->out_b};
     for (size_t k = 0; k < sizeof ws / sizeof *ws; k++) {
         if (ws[k] == -1) continue;
         int ik = vc_op_in(o, ws[k] == -2 ? A : vc_weight(b, ws[k]));
-        vc_op_grad(o, ik, VC_GRAD_NEW);
+        bool late = ws[k] == iw->conv_w || ws[k] == iw->conv_b || ws[k] == iw->out_w || ws[k] == iw->out_b;
+        vc_op_grad(o, ik, late ? VC_GRAD_REDUCE : VC_GRAD_NEW);
     }
     vc_op_in_nodiff(o, outx);
     if (rstd >= 0) vc_op_in_nodiff(o, rstd);

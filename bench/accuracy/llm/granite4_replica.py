@@ -37,9 +37,12 @@ memory count) from state-spaces/mamba mamba_ssm/ops/triton/ssd_combined.py (mamb
       (_chunk_scan_fwd); _layer_norm_fwd's out [B L, intermediate] and rstd [groups x B L] fp32; F.linear;
       save_for_backward(zxbcdt, ..., out_x, ..., rstd, ...);
   its backward: out_recompute, xBC_conv recomputed, dzxbcdt, dxBC, dout = F.linear(dout, W.t()),
-      _layer_norm_bwd's dx, then _mamba_chunk_scan_combined_bwd's dt clone and its fp32 dA_cumsum, dt, ddt,
-      CB, states and dstates alive together (the largest set of that function, as read), the weights'
-      gradients. These backward sizes are what was read from the source, not a measurement of the kernels:
+      _layer_norm_bwd's dx and the norm weight's gradient, then _mamba_chunk_scan_combined_bwd's dt clone and
+      its fp32 dA_cumsum, dt, ddt, CB, states and dstates alive together (the largest set of that function, as
+      read) with dD, dA and ddt_bias, which it makes; once it returned the out_proj weight's (einsum) and bias's
+      gradients, then causal_conv1d_bwd_function's conv weight and bias gradients (ssd_combined.py and
+      layernorm_gated.py read @ e9594ce1c732d97440f0332fdc43170a2294dbfa). These backward sizes are what was
+      read from the source, not a measurement of the kernels:
       the cases check vramcalc's bookkeeping around them (the layer's saved tensors, the rest of the model),
       not the kernels' own allocations (which would need the GPU).
   mamba_chunk_scan_combined (no grad: inference, prefill): the same forward tensors, returning out and the
@@ -123,16 +126,24 @@ class SplitConv1dScanCombined(torch.autograd.Function):
         dout_og = dout
         dout = F.linear(dout, out_w.t())
         dx_rms = zx.new_zeros(B * L, Di) if norm_w is not None else None
-        # _mamba_chunk_scan_combined_bwd
+        # _layer_norm_bwd's dw = _dw.sum(0).to(weight.dtype) (layernorm_gated.py @ e9594ce1): made before the scan's
+        # backward, alive through it
+        dnorm = None if norm_w is None else torch.zeros_like(norm_w)
+        # _mamba_chunk_scan_combined_bwd (ssd_combined.py @ e9594ce1): dt_in = dt.clone(), its fp32 locals; dD
+        # (_chunk_scan_chunk_state_bwd_dx) and dA, ddt_bias (_chunk_cumsum_bwd, its last call) made while they live
         dt_in = zx.new_zeros(B, L, H)
         f32 = torch.zeros(3 * B * H * nc * C + B * nc * G * C * C + 2 * B * nc * H * P * N)
+        dD = torch.zeros_like(D)
+        dA = torch.zeros_like(A)
+        ddt_bias = torch.zeros_like(dt_bias)
         del dt_in, f32
+        # after it returns: doutproj_weight (einsum), doutproj_bias, then causal_conv1d_bwd_function's dweight, dbias
         doutproj = torch.einsum("bso,bsd->od", dout_og, out_recompute)
+        doutproj_b = None if out_b is None else torch.zeros_like(out_b)
         dconv_w = torch.zeros_like(conv_w)
         dconv_b = torch.zeros_like(conv_b) if conv_b is not None else None
         del out_recompute, xc, dxbc, dout, dx_rms
-        return (dzx, dconv_w, dconv_b, torch.zeros_like(dt_bias), torch.zeros_like(A), torch.zeros_like(D),
-                None if norm_w is None else torch.zeros_like(norm_w), doutproj, None if out_b is None else torch.zeros_like(out_b), None)
+        return (dzx, dconv_w, dconv_b, ddt_bias, dA, dD, dnorm, doutproj, doutproj_b, None)
 
 
 def chunk_scan_combined(x_like, L, dims):
