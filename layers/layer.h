@@ -378,9 +378,11 @@ enum {
                         * reduces it to this (broadcast) input's shape (validate_outputs:
                         * sum_to): a new tensor of the input's size, allocated after the
                         * node's own backward returned (a bias of addmm, a broadcast add) */
-    VC_GRAD_NEW_REDUCE = 4, /* the node computes an output-sized gradient for this broadcast
-                            * input (mul: grad * other), which the engine then reduces to
-                            * the input's shape: both alive together, the full one freed after */
+    VC_GRAD_NEW_REDUCE = 4, /* the node computes an output-sized gradient in the output's dtype
+                            * for this input (mul: grad * other), which the engine then reduces
+                            * to the input's shape (a broadcast input) or casts to its dtype
+                            * (validate_outputs): both alive together, the full one freed as
+                            * its reduction replaces it */
     VC_GRAD_SAVED = 5, /* the gradient is a tensor the op made in forward (vc_op_extra_grad) */
     VC_GRAD_INTO_SAVED = 6 /* backward writes the gradient into this input's own storage, which the op saved
                             * (vc_op_save), and returns it: nothing allocated (Liger's LigerSiLUMulFunction);

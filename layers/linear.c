@@ -115,30 +115,11 @@ static vc_t add_promoted(vc_build *b, vc_t y, vc_t d)
 
 /* x * y broadcast to `out` elements (y the smaller, or both the same size) where the two may
  * differ in dtype: mul's output takes the promoted dtype (fp32 for a 16-bit and an fp32
- * operand); MulBackward0 saves each operand for the other's gradient (grad * other), a
- * broadcast operand's output-sized product reduced by the engine (sum_to_size), and a
- * full-size one's cast to its dtype by the engine (validate_outputs) after the product
- * in the promoted dtype (a backward temporary). */
+ * operand); vc__op_mul_dt models MulBackward0's products and the engine's reduction and cast. */
 static vc_t mul_promoted(vc_build *b, vc_t x, vc_t y, vc_numel out)
 {
-    vc_dtype dx = vc_dt_of(b, x), dy = vc_dt_of(b, y), dr = dx == dy ? dx : VC_DT_F32;
-    vc_op *o = vc_op_begin(b, "mul");
-    int ix = vc_op_in(o, x), iy = vc_op_in(o, y);
-    vc_t r = vc_op_out(o, out, dr);
-    vc_op_save_if(o, y, ix);
-    vc_op_save_if(o, x, iy);
-    const vc_t t[2] = {x, y};
-    const int in[2] = {ix, iy};
-    for (int i = 0; i < 2; i++) {
-        if (!vc_n_same(vc_numel_of(b, t[i]), out)) {
-            vc_op_grad(o, in[i], VC_GRAD_NEW_REDUCE);
-        } else if (vc_dt_of(b, t[i]) != dr && vc_requires_grad(b, t[i])) {
-            vc_op_grad(o, in[i], VC_GRAD_NEW);
-            vc_op_btemp(o, out, dr);
-        }
-    }
-    vc_op_end(o);
-    return r;
+    vc_dtype dx = vc_dt_of(b, x), dy = vc_dt_of(b, y);
+    return vc__op_mul_dt(b, x, y, out, dx == dy ? dx : VC_DT_F32);
 }
 
 /* --peft ia3: peft/tuners/ia3/layer.py Linear.forward (peft 5d602fdb). ia3_scaling = 1;

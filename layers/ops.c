@@ -288,8 +288,15 @@ vc_t vc__op_mul_dt(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
     vc_t r = vc_op_out(o, out, dt);
     vc_op_save_if(o, y, ix);
     vc_op_save_if(o, x, iy);
-    if (!same_numel(vc_numel_of(b, x), out)) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
-    if (!same_numel(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
+    /* MulBackward0 (derivatives.yaml mul.Tensor: self: mul_tensor_backward(grad, other, self.scalar_type()))
+     * makes grad * other output-sized in the output's dtype: mul_tensor_backward returns it uncast
+     * (FunctionsManual.cpp @ 002ca671: `grad * other.conj()`, handle_r_to_c only drops a complex part).
+     * After apply returns the engine reduces it to a broadcast operand's shape and casts it to an
+     * operand of another dtype (engine.cpp @ e1253a95 validate_outputs: sum_to, then
+     * grad.to(metadata dtype)), each a new tensor replacing it: a bf16 operand times float32 routing
+     * weights has a float32 product beside its bf16 gradient (HunYuan's experts) */
+    if (!same_numel(vc_numel_of(b, x), out) || vc_dt_of(b, x) != dt) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
+    if (!same_numel(vc_numel_of(b, y), out) || vc_dt_of(b, y) != dt) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
     vc_op_end(o);
     return r;
 }

@@ -62,7 +62,8 @@ vc_t vc__op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
 vc_t vc__op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
 /* x * y broadcast to `out` elements in dtype dt (a new tensor: a per-row or per-feature factor,
  * type promotion): each operand saved when the other needs its gradient, a broadcast operand's
- * output-sized gradient reduced by the engine. */
+ * output-sized gradient reduced by the engine; a full-size operand of another dtype than dt gets
+ * its gradient as the engine's cast of the output-sized product in dt (a backward temporary). */
 vc_t vc__op_mul_dt(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt);
 /* torch.square(x) / x.pow(2): pow.Tensor_Scalar (fp32 under autocast); keeps x; its
  * backward (pow_backward) makes two x-sized temporaries beside the gradient. */

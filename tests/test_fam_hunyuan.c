@@ -157,8 +157,9 @@ static void test_generate_serve(void **state)
                            "512.0 KiB per block"));
 }
 
-/* hunyuan_small's and hunyuan_moe_small's measured training and no_grad cases within 0.35%, but hunyuan_moe_small's
- * bf16 full training (-1.08%: report of this branch) within 1.1% */
+/* hunyuan_small's and hunyuan_moe_small's measured training and no_grad cases within 0.35% (hunyuan_moe_small's bf16
+ * full training -0.05%: its peak is the experts' `out * routing_weights` backward, bf16 times the float32 weights, whose
+ * float32 grad * other lives beside its bf16 cast (layers/ops.c vc__op_mul_dt); -1.08% without that product) */
 static void test_measured(void **state)
 {
     (void)state;
@@ -174,6 +175,7 @@ static void test_measured(void **state)
         {"hunyuan_small.json -m infer --seq 128 -b 2 -p bf16", 2120192},
         {"hunyuan_small.json -m infer --seq 64 -b 4 -p fp32", 1873920},
         {"hunyuan_moe_small.json --seq 64 -b 2 -o adamw -p fp32" GM, 5903360},
+        {"hunyuan_moe_small.json --seq 96 -b 2 -o adamw -p bf16" GM, 4923392},
         {"hunyuan_moe_small.json --seq 128 -b 2 -o adamw -p fp32 --grad-ckpt" GM, 7173120},
         {"hunyuan_moe_small.json --seq 64 -b 4 -o adamw -p bf16" GM LQV, 4105728},
         {"hunyuan_moe_small.json --seq 96 -b 2 -o adamw -p fp32 --grad-ckpt" GM LQV, 3472384},
@@ -182,8 +184,6 @@ static void test_measured(void **state)
         {"hunyuan_moe_small.json -m infer --seq 64 -b 4 -p fp32" GM, 2929664},
     };
     assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0", 0.35);
-    static const cli_measured bf[] = {{"hunyuan_moe_small.json --seq 96 -b 2 -o adamw -p bf16" GM, 4923392}};
-    assert_measured(bf, 1, " --attention math --workspace 0", 1.1);
 #undef GM
 #undef LQV
 }

@@ -1147,7 +1147,8 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
                 if (!off_streams(b)) s_unref(b, brought[j], op->inst);
                 b->sv[op->sv0 + i] = -1;
             }
-    /* validate_outputs: sum_to of gradients for broadcast inputs */
+    /* validate_outputs: sum_to of gradients for broadcast inputs, the cast of one of another dtype */
+    int jf = 0; /* the next NEW_REDUCE input's output-sized gradient in full[] */
     for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
         item_t *it = &its[i];
         if (it->type != IT_IN || !it->diff || (it->how != VC_GRAD_REDUCE && it->how != VC_GRAD_NEW_REDUCE) ||
@@ -1163,8 +1164,11 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
             if (s >= 0) b->s[s].comp = it->comp;
             s_unref(b, s, op->inst);
         }
+        /* grads[i] = at::sum_to(std::move(grad), ...) / grad.to(dtype): the node's output-sized one goes as
+         * its reduction or cast replaces it, before the next input's (engine.cpp @ e1253a95 validate_outputs) */
+        if (it->how == VC_GRAD_NEW_REDUCE && jf < nfull) s_unref(b, full[jf++], op->inst);
     }
-    for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
+    for (int j = jf; j < nfull; j++) s_unref(b, full[j], op->inst);
     /* a leaf made to require grad (PEFT's hooked input embeddings, vc_op_leaf_grad): its AccumulateGrad node
      * holds the leaf, whose .grad the gradient becomes, until the graph is freed when backward ends (the
      * node is not the last to run when other branches remain: whisper's encoder) */
