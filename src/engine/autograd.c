@@ -1269,7 +1269,7 @@ static void backward(vc_build *b)
     for (int r = 0; r < b->nreg; r++) {
         region_t *R = &b->reg[r];
         R->bfirst = R->first;
-        if (reent(b, r)) continue;
+        if (R->first < 0 || reent(b, r)) continue; /* no op recorded here (another pipeline stage's block) */
         R->bfirst = -1;
         for (int32_t k = R->first; k <= R->last && R->bfirst < 0; k++)
             if (b->op[k].rg && !b->op[k].dead) R->bfirst = k;
