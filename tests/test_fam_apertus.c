@@ -53,9 +53,7 @@
 static void test_counts(void **state)
 {
     (void)state;
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file_hf(HF "apertus-8b-2509.json", NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    vc_model *m = fam_load_file(HF "apertus-8b-2509.json", 0); /* --seq 0: the default */
     assert_int_equal(vc_model_parameters(m), INT64_C(8053338176));
     vc_model_free(m);
     /* tiny: embeddings and lm_head 2 x 64,000, norm 64; a layer: q 4,096, k/v 2 x 2,048, o 4,096, q/k norms 32,
