@@ -20,6 +20,7 @@ typedef struct {
     bool has_end, keepdim, contiguous;
     int sel; /* per-sample dim index, set by setup */
     int output; /* TopK: 0 values, 1 indices */
+    int64_t grid; /* Parameter: bicubic_from (0: none) */
     bool reduce[VC_MAX_DIMS];
 } tensor_cfg;
 
@@ -339,10 +340,20 @@ const vc_kind vc_kind_Matmul = {
 
 /* ---- Parameter: a learned tensor of per-sample shape, expanded over the batch */
 
+/* bicubic_from G: the stored parameter is [1 + G^2, dim], its first row a class position and the rest a G x G grid,
+ * and the output [1 + n, dim] (shape) its grid resized to the image's n patches as
+ * Dinov2Embeddings.interpolate_pos_encoding does it (modeling_dinov2.py @ 015e68769f9823df27f5f7372dc155277e6ff7e6):
+ * class_pos_embed = position_embeddings[:, :1] and patch_pos_embed = position_embeddings[:, 1:] (slices: their
+ * backward a zero tensor of the parameter's size each), .reshape(1, G, G, dim).permute(0, 3, 1, 2) (views),
+ * nn.functional.interpolate(patch_pos_embed.to(torch.float32), size=(new_height, new_width), mode="bicubic",
+ * align_corners=False) (the cast a copy unless float32; upsample_bicubic2d saves nothing, its backward a new
+ * float32 gradient of its input's size), .to(dtype=target_dtype) (a copy unless float32), .permute(0, 2, 3, 1)
+ * .view(1, -1, dim) (views), torch.cat((class_pos_embed, patch_pos_embed), dim=1) (a new tensor, saves nothing):
+ * all once per forward, not per sample; the sum with the embeddings broadcasts it over the batch. */
 static int parameter_parse(vc_args *a, void *p)
 {
     tensor_cfg *c = p;
-    return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd);
+    return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd) || vc_arg_int(a, "bicubic_from", 0, 1, &c->grid);
 }
 
 static int parameter_setup(vc_setup *s, void *p)
@@ -351,14 +362,38 @@ static int parameter_setup(vc_setup *s, void *p)
     s->out = vc_shape_make(c->nd, c->shape);
     int64_t n = vc_shape_numel(&s->out);
     if (n < 0) return vc_fail(s, "shape", "the shape overflows 64-bit arithmetic");
+    if (c->grid > 0) {
+        int64_t t, w[2];
+        if (c->nd != 2 || c->shape[0] < 2)
+            return vc_fail(s, "bicubic_from", "needs shape [1 + patches, dim] (a class position and the patches')");
+        if (vc_mul(s, c->grid, c->grid, &t) || vc_mul(s, t + 1, c->shape[1], &w[0])) return -1;
+        w[0] = t + 1;
+        w[1] = c->shape[1];
+        s->ops = 10; /* the autocast copy, 2 slices, 2 views, 2 casts, interpolate, cat, expand */
+        return vc_param_shape(s, "weight", 2, w, 0);
+    }
     return vc_param_shape(s, "weight", c->nd, c->shape, 0);
 }
 
 static void parameter_emit(vc_build *b, const void *p)
 {
-    (void)p;
+    const tensor_cfg *c = p;
     /* p.expand(N, ...): a view; its backward is sum_to (a parameter-sized grad) */
     vc_t w = vc__op_autocast_weight(b, vc_weight(b, 0));
+    if (c->grid > 0) { /* interpolate_pos_encoding (above) */
+        const vc_dtype dt = vc_dt_of(b, w);
+        const int64_t dim = c->shape[1], n = (c->shape[0] - 1) * dim;
+        vc_t cls = vc__op_select(b, w, vc_n_fixed(dim), true);
+        vc_t grid = vc__op_view(b, vc__op_select(b, w, vc_n_fixed(c->grid * c->grid * dim), true),
+                                vc_n_fixed(c->grid * c->grid * dim), false);
+        vc_t up = vc__op_fresh(b, "upsample_bicubic2d", vc__op_cast(b, grid, VC_DT_F32), vc_n_fixed(n));
+        vc_t pe = vc__op_view(b, vc__op_cast(b, up, dt), vc_n_fixed(n), false);
+        vc_op *k = vc_op_begin(b, "cat");
+        vc_op_grad(k, vc_op_in(k, cls), VC_GRAD_PASS);
+        vc_op_grad(k, vc_op_in(k, pe), VC_GRAD_PASS);
+        w = vc_op_out(k, vc_n_fixed(n + dim), dt);
+        vc_op_end(k);
+    }
     vc_op *o = vc_op_begin(b, "expand");
     int i = vc_op_in(o, w);
     vc_t y = vc_op_out_view(o, i, out_numel(b), false);

@@ -115,6 +115,12 @@ static void test_layers(void **state)
     assert_int_equal(emitted(js, "\"held_until\":\t\"classifier\""), 1); /* sequence_output */
     assert_int_equal(emitted("{\"model_type\": \"dinov2\", \"use_mask_token\": false}", "\"Parameter\""), 2 + 2);
     assert_int_equal(emitted("{\"model_type\": \"dinov2\", \"use_swiglu_ffn\": true}", "\"GatedActivation\""), 1);
+    /* drop_path_rate > 0: Dinov2DropPath on both branches of a layer (StochasticDepth "row" with scale_input) */
+    assert_int_equal(emitted(js, "\"StochasticDepth\""), 0);
+    assert_int_equal(emitted("{\"model_type\": \"dinov2\", \"drop_path_rate\": 0.1}", "\"StochasticDepth\""), 2);
+    assert_int_equal(emitted("{\"model_type\": \"dinov2\", \"drop_path_rate\": 0.1}", "\"scale_input\":\ttrue"), 2);
+    /* the config's square image: the position embeddings themselves, no bicubic_from */
+    assert_int_equal(emitted(js, "\"bicubic_from\""), 0);
 }
 
 /* measured.json's dinov2 cases (dinov2_replica.py; run_suite.py's `dn` rows, every third held out): held within
@@ -137,6 +143,20 @@ static void test_measured(void **state)
         {"dinov2_swiglu_small.json -m infer --seq 65 -b 8 -p fp32", 5172224},
         {"dinov2_small.json --seq 65 -b 1 -o adamw -p fp32" CK LQV, 4815872},
         {"dinov2_swiglu_small.json -m infer --seq 65 -b 2 -p bf16", 1435136},
+        /* run_suite.py's `dn2` rows: dinov2_dp_small (drop_path_rate 0.2) and dinov2_small at other images
+         * (interpolate_pos_encoding); measured.json's values */
+        {"dinov2_dp_small.json --seq 65 -b 8 -o sgd -p fp32", 30754816},
+        {"dinov2_dp_small.json --seq 65 -b 4 -o adamw -p bf16", 14925312},
+        {"dinov2_dp_small.json --seq 65 -b 8 -o sgd -p fp32" CK, 14872064},
+        {"dinov2_dp_small.json --seq 65 -b 4 -o sgd -p fp32" LQV, 13116928},
+        {"dinov2_dp_small.json -m infer --seq 65 -b 8 -p fp32", 8455680},
+        {"dinov2_dp_small.json --seq 65 -b 16 -o sgd -p fp32", 57691136},
+        {"dinov2_small.json --image 140x140 --images 1 --seq 101 -b 8 -o sgd -p fp32", 49866752},
+        {"dinov2_small.json --image 168x112 --images 1 --seq 97 -b 4 -o sgd -p bf16", 17816576},
+        {"dinov2_small.json --image 112x84 --images 1 --seq 49 -b 8 -o adamw -p fp32", 30259712},
+        {"dinov2_small.json -m infer --image 196x196 --images 1 --seq 197 -b 4 -p fp32", 13786624},
+        {"dinov2_small.json --image 140x140 --images 1 --seq 101 -b 4 -o sgd -p fp32" CK, 13462528},
+        {"dinov2_small.json --image 126x154 --images 1 --seq 100 -b 4 -o sgd -p fp32" LQV, 20245504},
     };
 #undef CK
 #undef LQV
@@ -155,7 +175,7 @@ static void test_refusals(void **state)
         {"\"mlp_ratio\": 1e14", "mlp_ratio"},
         {"\"use_swiglu_ffn\": 1", "use_swiglu_ffn: expected true or false"},
         {"\"use_mask_token\": \"yes\"", "use_mask_token: expected true or false"},
-        {"\"drop_path_rate\": 0.1", "drop_path_rate: 0.1: Dinov2DropPath's stochastic depth is not modelled"},
+        {"\"drop_path_rate\": 1", "drop_path_rate: 1: Dinov2DropPath divides by 1 - drop_path_rate, 0"},
         {"\"drop_path_rate\": -1", "drop_path_rate"},
         {"\"image_size\": 8, \"patch_size\": 14", "patch_size: 14: larger than image_size (8)"},
         {"\"image_size\": [224, 224]", "image_size: expected an integer"},
@@ -184,8 +204,8 @@ static void test_refusals(void **state)
     } o[] = {
         {"-m generate", "--mode: generate: dinov2 is an encoder (Dinov2ForImageClassification)"},
         {"--serve --gpu h100-80gb", "generate needs a causal language model"},
-        {"--image 224x224", "--image: 224x224: dinov2 runs the config's image_size (518 x 518; "
-                            "Dinov2Embeddings.interpolate_pos_encoding"},
+        {"--image 13x224", "--image: 13x224: smaller than dinov2's patch_size (14), no patch"},
+        {"--image 224x224 --seq 1370", "--seq: 1370: dinov2's sequence is the image's 256 patches and the CLS token"},
         {"--images 2", "--images: 2: dinov2 takes one image per sample"},
         {"--seq 257", "--seq: 257: dinov2's sequence is the image's 1369 patches and the CLS token"},
         {"--tp 2 --gpus 2", "--tp: dinov2: tensor parallelism is not modelled"},
@@ -202,6 +222,12 @@ static void test_refusals(void **state)
     const long long d = cli_json_field(a, "\"peak_allocated\": ");
     snprintf(a, sizeof a, "%s --image 518x518 --seq 1370 -f json", f);
     assert_int_equal(cli_json_field(a, "\"peak_allocated\": "), d);
+    /* another size: the (224 // 14)^2 = 256 patches + CLS, --seq at that count honoured */
+    snprintf(a, sizeof a, "%s --image 224x224 -f json", f);
+    const long long d224 = cli_json_field(a, "\"peak_allocated\": ");
+    assert_true(d224 < d);
+    snprintf(a, sizeof a, "%s --image 224x224 --seq 257 -f json", f);
+    assert_int_equal(cli_json_field(a, "\"peak_allocated\": "), d224);
 }
 
 int main(void)

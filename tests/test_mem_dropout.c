@@ -99,6 +99,27 @@ static void test_stochastic_depth_modes(void **state)
     vc_result_free(&r);
 }
 
+/* StochasticDepth(0.2, "row", scale_input): DINOv2's drop_path (layers/dropout.c), batch 2.
+ * activations: the same saved tensors as "row" (x and the noise; the quotient input.div(keep_prob) is not
+ * saved): 256 x 512: 525312. Peak at batch 2, in forward at the product: weight 512 + x 4096 + c 4096 (the
+ * argument of drop_path, alive until it returns) + random_tensor 512 (keep_prob + rand: the rand's 512 freed
+ * after the add) + the quotient 4096 + the product 4096 = 17408 (backward's most is 14336: the root grad,
+ * dY and the mul's grad * random_tensor beside the weight, x, the noise and the loss). */
+static void test_stochastic_depth_scale_input(void **state)
+{
+    (void)state;
+    vc_result r = run_layer("{\"type\": \"StochasticDepth\", \"p\": 0.2, \"mode\": \"row\", \"scale_input\": true}",
+                            256, TRAIN);
+    assert_int_equal(r.memory.activations, 525312);
+    vc_result_free(&r);
+    r = run_layer("{\"type\": \"StochasticDepth\", \"p\": 0.2, \"mode\": \"row\", \"scale_input\": true}", 2, TRAIN);
+    assert_int_equal(r.memory.peak_allocated, 17408);
+    vc_result_free(&r);
+    r = run_layer("{\"type\": \"StochasticDepth\", \"p\": 0.2, \"mode\": \"row\"}", 2, TRAIN);
+    assert_true(r.memory.peak_allocated < 17408); /* no quotient: x * noise alone */
+    vc_result_free(&r);
+}
+
 /* p == 0 (and eval) is the identity: no node. Dropout(p=0):
  * train: activations = x = 4096; peak at the conv's backward: 512 + x
  *   + loss 512 + root grad 512 + dY 4096 + grad_weight 512 = 10240 (above
@@ -130,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_dropout_inplace_keeps_float_noise),
         cmocka_unit_test(test_dropout2d_feature_noise),
         cmocka_unit_test(test_stochastic_depth_modes),
+        cmocka_unit_test(test_stochastic_depth_scale_input),
         cmocka_unit_test(test_dropout_p_zero_identity),
         cmocka_unit_test(test_dropout_p_one),
     };

@@ -86,11 +86,36 @@ static void test_topk_indices_gather(void **state)
     vc_result_free(&r);
 }
 
+/* Parameter with bicubic_from (layers/tensor.c: Dinov2Embeddings.interpolate_pos_encoding @ 015e6876): input [5, 64],
+ * Linear(64->64, no bias) -> h 2560; Parameter [1 + 3 x 3, 64] (2304 B -> 2560) resized to shape [5, 64] (a class
+ * position and 4 patches); Add(h, pos). Weights 16384 + 2560 = 18944.
+ * infer: at the add: weights + x 2560 + h 2560 + the cat [5 x 64] 1536 (the interpolate's [4 x 64] 1024 freed after
+ *   the cat) + the sum 2560 = 28160.
+ * train (sgd): the forward's most is the same 28160; backward: at pos's slices, weights + x 2560 + loss 512 + root
+ *   grad 512 + dY 2560 + the expand's sum_to [5, 64] 1536 + upsample_bicubic2d's grad of its [64, 3, 3] input 2560 +
+ *   a slice_backward zero tensor of the parameter's size 2560 = 31744; the peak at the mm's weight grad: weights
+ *   + x + loss + root + dY + pos's grad 2560 + 16384 = 44032. Checked line by line against `vramcalc --trace`. */
+static void test_parameter_bicubic_from(void **state)
+{
+    (void)state;
+    static const char js[] = "{\"input\": [5, 64], \"layers\": [{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64, "
+                             "\"bias\": false, \"name\": \"x\"}, {\"type\": \"Parameter\", \"shape\": [5, 64], "
+                             "\"bicubic_from\": 3, \"name\": \"pos\"}, {\"type\": \"Add\", \"inputs\": [\"x\", \"pos\"]}]}";
+    vc_result r = mem_run(js, 2, VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 28160);
+    vc_result_free(&r);
+    r = mem_run(js, 2, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.weights, 18944);
+    assert_int_equal(r.memory.peak_allocated, 44032);
+    vc_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_topk_values),
         cmocka_unit_test(test_topk_indices_gather),
+        cmocka_unit_test(test_parameter_bicubic_from),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

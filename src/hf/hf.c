@@ -1644,14 +1644,27 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
     const bool vit = a.f->block == BLK_VIT || a.f->block == BLK_DINOV2; /* pixel_values in (hf_read.c read_vit) */
     if (vit) { /* ViTForImageClassification / Dinov2ForImageClassification: the image is the input */
-        if (o && o->image_w > 0 && (o->image_w != a.vit.img || o->image_h != a.vit.img))
-            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: %s runs the config's image_size (%lld x %lld; %s)",
-                                (long long)o->image_w, (long long)o->image_h, r.fam, (long long)a.vit.img,
-                                (long long)a.vit.img, a.f->block == BLK_VIT
-                                    ? "ViTPatchEmbeddings raises ValueError on another size unless interpolate_pos_encoding, "
-                                      "which is not modelled"
-                                    : "Dinov2Embeddings.interpolate_pos_encoding's bicubic resize of the position "
-                                      "embeddings at another size is not modelled");
+        if (o && o->image_w > 0 && a.f->block == BLK_VIT && (o->image_w != a.vit.img || o->image_h != a.vit.img))
+            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: %s runs the config's image_size (%lld x %lld; "
+                                "ViTPatchEmbeddings raises ValueError on another size unless interpolate_pos_encoding, "
+                                "which is not modelled)", (long long)o->image_w, (long long)o->image_h, r.fam,
+                                (long long)a.vit.img, (long long)a.vit.img);
+        if (o && o->image_w > 0 && a.f->block == BLK_DINOV2) { /* Dinov2Embeddings.forward at any height x width: the
+                                                                 * patch grid (height // patch_size) x (width // patch_size),
+                                                                 * the position embeddings interpolated (hf_layers.c) */
+            int64_t t;
+            if (o->image_w < a.vit.P || o->image_h < a.vit.P)
+                return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: smaller than dinov2's patch_size (%lld), "
+                                    "no patch", (long long)o->image_w, (long long)o->image_h, (long long)a.vit.P);
+            if (__builtin_mul_overflow(o->image_w, o->image_h, &t) || __builtin_mul_overflow(t, a.vit.cin, &t) ||
+                t > (INT64_C(1) << 48) || __builtin_mul_overflow((o->image_w / a.vit.P) * (o->image_h / a.vit.P) + 1, a.H, &t) ||
+                t > (INT64_C(1) << 48))
+                return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: the image or its embeddings are more than "
+                                    "2^48 elements", (long long)o->image_w, (long long)o->image_h);
+            a.vit.w = o->image_w;
+            a.vit.h = o->image_h;
+            a.vit.patches = (a.vit.w / a.vit.P) * (a.vit.h / a.vit.P);
+        }
         if (o && o->images > 1)
             return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: %s takes one image per sample (" O("batch") " "
                                 "is the images)", (long long)o->images, r.fam);
@@ -1785,7 +1798,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                  (long long)a.seq, (long long)a.tgt);
     if (vit)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld x %lld image, %lld patches + CLS)", r.fam, an[0] ? " " : "",
-                 an, (long long)a.vit.img, (long long)a.vit.img, (long long)a.vit.patches);
+                 an, (long long)a.vit.w, (long long)a.vit.h, (long long)a.vit.patches);
     if (a.f->block == BLK_WHISPER) { /* a.tgt: the decoder's tokens; the encoder's input is fixed (hf_whisper.c) */
         a.tgt = a.seq;
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld mel bins x %lld frames, target %lld)", r.fam,
@@ -1804,9 +1817,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;
     bool ok = shape != NULL;
     /* whisper: input_features [num_mel_bins, 2 x max_source_positions] in the model's dtype (hf_whisper.c) */
-    /* vit: pixel_values [num_channels, image_size, image_size] float32 (ViTImageProcessor's) */
+    /* vit: pixel_values [num_channels, image_size, image_size] float32 (ViTImageProcessor's); dinov2: [num_channels,
+     * height, width] at --image WxH */
     const bool features = (a.f->block == BLK_WHISPER && !wh_dec) || vit;
-    const int64_t dims[3] = {vit ? a.vit.cin : features ? a.wh.mel : a.seq, vit ? a.vit.img : 2 * a.wh.src, a.vit.img};
+    const int64_t dims[3] = {vit ? a.vit.cin : features ? a.wh.mel : a.seq, vit ? a.vit.h : 2 * a.wh.src, a.vit.w};
     for (int d = 0; ok && d < (vit ? 3 : features ? 2 : 1); d++) {
         cJSON *len = cJSON_CreateNumber((double)dims[d]);
         ok = len && cJSON_AddItemToArray(shape, len);

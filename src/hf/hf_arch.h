@@ -362,9 +362,12 @@ typedef struct {
     /* vit (hf_read.c read_vit): image_size, patch_size, num_channels; the patches (image_size / patch_size)^2 */
     /* dinov2 (the same reader): use_swiglu_ffn, use_mask_token (mask_token, a parameter the forward leaves unused
      * without bool_masked_pos) */
+    /* h, w: the image run (the config's image_size, or dinov2's --image), patches (h / patch_size) x (w / patch_size);
+     * grid: image_size / patch_size, the side of the learned position grid; drop_path: dinov2's drop_path_rate */
     struct {
-        int64_t img, P, cin, patches;
+        int64_t img, P, cin, patches, h, w, grid;
         bool swiglu, mask_token;
+        double drop_path;
     } vit;
     /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),
      * layer_types ("chunked_attention" / "full_attention"; NULL: chunked where the layer has rope),

@@ -863,10 +863,26 @@ static void vit_layer(wr *w, const arch *a)
     ins(w, add_layer(w, "Add", "output.residual"), prev, "attention_residual", NULL, NULL);
 }
 
+/* Dinov2Layer's self.drop_path on the last layer's output (one module, called on both branches): nn.Identity at
+ * drop_path_rate 0.0 (the output's own name returned), else Dinov2DropPath (modeling_dinov2.py @
+ * 015e68769f9823df27f5f7372dc155277e6ff7e6 drop_path: keep_prob + torch.rand([batch, 1, 1]), floor_,
+ * input.div(keep_prob) * random_tensor in training, the input itself in eval): StochasticDepth "row" with
+ * scale_input (layers/dropout.c), every layer at the same rate. */
+static const char *drop_path(wr *w, const arch *a, const char *name)
+{
+    if (!(a->vit.drop_path > 0)) return w->last;
+    cJSON *o = add_layer(w, "StochasticDepth", name);
+    num(w, o, "p", a->vit.drop_path);
+    str(w, o, "mode", "row");
+    flag(w, o, "scale_input", true);
+    return name;
+}
+
 /* Dinov2Layer.forward (modeling_dinov2.py @ 015e6876): hidden_states_norm = norm1(hidden_states), a local alive
  * until the layer returns; Dinov2Attention (ViT's: key, value, query, sdpa, dense, dropout); layer_scale1
  * (Dinov2LayerScale: hidden_state * lambda1, a [hidden_size] parameter; the product saves both), bound to
- * self_attention_output until the layer returns; drop_path an nn.Identity (drop_path_rate 0.0, read_dinov2);
+ * self_attention_output until the layer returns; drop_path (above: nn.Identity at drop_path_rate 0.0, else
+ * Dinov2DropPath);
  * + hidden_states; norm2, its output the argument of the MLP until it
  * returns: Dinov2MLP (fc1, ACT2FN[hidden_act], fc2; no dropout) or Dinov2SwiGLUFFN (weights_in [2 x hidden],
  * chunk(2): views, silu(x1) * x2, weights_out); layer_scale2; + the first residual. */
@@ -877,7 +893,7 @@ static void dinov2_layer(wr *w, const arch *a)
     shape2(w, add_layer(w, "Parameter", "layer_scale1.lambda1"), 1, a->H);
     cJSON *ls1 = add_layer(w, "Mul", "layer_scale1");
     ins(w, ls1, prev, "layer_scale1.lambda1", NULL, NULL);
-    ins(w, add_layer(w, "Add", "attention_residual"), "layer_scale1", "input", NULL, NULL);
+    ins(w, add_layer(w, "Add", "attention_residual"), drop_path(w, a, "drop_path.attention"), "input", NULL, NULL);
     cJSON *n2 = layernorm(w, a, "norm2", NULL);
     if (a->vit.swiglu) {
         linear(w, "mlp.weights_in", NULL, a->H, 2 * a->I, true);
@@ -894,7 +910,7 @@ static void dinov2_layer(wr *w, const arch *a)
     prev = w->last;
     shape2(w, add_layer(w, "Parameter", "layer_scale2.lambda1"), 1, a->H);
     ins(w, add_layer(w, "Mul", "layer_scale2"), prev, "layer_scale2.lambda1", NULL, NULL);
-    ins(w, add_layer(w, "Add", "output.residual"), "layer_scale2", "attention_residual", NULL, NULL);
+    ins(w, add_layer(w, "Add", "output.residual"), drop_path(w, a, "drop_path.mlp"), "attention_residual", NULL, NULL);
     str(w, n1, "held_until", "output.residual"); /* hidden_states_norm */
     str(w, ls1, "held_until", "output.residual"); /* self_attention_output, never rebound after layer_scale1 */
 }
@@ -1122,7 +1138,8 @@ static void build_distilbert(wr *w, const arch *a)
  *    (a copy unless float32);
  *  - ViTEmbeddings.forward: patch_embeddings (ViTPatchEmbeddings: projection, an nn.Conv2d with kernel = stride =
  *    patch_size, then .flatten(2).transpose(1, 2): views), cls_token.expand(batch_size, -1, -1), torch.cat((cls,
- *    embeddings), dim=1), + position_embeddings (no interpolate_pos_encoding: the image is the config's size),
+ *    embeddings), dim=1), + position_embeddings (no interpolate_pos_encoding: the image is the config's size;
+ *    Dinov2Embeddings.forward interpolates them at dinov2's --image, Parameter's bicubic_from, layers/tensor.c),
  *    dropout(hidden_dropout_prob);
  *  - ViTEncoder: the ViTLayers (vit_layer; with gradient checkpointing each layer's __call__ through
  *    _gradient_checkpointing_func), ViTModel.layernorm; no pooler (add_pooling_layer=False);
@@ -1130,7 +1147,6 @@ static void build_distilbert(wr *w, const arch *a)
 static void build_vit(wr *w, const arch *a)
 {
     const bool dino = a->f->block == BLK_DINOV2;
-    const int64_t side = a->vit.img / a->vit.P;
     enum { CAST, PROJ, FLAT, PATCH, CLS, MASK, CAT, POS, ADD, DROP, LAYERS, NORM, NNAMES };
     static const char *const sfx[NNAMES] = {"pixel_values", "embeddings.patch_embeddings.projection",
         "embeddings.patch_embeddings.flatten", "embeddings.patch_embeddings", "embeddings.cls_token",
@@ -1145,7 +1161,7 @@ static void build_vit(wr *w, const arch *a)
     num(w, o, "out_channels", (double)a->H);
     num(w, o, "kernel_size", (double)a->vit.P);
     num(w, o, "stride", (double)a->vit.P);
-    shape2(w, add_layer(w, "Reshape", nm[FLAT]), a->H, side * side);
+    shape2(w, add_layer(w, "Reshape", nm[FLAT]), a->H, a->vit.patches);
     o = add_layer(w, "Transpose", nm[PATCH]);
     num(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
     num(w, o, "dim1", 2);
@@ -1155,7 +1171,12 @@ static void build_vit(wr *w, const arch *a)
     o = add_layer(w, "Cat", nm[CAT]);
     ins(w, o, nm[CLS], nm[PATCH], NULL, NULL);
     num(w, o, "dim", 1);
-    shape2(w, add_layer(w, "Parameter", nm[POS]), side * side + 1, a->H);
+    o = add_layer(w, "Parameter", nm[POS]);
+    shape2(w, o, a->vit.patches + 1, a->H);
+    /* Dinov2Embeddings.interpolate_pos_encoding: the parameter itself when num_patches == num_positions and
+     * height == width, else its grid resized (bicubic) to the image's patches (Parameter's bicubic_from) */
+    if (dino && (a->vit.patches != a->vit.grid * a->vit.grid || a->vit.h != a->vit.w))
+        num(w, o, "bicubic_from", (double)a->vit.grid);
     ins(w, add_layer(w, "Add", nm[ADD]), nm[CAT], nm[POS], NULL, NULL);
     dropout(w, nm[DROP], a->p_resid);
     layer_stack(w, a, nm[LAYERS], w->last);

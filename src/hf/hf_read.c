@@ -392,8 +392,9 @@ static int read_dinov2(rd *r, arch *a)
     if (get_num(r, "mlp_ratio", 4, 0, 1e15, &ratio) || get_bool(r, "use_swiglu_ffn", false, &a->vit.swiglu) ||
         get_bool(r, "use_mask_token", true, &a->vit.mask_token) || get_num(r, "drop_path_rate", 0, 0, 1, &dp))
         return -1;
-    if (dp > 0) /* Dinov2DropPath (drop_path: a [batch, 1, 1] mask and input.div(keep_prob)) in training */
-        return vc__hf_bad(r, "drop_path_rate", "%g: Dinov2DropPath's stochastic depth is not modelled (0.0: nn.Identity)", dp);
+    if (dp >= 1) /* drop_path's input.div(keep_prob): keep_prob 0 */
+        return vc__hf_bad(r, "drop_path_rate", "%g: Dinov2DropPath divides by 1 - drop_path_rate, 0", dp);
+    a->vit.drop_path = dp; /* Dinov2Layer: Dinov2DropPath(drop_path_rate) when > 0.0 (hf_layers.c dinov2_layer) */
     const double I = (double)a->H * ratio;
     if (!(I >= 1) || I > (double)(INT64_C(1) << 40))
         return vc__hf_bad(r, "mlp_ratio", "%g: int(hidden_size (%lld) * mlp_ratio) is %s", ratio, (long long)a->H,
@@ -429,6 +430,8 @@ static int read_vit(rd *r, arch *a)
                           "Conv2d is more than 2^48 elements", (long long)a->vit.cin, (long long)a->vit.img,
                           (long long)a->vit.img, (long long)a->vit.P);
     a->vit.patches = side * side;
+    a->vit.grid = side;
+    a->vit.h = a->vit.w = a->vit.img; /* hf.c: dinov2's --image */
     return 0;
 }
 

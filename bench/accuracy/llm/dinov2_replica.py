@@ -10,12 +10,16 @@ Sources read (huggingface/transformers):
       [1, num_patches + 1, H], dropout hidden_dropout_prob; forward: pixel_values.to(projection.weight.dtype) straight
       into the patch embeddings, the mask_token's torch.where only with bool_masked_pos (None here),
       cls_token.expand(batch_size, -1, -1), torch.cat((cls_tokens, embeddings), dim=1), + interpolate_pos_encoding
-      (the position_embeddings themselves when the image is the config's square size), dropout);
+      (the position_embeddings themselves when num_patches == num_positions and height == width; else
+      position_embeddings[:, :1], [:, 1:].reshape(1, G, G, dim).permute(0, 3, 1, 2), nn.functional.interpolate of
+      its .to(torch.float32) to (height // patch_size, width // patch_size), bicubic, align_corners False,
+      .to(dtype=target_dtype), .permute(0, 2, 3, 1).view(1, -1, dim), torch.cat with the class position), dropout);
       Dinov2SelfAttention (ViT's: key, value, query -- nn.Linear(H, H, bias=qkv_bias) -- each .view(B, -1, NH, D)
       .transpose(1, 2), the sdpa interface (integrations/sdpa_attention.py: no mask, is_causal False, dropout
       attention_probs_dropout_prob in training, attn_output.transpose(1, 2).contiguous()), reshape(B, L, H));
       Dinov2SelfOutput (dense, dropout); Dinov2LayerScale (hidden_state * lambda1, lambda1 [H]);
-      Dinov2DropPath (nn.Identity when drop_path_rate is 0.0, the only case measured);
+      Dinov2DropPath / drop_path (nn.Identity when drop_path_rate is 0.0; else in training keep_prob +
+      torch.rand((batch, 1, 1), dtype=input.dtype), floor_(), input.div(keep_prob) * random_tensor; the input in eval);
       Dinov2MLP (fc1 [H -> int(H * mlp_ratio)], ACT2FN[hidden_act], fc2); Dinov2SwiGLUFFN (hidden
       (int(int(H * mlp_ratio) * 2 / 3) + 7) // 8 * 8, weights_in [H -> 2 hidden], chunk(2, dim=-1),
       silu(x1) * x2, weights_out);
@@ -141,8 +145,7 @@ class Dinov2SwiGLUFFN(nn.Module):
 class Dinov2Layer(nn.Module):
     def __init__(self, c):
         super().__init__()
-        if c["drop_path_rate"] > 0.0:
-            raise ValueError("dinov2_replica.py: Dinov2DropPath (drop_path_rate > 0) is not replicated")
+        self.drop_prob = c["drop_path_rate"]  # Dinov2DropPath(drop_path_rate) if > 0.0 else nn.Identity()
         H, eps = c["hidden_size"], c["layer_norm_eps"]
         self.norm1 = vctorch._LayerNorm2x(H, eps=eps)
         self.attention = Dinov2Attention(c)
@@ -151,15 +154,25 @@ class Dinov2Layer(nn.Module):
         self.mlp = Dinov2SwiGLUFFN(c) if c["use_swiglu_ffn"] else Dinov2MLP(c)
         self.layer_scale2 = Dinov2LayerScale(c)
 
+    def drop_path(self, input):  # drop_path(input, drop_prob, training); nn.Identity at 0.0
+        if self.drop_prob == 0.0 or not self.training:
+            return input
+        keep_prob = 1 - self.drop_prob
+        shape = (input.shape[0],) + (1,) * (input.ndim - 1)
+        random_tensor = keep_prob + torch.rand(shape, dtype=input.dtype, device=input.device)
+        random_tensor.floor_()  # binarize
+        output = input.div(keep_prob) * random_tensor
+        return output
+
     def forward(self, hidden_states):
         hidden_states_norm = self.norm1(hidden_states)
         self_attention_output = self.attention(hidden_states_norm)
         self_attention_output = self.layer_scale1(self_attention_output)
-        hidden_states = self_attention_output + hidden_states  # drop_path: nn.Identity
+        hidden_states = self.drop_path(self_attention_output) + hidden_states
         layer_output = self.norm2(hidden_states)
         layer_output = self.mlp(layer_output)
         layer_output = self.layer_scale2(layer_output)
-        layer_output = layer_output + hidden_states
+        layer_output = self.drop_path(layer_output) + hidden_states
         return layer_output
 
 
@@ -186,15 +199,37 @@ class Dinov2ForImageClassification(nn.Module):
     def get_input_embeddings(self):  # Dinov2Model.get_input_embeddings: the patch embeddings
         return self.projection
 
+    def interpolate_pos_encoding(self, embeddings, height, width):  # Dinov2Embeddings.interpolate_pos_encoding
+        num_patches = embeddings.shape[1] - 1
+        num_positions = self.position_embeddings.shape[1] - 1
+        if num_patches == num_positions and height == width:
+            return self.position_embeddings
+        class_pos_embed = self.position_embeddings[:, :1]
+        patch_pos_embed = self.position_embeddings[:, 1:]
+        dim = embeddings.shape[-1]
+        P = self.c["patch_size"]
+        new_height = height // P
+        new_width = width // P
+        sqrt_num_positions = int(num_positions ** 0.5)
+        patch_pos_embed = patch_pos_embed.reshape(1, sqrt_num_positions, sqrt_num_positions, dim)
+        patch_pos_embed = patch_pos_embed.permute(0, 3, 1, 2)
+        target_dtype = patch_pos_embed.dtype
+        patch_pos_embed = nn.functional.interpolate(
+            patch_pos_embed.to(torch.float32),
+            size=(new_height, new_width),
+            mode="bicubic",
+            align_corners=False,
+        ).to(dtype=target_dtype)
+        patch_pos_embed = patch_pos_embed.permute(0, 2, 3, 1).view(1, -1, dim)
+        return torch.cat((class_pos_embed, patch_pos_embed), dim=1)
+
     def _embeddings(self, pixel_values):  # Dinov2Embeddings.forward (bool_masked_pos None)
         batch_size, _, height, width = pixel_values.shape
-        if height != self.img or width != self.img:
-            raise ValueError("dinov2_replica.py: interpolate_pos_encoding's resize is not replicated")
         target_dtype = self.projection.weight.dtype
         embeddings = self.projection(pixel_values.to(dtype=target_dtype)).flatten(2).transpose(1, 2)
         cls_tokens = self.cls_token.expand(batch_size, -1, -1)
         embeddings = torch.cat((cls_tokens, embeddings), dim=1)
-        embeddings = embeddings + self.position_embeddings  # interpolate_pos_encoding: the parameter itself
+        embeddings = embeddings + self.interpolate_pos_encoding(embeddings, height, width)
         return vctorch.dropout2x(embeddings, self.p, self.training)
 
     def _dinov2(self, pixel_values):  # Dinov2Model.forward

@@ -498,6 +498,11 @@ def main(argv):
             return ids
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
                        "image_embeds": args.images * rows * cols})
+    elif args.image and cfg.model_type == "dinov2":
+        # Dinov2Embeddings.forward at the image's height x width (dinov2_replica.interpolate_pos_encoding)
+        if args.images != 1:
+            raise SystemExit("measure_llm.py: dinov2: one image per sample")
+        result.update({"image": args.image, "images": args.images})
     elif args.image:
         if cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe"):
             # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
@@ -525,6 +530,9 @@ def main(argv):
         # vit: ViTImageProcessor's pixel_values [B, num_channels, image_size, image_size] float32 (the model casts
         # them to its dtype: vision_encoder_replica.py); resident like input_ids
         vc = (dinov2_replica if cfg.model_type == "dinov2" else vision_encoder_replica).resolve(cfg.d)
+        if args.image and cfg.model_type == "dinov2":  # --image WxH: pixel_values [B, C, H, W]
+            W, Hh = (int(x) for x in args.image.lower().split("x"))
+            return torch.randn(args.batch, vc["num_channels"], Hh, W)
         return torch.randn(args.batch, vc["num_channels"], vc["image_size"], vc["image_size"])
 
     def features():

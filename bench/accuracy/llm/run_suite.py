@@ -2025,6 +2025,31 @@ def cases():
                  precision="fp32", held_out=True),
             dict(config="configs/apertus_small.json", mode="generate", batch=1, prompt=40, new_tokens=24,
                  precision="bf16", held_out=False)]
+    # issue 31 (towers and encoders): DINOv2's two behaviours that were refused (dinov2_replica.py, modeling_dinov2.py
+    # @ 015e6876): dinov2_dp_small (dinov2_small at drop_path_rate 0.2: Dinov2DropPath's keep_prob + rand, floor_,
+    # input.div(keep_prob) * random_tensor on both branches of every layer in training), and dinov2_small at
+    # images other than its 112 x 112 (--image WxH: Dinov2Embeddings.interpolate_pos_encoding's bicubic resize of the
+    # 8 x 8 position grid to (H // 14) x (W // 14), --seq the patches + CLS). Train (full, --grad-ckpt, LoRA r=8 on
+    # query,value), --mode infer, bf16. Every third held out.
+    dn2 = [
+        ("train", "dinov2_dp_small", 8, 65, "sgd", "fp32", False, 0, None),
+        ("train", "dinov2_dp_small", 4, 65, "adamw", "bf16", False, 0, None),
+        ("train", "dinov2_dp_small", 8, 65, "sgd", "fp32", True, 0, None),
+        ("train", "dinov2_dp_small", 4, 65, "sgd", "fp32", False, 8, None),
+        ("infer", "dinov2_dp_small", 8, 65, None, "fp32", False, 0, None),
+        ("train", "dinov2_dp_small", 16, 65, "sgd", "fp32", False, 0, None),
+        ("train", "dinov2_small", 8, 101, "sgd", "fp32", False, 0, "140x140"),
+        ("train", "dinov2_small", 4, 97, "sgd", "bf16", False, 0, "168x112"),
+        ("train", "dinov2_small", 8, 49, "adamw", "fp32", False, 0, "112x84"),
+        ("infer", "dinov2_small", 4, 197, None, "fp32", False, 0, "196x196"),
+        ("train", "dinov2_small", 4, 101, "sgd", "fp32", True, 0, "140x140"),
+        ("train", "dinov2_small", 4, 100, "sgd", "fp32", False, 8, "126x154"),
+    ]
+    n0 = len(out)
+    mode_cases(out, [r[:8] for r in dn2], lora_targets="query,value", train=dict(lora_dropout=0.0))
+    for c, r in zip(out[n0:], dn2):
+        if r[8]:
+            c.update(image=r[8], images=1)
     return out
 
 
