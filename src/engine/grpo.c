@@ -35,7 +35,7 @@
  *     freed while the saved activations alone are alive) are not counted.
  * With --grad-ckpt (GRPOConfig's default gradient_checkpointing=True) the model is in training mode, but
  * unwrap_model_for_generation turns checkpointing off around generate() and back on after it
- * (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771 l.133-136, 151-152; since PR #3882, v0.22.0):
+ * (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771 l.133-136, 151-152; since PR #3882, 65d7894b, v0.22.0):
  * transformers' GradientCheckpointingLayer.__call__ keeps past_key_values, so 1. is the same generate plan with
  * its DynamicCache as without checkpointing (before v0.22.0 the cache went unwritten: not modelled, no TRL release
  * option). The policy's forward here is checkpointed per decoder layer, the reference's not
