@@ -56,7 +56,7 @@ static void test_refused(void **state)
         {"--loss grpo --beta -1", "--beta: expected a number from 0 to 1e+06"},
         {"--prompt 16", "--prompt, --new-tokens and --cache go with --mode generate"},
         {"--loss grpo -p amp-bf16", "--precision: grpo under autocast (amp-bf16) is not modelled"},
-        {"--loss grpo --parallel fsdp2 --gpus 2", "--parallel: grpo is modelled on one GPU and under ddp"},
+        {"--loss grpo --parallel shard-grad-op --gpus 2", "--parallel: grpo is modelled on one GPU and under ddp"},
         {"--loss grpo --beta 0.1 --peft ia3", "--beta: the reference pass with ia3 disabled is not modelled"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -785,8 +785,9 @@ static void test_vllm_ddp(void **state)
     assert_string_equal(t.rows[1], "idle free act 49152 25710545920 - input_ids");   /* resident + 8,422,912 */
     assert_string_equal(t.rows[3], "vllm alloc act 18767073075 50936673587 - wake_up");
     snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 "
-                          "--use-vllm --gpu h100-80gb --parallel fsdp2 --gpus 2");
-    assert_usage(a, "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3 and (with --use-vllm) fsdp");
+                          "--use-vllm --gpu h100-80gb --parallel hybrid --gpus 2");
+    assert_usage(a, "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3 and (with --use-vllm) fsdp and "
+                    "fsdp2");
 }
 
 /* --vllm-tensor-parallel-size 2 over test_vllm_ddp's 2 processes (trl @f2cd5771 vllm_generation.py _init_vllm:

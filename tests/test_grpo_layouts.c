@@ -1,5 +1,5 @@
 /*
- * test_grpo_layouts.c — `--loss grpo` under `--parallel ddp|zero2|zero3|fsdp` (issue 26, loop shapes; src/engine/grpo.c
+ * test_grpo_layouts.c — `--loss grpo` under `--parallel ddp|zero2|zero3|fsdp|fsdp2` (issue 26, loop shapes; src/engine/grpo.c
  * vc__grpo_layout_why and vc__grpo_phases, src/api/request.c vllm_beside). TRL @ f2cd57710ae345ea6428ae95363267fcf38a3dc8:
  *  - generation without vLLM: trl/models/utils.py _unwrap_model_for_generation. Under ZeRO-3 with
  *    ds3_gather_for_generation (default True) deepspeed.zero.GatheredParameters(model.parameters()) around generate():
@@ -11,7 +11,8 @@
  *  - --use-vllm: trl/generation/vllm_generation.py sync_weights: a full fine-tune under ZeRO-3 gathers one parameter at
  *    a time around its push (gather_params([param]) -> _allgather_params_sequential: one tensor), PEFT gathers all at
  *    once around merge_adapter; FSDP1's _sync_fsdp1_params_to_vllm holds one unit whole at a time
- *    (summon_full_params(recurse=False, writeback=False): its padded unsharded flat parameter).
+ *    (summon_full_params(recurse=False, writeback=False): its padded unsharded flat parameter); FSDP2's
+ *    _sync_fsdp2_params_to_vllm one parameter's full_tensor() at a time (test_vllm_fsdp2).
  * One config: Llama-3.2-3B (tests/data/hf/llama-3.2-3b.json: vocab 128256, hidden 3072, intermediate 8192, 28 layers,
  * 24 heads, 8 KV heads of 128, tied embeddings), bf16, 8 completions of 512 tokens after 256-token prompts, 8 GPUs.
  * Every figure below derived by hand from those sizes; the step's own (the layout's plan) and the single-GPU
@@ -222,6 +223,41 @@ static void test_vllm_layouts(void **state)
                      7425974784LL + 6459054592LL + 18767073075LL + 8422912LL);
 }
 
+/* --use-vllm under fsdp2 (fully_shard per decoder layer and on the root, layout_fsdp2.c): each parameter sharded on its
+ * own, ceil(dim0 / 8) rows of it per rank in bf16, one allocation each (512-byte blocks): a layer's q, o 2,359,296 B,
+ * k, v 786,432 B, gate, up, down 6,291,456 B, its two norms 384 elements -> 1,024 B each: 25,167,872 B; 28 layers
+ * 704,700,416 B; embed_tokens 98,500,608 B and the final norm 1,024 B: 803,202,048 B, with inv_freq 803,202,560 B;
+ * Adam's two bf16 states per shard 1,606,404,096 B; no gradient kept (zero_grad(set_to_none=True) frees the sharded
+ * ones); resident = 803,202,560 + 1,606,404,096 + 123,904 = 2,409,730,560 B. sync_weights (trl @f2cd5771
+ * vllm_generation.py _sync_fsdp2_params_to_vllm) takes module.state_dict()'s sharded DTensors one at a time,
+ * param.full_tensor() (pytorch @00131b6b placement_types.py Shard._to_replicate_tensor: all_gather_tensor of
+ * ceil(dim0 / world) x world rows, unpad_tensor a view of it): the largest, embed_tokens, 128,256 x 3,072 x 2 =
+ * 788,004,864 B at 8 ranks (128,256 divides by 8). */
+static void test_vllm_fsdp2(void **state)
+{
+    (void)state;
+    long long shards = 28 * (2 * 2359296LL + 2 * 786432LL + 3 * 6291456LL + 2 * 1024LL) + 98500608LL + 1024;
+    assert_int_equal(shards, 803202048LL);
+    assert_int_equal(shards + 512 + 2 * shards + VLLM_BUF, 2409730560LL);
+    check_vllm(CFG VLLM " --parallel fsdp2 --gpus 8", shards + 512 + 2 * shards + VLLM_BUF, EMBED * 2, EMBED * 2);
+    /* 7 ranks: 128,256 rows pad to ceil(128,256 / 7) = 18,323 x 7 = 128,261 (the padded all-gather output, narrowed):
+     * 128,261 x 3,072 x 2 = 788,035,584 B (a 512 multiple) */
+    const char *g7 = CFG VLLM " --parallel fsdp2 --gpus 7";
+    assert_int_equal(jget(g7, "\"layout\"", "\"gathered\": "), 788035584LL);
+    assert_int_equal(jget(g7, "\"vllm\": {", "\"sync_temp\": "), 18323LL * 7 * 3072 * 2);
+    /* HSDP (2 replicas x 4 shards): full_tensor() gathers the shard dimension only, 128,256 rows over 4: the same
+     * whole parameter */
+    assert_int_equal(jget(CFG VLLM " --parallel fsdp2 --gpus 8 --fsdp-replicate 2", "\"vllm\": {", "\"sync_temp\": "),
+                     EMBED * 2);
+    /* MixedPrecisionPolicy(param_dtype=bf16) over an fp32 model: the sharded parameters (the state dict's) stay fp32
+     * (orig_dtype), so full_tensor() is 788,004,864 x 2 = 1,576,009,728 B */
+    assert_int_equal(jget(CFG VLLM " --parallel fsdp2 --gpus 8 -p fp32 --fsdp-param-dtype bf16", "\"vllm\": {",
+                          "\"sync_temp\": "),
+                     EMBED * 4);
+    /* one rank: the all-gather over a world of 1 still writes a new tensor, the whole parameter */
+    assert_int_equal(jget(CFG VLLM " --parallel fsdp2 --gpus 1", "\"layout\"", "\"gathered\": "), EMBED * 2);
+}
+
 /* What is refused, one line each, naming --parallel (or --trace): */
 static void test_refused(void **state)
 {
@@ -230,16 +266,23 @@ static void test_refused(void **state)
         const char *args, *msg;
     } bad[] = {
         {" --parallel fsdp --gpus 8", "--parallel: grpo under fsdp is modelled with --use-vllm only"},
-        {VLLM LORA " --parallel fsdp --gpus 8", "--parallel: grpo with adapters under fsdp is not modelled"},
+        {VLLM LORA " --parallel fsdp --gpus 8", "--parallel: grpo with adapters under fsdp or fsdp2 is not modelled"},
+        {VLLM LORA " --parallel fsdp2 --gpus 8", "--parallel: grpo with adapters under fsdp or fsdp2 is not modelled"},
+        {" --parallel fsdp2 --gpus 8", "--parallel: grpo under fsdp2 is modelled with --use-vllm only: transformers' "
+                                       "generate() runs fully_shard's per-group all-gathers"},
+        {VLLM " --parallel fsdp2 --gpus 8 --beta 0.04", "--parallel: grpo with --beta under zero3, fsdp or fsdp2 is not "
+                                                       "modelled for a full fine-tune"},
+        {VLLM " --parallel fsdp2 --gpus 8 --trace", "--trace with --use-vllm under --parallel fsdp2 is not written"},
         {VLLM " --parallel fsdp --gpus 8 --fsdp-param-dtype bf16", "--parallel: grpo under fsdp is modelled without "
                                                                    "MixedPrecision or use_orig_params"},
-        {" --parallel zero3 --gpus 8 --beta 0.04", "--parallel: grpo with --beta under zero3 or fsdp is not modelled "
-                                                  "for a full fine-tune"},
+        {" --parallel zero3 --gpus 8 --beta 0.04", "--parallel: grpo with --beta under zero3, fsdp or fsdp2 is not "
+                                                  "modelled for a full fine-tune"},
         {" --parallel zero3 --gpus 8 --offload optimizer", "--parallel: grpo with --offload is not modelled"},
         {" --parallel zero3 --gpus 8 --qlora", "--parallel: grpo over quantized weights under a sharded layout is not "
                                                "modelled"},
-        {" --parallel fsdp2 --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3 and (with "
-                                       "--use-vllm) fsdp (TRL's generation and weight sync under the others are not)"},
+        {" --parallel shard-grad-op --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3 and "
+                                               "(with --use-vllm) fsdp and fsdp2 (TRL's generation and weight sync under "
+                                               "the others are not)"},
         {" --parallel zero1 --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3"},
         {VLLM " --parallel zero3 --gpus 8 --trace", "--trace with --use-vllm under --parallel zero3 is not written"},
     };
@@ -276,7 +319,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),   cmocka_unit_test(test_zero3),        cmocka_unit_test(test_zero2),
         cmocka_unit_test(test_ddp),     cmocka_unit_test(test_vllm_layouts), cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_grad_ckpt),
+        cmocka_unit_test(test_grad_ckpt), cmocka_unit_test(test_vllm_fsdp2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

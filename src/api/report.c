@@ -652,8 +652,9 @@ void report_table(FILE *f, const vc_report *rep)
             }
             row(f, t, "  vLLM beside", r->grpo.vllm_beside, r->grpo.vllm_beside > r->grpo.vllm_graph_memory ? "(in peak)"
                                                    : r->grpo.vllm_graph_memory ? "(sleep: its graphs)" : "(sleep: released)");
-            if (r->grpo.gathered) /* zero3, fsdp: sync_weights' gathers (src/engine/grpo.c) */
+            if (r->grpo.gathered) /* zero3, fsdp, fsdp2: sync_weights' gathers (src/engine/grpo.c) */
                 row(f, t, "    gathered weights", r->grpo.gathered, o->parallel == VC_PARALLEL_FSDP ? "(a unit's summon_full_params)"
+                                                                  : o->parallel == VC_PARALLEL_FSDP2 ? "(a parameter's full_tensor())"
                                                                   : "(GatheredParameters)");
             row(f, t, "  sync peak", r->grpo.sync_peak, r->grpo.sync_temp > r->grpo.gathered ? "(sync_weights, merge)"
                                                         : r->grpo.gathered ? "(sync_weights, gathered)" : "(sync_weights)");
@@ -1047,7 +1048,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 r->grpo.generate_peak, r->grpo.generate_reserved, r->grpo.kv_cache, r->grpo.train_peak, r->grpo.train_reserved,
                 "");
     if (r->grpo.on && (o->parallel == VC_PARALLEL_DDP || o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 ||
-                       o->parallel == VC_PARALLEL_FSDP))
+                       o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP2))
         /* a layout's phases outside the step (src/engine/grpo.c vc__grpo_phases) */
         fprintf(f, ", \"layout\": {\"parallel\": \"%s\", \"gathered\": %" PRId64 ", \"resident_grads\": %" PRId64 "}",
                 vc_parallel_name(o->parallel), r->grpo.gathered, r->grpo.resident_grads);

@@ -891,7 +891,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (counts && (q->trace || q->input || q->per_layer))
         return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate",
                      q->trace ? O("trace") : q->input ? O("input") : O("per_layer"));
-    if (q->trace && o->grpo_vllm && (o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP))
+    if (q->trace && o->grpo_vllm &&
+        (o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP2))
         return usage(err, O("trace") " with " O("use_vllm") " under " OV("parallel", "%s") " is not written: sync_weights' "
                      "gathers are not rows of the trace (the report's sync peak counts them)", vc_parallel_name(o->parallel));
     if (q->trace && (q->max_batch || q->format != VC_FORMAT_TABLE))
@@ -1174,6 +1175,13 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     v.accumulate = 1;
     v.grpo_vllm = 0;
     v.parallel = VC_PARALLEL_NONE; /* the engine is vLLM's, not the trainer's DDP model */
+    vc_options d; /* nor its FSDP wrapping (--fsdp-*: fully_shard's and FSDP1's, the trainer's only) */
+    vc_options_init(&d);
+    v.fsdp_param_dtype = d.fsdp_param_dtype;
+    v.fsdp_reduce_dtype = d.fsdp_reduce_dtype;
+    v.fsdp_reshard = d.fsdp_reshard;
+    v.fsdp_replicate = d.fsdp_replicate;
+    v.fsdp_use_orig_params = d.fsdp_use_orig_params;
     v.tp = v.gpus = q->vllm_tp;    /* LLM(tensor_parallel_size=vllm_tensor_parallel_size): its group's ranks */
     v.pp = v.ep = 1;
     v.enforce_eager = 0;       /* TRL passes none */

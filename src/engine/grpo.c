@@ -35,7 +35,7 @@
  *     freed while the saved activations alone are alive) are not counted.
  * With --grad-ckpt (GRPOConfig's default gradient_checkpointing=True) the model is in training mode, but
  * unwrap_model_for_generation turns checkpointing off around generate() and back on after it
- * (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771 l.133-136, 151-152; since PR #3882, v0.22.0):
+ * (trl/models/utils.py _unwrap_model_for_generation @ f2cd5771 l.133-136, 151-152; since PR #3882, 65d7894b, v0.22.0):
  * transformers' GradientCheckpointingLayer.__call__ keeps past_key_values, so 1. is the same generate plan with
  * its DynamicCache as without checkpointing (before v0.22.0 the cache went unwritten: not modelled, no TRL release
  * option). The policy's forward here is checkpointed per decoder layer, the reference's not
@@ -63,8 +63,8 @@
  * --use-vllm under --parallel ddp: every process its own engine (or its rank of one, --vllm-tensor-parallel-size:
  * request.c vllm_beside), the policy in DistributedDataParallel (the plan's ddp layout), the no-grad passes on the
  * unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
- * --parallel ddp, zero2, zero3 (and fsdp with --use-vllm): the step is the layout's plan; the generation, sync and
- * vLLM phases read the layout's resident state (vc__grpo_layout_why, vc__grpo_phases; tests/test_grpo_layouts.c).
+ * --parallel ddp, zero2, zero3 (and fsdp, fsdp2 with --use-vllm): the step is the layout's plan; the generation, sync
+ * and vLLM phases read the layout's resident state (vc__grpo_layout_why, vc__grpo_phases; tests/test_grpo_layouts.c).
  * Refused (src/api/request.c and below): autocast, the other parallel layouts, vLLM over DoRA,
  * IA3 or LN tuning adapters or quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
@@ -111,16 +111,24 @@ static bool peft_on(const vc_model *m)
  *    (prepare_deepspeed at stage 3): not modelled (a DPO reference under a layout is not either, loss.c);
  *  - fsdp (FSDP1): with --use-vllm only, the sync's _sync_fsdp1_params_to_vllm summoning each unit whole in turn;
  *    transformers' generate() under FSDP1 runs the units' own all-gathers inside every decoding step (TRL's
- *    summon_full_params(recurse=False) holds only the root's), which the one-GPU generate plan does not place. */
+ *    summon_full_params(recurse=False) holds only the root's), which the one-GPU generate plan does not place
+ *    (--mode generate is modelled without --parallel: no layout hooks around its decoding steps);
+ *  - fsdp2 (accelerate's fsdp_version 2, fully_shard): with --use-vllm only, _sync_fsdp2_params_to_vllm taking
+ *    module.state_dict()'s sharded DTensors one at a time, param.full_tensor() each (vc__fsdp2_param_max_bytes);
+ *    MixedPrecisionPolicy, reshard_after_forward and HSDP leave that as it is (the state dict's parameters are the
+ *    orig_dtype shards). Without vLLM, generate() runs on the fully_shard'd model itself (TRL's
+ *    DistributedBackend.summon_full_params, trl/distributed.py, is a no-op for FSDP v2): every decoding step's forward
+ *    goes through each group's pre-forward unshard and post-forward reshard (the root's kept), which the one-GPU
+ *    generate plan does not place either. */
 const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
 {
     const bool vllm = o->grpo_vllm != 0, peft = peft_on(m) || m->lora.modules_to_save[0];
     const vc_parallel p = o->parallel;
     if (m->stage.on || o->pp > 1) return "grpo under pipeline stages is not modelled (TRL generates on the whole model)";
     if (p == VC_PARALLEL_NONE || p == VC_PARALLEL_DDP) return NULL;
-    if (p != VC_PARALLEL_ZERO2 && p != VC_PARALLEL_ZERO3 && p != VC_PARALLEL_FSDP)
-        return "grpo is modelled on one GPU and under ddp, zero2, zero3 and (with " O("use_vllm") ") fsdp (TRL's "
-               "generation and weight sync under the others are not)";
+    if (p != VC_PARALLEL_ZERO2 && p != VC_PARALLEL_ZERO3 && p != VC_PARALLEL_FSDP && p != VC_PARALLEL_FSDP2)
+        return "grpo is modelled on one GPU and under ddp, zero2, zero3 and (with " O("use_vllm") ") fsdp and fsdp2 "
+               "(TRL's generation and weight sync under the others are not)";
     if (o->offload != VC_OFFLOAD_NONE)
         return "grpo with " O("offload") " is not modelled (the gathers of generate() and sync_weights from "
                "CPU-held partitions are not)";
@@ -132,15 +140,19 @@ const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
         return "grpo under fsdp is modelled with " O("use_vllm") " only: transformers' generate() runs FSDP1's per-unit "
                "all-gathers inside every decoding step (TRL's summon_full_params(recurse=False) holds the root's), which "
                "the one-GPU generate plan does not place";
-    if (p == VC_PARALLEL_FSDP && peft)
-        return "grpo with adapters under fsdp is not modelled: TRL's sync_weights merges them into the sharded "
+    if (p == VC_PARALLEL_FSDP2 && !vllm)
+        return "grpo under fsdp2 is modelled with " O("use_vllm") " only: transformers' generate() runs fully_shard's "
+               "per-group all-gathers inside every decoding step (TRL's summon_full_params is a no-op under FSDP2), "
+               "which the one-GPU generate plan does not place";
+    if ((p == VC_PARALLEL_FSDP || p == VC_PARALLEL_FSDP2) && peft)
+        return "grpo with adapters under fsdp or fsdp2 is not modelled: TRL's sync_weights merges them into the sharded "
                "parameters (gather_params is a no-op under FSDP; its own comment: \"does this work with FSDP?\")";
     if (p == VC_PARALLEL_FSDP && (o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE || o->fsdp_use_orig_params))
         return "grpo under fsdp is modelled without MixedPrecision or use_orig_params (summon_full_params' unsharded "
                "flat parameters under them are not)";
     if (o->grpo_beta != 0.0 && !peft && p != VC_PARALLEL_ZERO2)
-        return "grpo with " O("beta") " under zero3 or fsdp is not modelled for a full fine-tune: the reference copy "
-               "is sharded by its own engine (trl/models/utils.py prepare_deepspeed at stage 3, prepare_fsdp)";
+        return "grpo with " O("beta") " under zero3, fsdp or fsdp2 is not modelled for a full fine-tune: the reference "
+               "copy is sharded by its own engine (trl/models/utils.py prepare_deepspeed at stage 3, prepare_fsdp)";
     return NULL;
 }
 
@@ -465,13 +477,14 @@ int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t 
 /* The sharded layouts whose phases outside the step vc__grpo_phases reads from the layout (vc__grpo_layout_why) */
 static bool sharded(const vc_options *o)
 {
-    return o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP;
+    return o->parallel == VC_PARALLEL_ZERO2 || o->parallel == VC_PARALLEL_ZERO3 || o->parallel == VC_PARALLEL_FSDP ||
+           o->parallel == VC_PARALLEL_FSDP2;
 }
 
-/* The gradient bytes the trainer holds between steps, of the step st: under zero2, zero3 and fsdp every one with
+/* The gradient bytes the trainer holds between steps, of the step st: under zero2, zero3, fsdp and fsdp2 every one with
  * --zero-grad zero, else the layout's buffers allocated once and kept (st->resident_grad: ZeRO-3's
  * grad_partitions_flat_buffer and IPG bucket, layout_zero3.c zero3_resident; none for ZeRO-2, whose IPG buffer and
- * grads_in_partition the layout makes in the backward, nor FSDP1, whose sharded gradients zero_grad frees);
+ * grads_in_partition the layout makes in the backward, nor FSDP1 and FSDP2, whose sharded gradients zero_grad frees);
  * elsewhere vc__grpo_resident_grads. -1 on overflow. */
 static int64_t between_grads(const vc_model *m, const vc_options *o, const vc_sim *st)
 {
@@ -489,7 +502,8 @@ static int64_t between_grads(const vc_model *m, const vc_options *o, const vc_si
  * sync_weights): over LoRA merge_adapter's deltas (merge_temp), under zero3 inside
  * gather_params(list(model.parameters())) (every non-persistent parameter whole at once); a full fine-tune under
  * zero3 gathers one parameter at a time around its push (gather_params([param]): the largest), under fsdp one unit
- * at a time (_sync_fsdp1_params_to_vllm: vc__fsdp1_unit_max_bytes); zero2's gather_params is a no-op. */
+ * at a time (_sync_fsdp1_params_to_vllm: vc__fsdp1_unit_max_bytes), under fsdp2 one parameter's full_tensor() at a
+ * time (_sync_fsdp2_params_to_vllm: vc__fsdp2_param_max_bytes); zero2's gather_params is a no-op. */
 vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err)
 {
     const int64_t grads = between_grads(m, o, st);
@@ -519,7 +533,8 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
         r->grpo.resident_grads = grads;
         const bool peft = peft_on(m) || m->lora.modules_to_save[0];
         int64_t gathered = z3 ? vc__zero3_gather_bytes(m, o, peft)
-                         : o->parallel == VC_PARALLEL_FSDP ? vc__fsdp1_unit_max_bytes(m, o) : 0;
+                         : o->parallel == VC_PARALLEL_FSDP ? vc__fsdp1_unit_max_bytes(m, o)
+                         : o->parallel == VC_PARALLEL_FSDP2 ? vc__fsdp2_param_max_bytes(m, o) : 0;
         if (gathered < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         r->grpo.gathered = gathered;
         vc_status s = merge_temp(m, dt, &r->grpo.sync_temp, err);

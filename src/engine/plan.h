@@ -542,6 +542,9 @@ int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span);
 /* layout_fsdp1.c: --loss grpo --use-vllm, the largest FSDP1 unit's unsharded flat parameter (TRL's
  * _sync_fsdp1_params_to_vllm, one unit summoned at a time), bytes; -1 on overflow or no memory */
 int64_t vc__fsdp1_unit_max_bytes(const vc_model *m, const vc_options *o);
+/* layout_fsdp2.c: --loss grpo --use-vllm, the largest parameter's full_tensor() (TRL's _sync_fsdp2_params_to_vllm,
+ * one parameter at a time), bytes; -1 on overflow */
+int64_t vc__fsdp2_param_max_bytes(const vc_model *m, const vc_options *o);
 /* layout_zero3.c: --loss grpo, deepspeed.zero.GatheredParameters' gathered copies of the non-persistent
  * parameters, all of them (all) or the largest one, bytes; -1 on overflow */
 int64_t vc__zero3_gather_bytes(const vc_model *m, const vc_options *o, bool all);

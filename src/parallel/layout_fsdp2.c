@@ -48,7 +48,8 @@ typedef struct {
     bool *pre_bwd, *post_bwd; /* per group, this backward: pre_backward / post_backward ran */
     int32_t *first, *last; /* per group: its first and last instance (in execution order) */
     int32_t *order;       /* comm_ctx.post_forward_order (groups) */
-    int32_t norder;
+    int32_t norder, corder; /* its length and room: every forward before a backward adds its groups (GRPO's no-grad
+                             * log-prob passes before the step's forward: _record_post_forward, with multiplicity) */
     int32_t *pfi;         /* per group: its index in post_forward_order (_post_forward_indices), -1 */
     int32_t saved;        /* comm_ctx.all_gather_state's all_gather_output, -1 */
     int32_t *rs;          /* comm_ctx.reduce_scatter_states' reduce_scatter_input */
@@ -124,6 +125,7 @@ static bool f2_groups(vc_build *b, f2_state *z)
     z->first = malloc(ng * sizeof *z->first);
     z->last = malloc(ng * sizeof *z->last);
     z->order = malloc((ng + 1) * sizeof *z->order);
+    z->corder = (int32_t)ng + 1;
     z->pfi = malloc(ng * sizeof *z->pfi);
     z->rs = malloc((ng + 1) * sizeof *z->rs);
     z->post = calloc(ng, sizeof *z->post);
@@ -400,6 +402,15 @@ static void f2_post_forward(vc_build *b, int32_t g, int32_t at)
     if (z->gstart[g] == z->gstart[g + 1]) return;
     if (z->post[g] == z->world) f2_reshard(b, g, at);
     else if (z->post[g] > 0) f2_reshard_post(b, g, at);
+    if (z->norder == z->corder) { /* grown by doubling (int32: the plan's instances bound the forwards) */
+        int32_t *o = z->corder < INT32_MAX / 2 ? realloc(z->order, 2 * (size_t)z->corder * sizeof *o) : NULL;
+        if (!o) {
+            b->st = VC_ERR_NOMEM;
+            return;
+        }
+        z->order = o;
+        z->corder *= 2;
+    }
     z->pfi[g] = z->norder;
     z->order[z->norder++] = g;
 }
@@ -628,6 +639,34 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, opt, "FSDP2's mixed precision casts a model kept in one dtype: give " OS("precision", "fp32") " "
                             "(or fp16, bf16), not %s", vc_precision_name(o->precision));
     return VC_OK;
+}
+
+/* --loss grpo --use-vllm under fsdp2 (src/engine/grpo.c): TRL's _sync_fsdp2_params_to_vllm (huggingface/trl
+ * @f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py) walks module.state_dict(), whose
+ * values are the sharded DTensor parameters (F2G _register_state_dict_hooks: to_sharded_hook, _to_sharded before
+ * the state dict is taken), and for each `param = param.full_tensor()` then _push_param_to_vllm: one parameter whole
+ * at a time, the previous one freed when the loop rebinds `param`. full_tensor() redistributes Shard(0) to Replicate
+ * (pytorch/pytorch @00131b6bd4bedfa71eb27b407292be0ba45e5ee8 torch/distributed/tensor/placement_types.py
+ * Shard._to_replicate_tensor): a dim-0 size not divisible by the shard world pads the local shard to the full chunk
+ * (rank 0 holds a full chunk: no copy), funcol.all_gather_tensor makes a tensor of chunk x world rows, and
+ * unpad_tensor narrows it (a view, the padded storage kept). So the largest parameter's ceil(dim0 / world) x world
+ * rows (f2_shard x world) in the model's dtype (MixedPrecisionPolicy keeps the sharded parameters in orig_dtype),
+ * in 512-byte blocks; under HSDP only the shard dimension is gathered (the replicate one is already whole). At a
+ * shard world of 1 the all-gather still writes a new tensor of the whole parameter. -1 on overflow. */
+int64_t vc__fsdp2_param_max_bytes(const vc_model *m, const vc_options *o)
+{
+    const int64_t world = vc_dp_world(o) / (o->fsdp_replicate > 1 ? o->fsdp_replicate : 1);
+    const vc_dtype pdt = vc_precision_row_get(o->precision)->param_dt;
+    int64_t max = 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        int64_t el, v;
+        if (__builtin_mul_overflow(f2_shard(&m->par[p], world), world, &el) ||
+            (v = vc_bytes(vc_n_fixed(el), vc_param_pinned_dt(m->par[p].flags, pdt), 1)) < 0 || v > INT64_MAX - 511)
+            return -1;
+        v = (v + 511) / 512 * 512;
+        if (v > max) max = v;
+    }
+    return max;
 }
 
 /* CPUOffloadPolicy moves the sharded parameters, their gradients and the step to the CPU. */
