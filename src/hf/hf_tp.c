@@ -236,8 +236,9 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
      * rank's heads with its shard: a rank's norm spans its heads (the [tokens, 1] float32 all-reduce not
      * modelled). Its k_norm shards num_key_value_heads x head_dim, so fewer kv heads than ranks (each
      * replicated whole on its ranks) would not match the shard: refused. vLLM's Olmo2Attention
-     * (vllm/model_executor/models/olmo2.py @ 028aedf62adee9d2a1e99d4cda7c1ce1c997c8cc, the class Olmo3Config's models
-     * take too: its __init__ asserts isinstance(config, (Olmo2Config, Olmo3Config))) and OlmoeAttention (olmoe.py @
+     * (vllm/model_executor/models/olmo2.py @ 028aedf62adee9d2a1e99d4cda7c1ce1c997c8cc, the class olmo3 runs too:
+     * registry.py @ 0002bff0 maps "Olmo3ForCausalLM" to ("olmo2", "Olmo2ForCausalLM"), whose __init__ asserts
+     * isinstance(config, (Olmo2Config, Olmo3Config))) and OlmoeAttention (olmoe.py @
      * 048a32c74781fb54225d431eca3a58a809eb265d): qkv_proj a QKVParallelLinear, o_proj a RowParallelLinear (the
      * table's split), q_norm RMSNorm(total_num_heads x head_dim) and k_norm RMSNorm(total_num_kv_heads x head_dim)
      * whole on every rank; _apply_qk_norm with tp_size > 1 all-gathers q.contiguous() and k.contiguous() over the
