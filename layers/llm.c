@@ -380,9 +380,26 @@ typedef struct {
     bool qk_heads;    /* CohereAttention: q_norm / k_norm weights of [heads, head_dim] (qk_norm_heads) */
     bool qk_rope;     /* HunYuanDenseV1Attention / HunYuanMoEV1Attention: query_layernorm / key_layernorm per head
                        * after apply_rotary_pos_emb (qk_norm_after_rope) */
+    int64_t qk_gather; /* qk_norm_gather: vLLM's Olmo2Attention / OlmoeAttention under --serve --tp, q and k all-gathered
+                        * over these ranks before the whole q_norm / k_norm (src/hf/hf_tp.c), 1: none */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", "glm4", NULL};
+
+/* tensor_model_parallel_all_gather(x.contiguous()) over g ranks along the last dim, as src/engine/serve_nccl.c reads
+ * DeviceCommunicatorBase.all_gather (base_device_communicator.py @ 00a18bc3): x.contiguous() a copy (in vLLM q and
+ * k are split() views of qkv_proj's output), the empty [g x rows, cols] filled by all_gather_into_tensor, and the
+ * copy movedim(0, -1)'s reshape makes, [rows, g x cols]; the buffer and the argument die as it returns */
+static vc_t qk_all_gather(vc_build *b, vc_t x, int64_t per_sample, int64_t g)
+{
+    const vc_dtype dt = vc_dt_of(b, x);
+    const vc_numel n = vc_n_sample(per_sample), ng = vc_n_sample(per_sample * g);
+    vc_t c = vc__op_nograd(b, "contiguous", x, -1, n, dt);
+    vc_t buf = vc__op_nograd(b, "all_gather_into_tensor", c, -1, ng, dt);
+    vc_t out = vc__op_nograd(b, "reshape", buf, -1, ng, dt);
+    vc_keep_to_here(b, c);
+    return out;
+}
 
 static int ra_parse(vc_args *a, void *p)
 {
@@ -406,8 +423,11 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask) ||
         vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32) ||
         vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads) ||
-        vc_arg_bool(a, "liger_rope", false, &c->liger_rope) || vc_arg_bool(a, "qk_norm_after_rope", false, &c->qk_rope))
+        vc_arg_bool(a, "liger_rope", false, &c->liger_rope) || vc_arg_bool(a, "qk_norm_after_rope", false, &c->qk_rope) ||
+        vc_arg_int(a, "qk_norm_gather", 1, 1, &c->qk_gather))
         return -1;
+    if (c->qk_gather > 1 && (!c->qk_norm || !c->qk_whole || c->fused || c->kv_shared || c->output_gate))
+        return vc_arg_fail(a, "qk_norm_gather", "needs \"qk_norm\" and \"qk_norm_whole\": true, separate q, k, v");
     if (c->qk_rope && (!c->qk_norm || c->qk_whole || c->qk_heads || c->rope_style || c->rope_f32 || c->fused || c->falcon ||
                        c->kv_shared || c->liger_rope || c->output_gate || c->R != c->D))
         return vc_arg_fail(a, "qk_norm_after_rope", "is HunYuan's attention: needs \"qk_norm\": true per head (no "
@@ -503,6 +523,8 @@ static int ra_setup(vc_setup *s, void *p)
     int64_t d[2] = {L, hd};
     s->out = vc_shape_make(2, d);
     if (c->qk_whole && !c->qk_norm) return vc_fail(s, "qk_norm_whole", "needs \"qk_norm\": true");
+    /* qk_norm_gather: vLLM's q_norm / k_norm of total_num_heads / total_num_kv_heads x head_dim on every rank */
+    if (c->qk_gather > 1 && (vc_mul(s, hd, c->qk_gather, &hd) || vc_mul(s, kd, c->qk_gather, &kd))) return -1;
     /* CohereAttention's q_norm / k_norm: CohereLayerNorm(hidden_size=(num_heads, head_dim)), a weight per head */
     /* HunYuanMoEV1Attention.__init__: query_layernorm / key_layernorm = RMSNorm(head_dim) */
     if (c->qk_norm && vc_param(s, c->qk_rope ? "query_layernorm.weight" : "q_norm.weight", c->qk_whole || c->qk_heads ? hd : c->D))
@@ -1391,7 +1413,20 @@ static void ra_emit(vc_build *b, const void *p)
         gate = vc__op_clone(b, vc__op_view(b, qg, vc_n_sample(L * H * D), false));
         vc_hold(b, gate);
     }
-    if (c->qk_norm && !c->qk_rope) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
+    if (c->qk_gather > 1 && vc_opts(b)->mode != VC_MODE_INFER) { /* vLLM's forward: no autograd, no cache written */
+        vc_refuse(b, "qk_norm_gather", "%lld: q and k all-gathered over tensor-parallel ranks are modelled as vLLM's "
+                  "forward only (" O("serve") ", the mode infer its plans run in)", (long long)c->qk_gather);
+        return;
+    }
+    if (c->qk_gather > 1) { /* vLLM's _apply_qk_norm (src/hf/hf_tp.c): the whole rows normed, the rank's slice kept */
+        vc_t qp = q, kp = k;
+        q = vc__op_view(b, hf_rmsnorm(b, qk_all_gather(b, q, L * H * D, c->qk_gather), vc_weight(b, 0), vc_n_sample(L), c->qk_variant),
+                        vc_n_sample(L * H * D), false);
+        vc_release(b, qp);
+        k = vc__op_view(b, hf_rmsnorm(b, qk_all_gather(b, k, L * KV * D, c->qk_gather), vc_weight(b, 1), vc_n_sample(L), c->qk_variant),
+                        vc_n_sample(L * KV * D), false);
+        vc_release(b, kp);
+    } else if (c->qk_norm && !c->qk_rope) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
                        * Olmo2Attention: self.q_norm(self.q_proj(hidden_states)), one row per token */
         vc_t qp = q, kp = k;
         q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(c->qk_whole ? L : L * H), c->qk_variant);

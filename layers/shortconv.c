@@ -36,7 +36,7 @@ enum { SC_TORCH, SC_KERNELS };
 static const char *const sc_paths[] = {"torch", "cuda_kernels", NULL};
 
 typedef struct {
-    int64_t hidden, kernel;
+    int64_t hidden, kernel, tp; /* tp: vLLM's tensor-parallel ranks (--serve --tp), hidden one rank's share */
     bool bias;
     int path;
 } sc_cfg;
@@ -45,7 +45,8 @@ static int sc_parse(vc_args *a, void *p)
 {
     sc_cfg *c = p;
     if (vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) || vc_arg_int(a, "L_cache", 3, 1, &c->kernel) ||
-        vc_arg_bool(a, "bias", false, &c->bias) || vc_arg_enum(a, "forward", sc_paths, SC_TORCH, &c->path))
+        vc_arg_bool(a, "bias", false, &c->bias) || vc_arg_enum(a, "forward", sc_paths, SC_TORCH, &c->path) ||
+        vc_arg_int(a, "tp", 1, 1, &c->tp))
         return -1;
     if (c->path == SC_KERNELS)
         return vc_arg_fail(a, "forward", "cuda_kernels (Lfm2ShortConv.cuda_kernels_forward, the causal-conv1d package's "
@@ -83,13 +84,15 @@ static int sc_setup(vc_setup *s, void *p)
  *    layer's output stays torch.empty_like's; here out_proj's result stands for it and the empty tensor lives
  *    to the block's end). The causal conv does not run and no conv state is read.
  * BCx and Bx are locals of forward_cuda until it returns, after out_proj; here they end with the ShortConv op
- * (the profiling run's "held_until" is off), one [tokens, hidden] short of vLLM's while out_proj runs. */
+ * (the profiling run's "held_until" is off), one [tokens, hidden] short of vLLM's while out_proj runs.
+ * Under --tp ("tp": src/hf/hf_lfm2.c vc__hf_lfm2_unmodelled) hidden is one rank's conv_dim / tp: BCx, B x and
+ * C x Bx are the rank's, the decoder layer's empty output the whole [tokens, hidden x tp]. */
 static void sc_emit_vllm_profile(vc_build *b, const sc_cfg *c)
 {
     const int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;
     const vc_t bcx = vc_input(b, 0);
     const vc_numel n = vc_n_sample(L * H);
-    vc_t out = vc__op_new(b, "empty_like", n, vc_dt_of(b, bcx)); /* the decoder layer's output */
+    vc_t out = vc__op_new(b, "empty_like", vc_n_sample(L * H * c->tp), vc_dt_of(b, bcx)); /* the decoder layer's output */
     vc_keep_through_block(b, out);
     vc_t bv = vc__op_view(b, bcx, n, false), cv = vc__op_view(b, bcx, n, false), xv = vc__op_view(b, bcx, n, false);
     vc_t bx = vc__op_mul(b, bv, xv, n, false);
@@ -101,15 +104,21 @@ static void sc_emit_vllm_profile(vc_build *b, const sc_cfg *c)
 static void sc_emit(vc_build *b, const void *p)
 {
     const sc_cfg *c = p;
-    if (vc_serve_profile(b)) {
+    bool decode = false;
+    int32_t *cache = vc_ssm_state(b, &decode); /* Lfm2HybridConvCache's conv_cache slot, NULL without one */
+    if (c->tp > 1 && (cache || vc_opts(b)->mode != VC_MODE_INFER)) { /* one rank's share: vLLM's layer alone */
+        vc_refuse(b, "tp", "%lld: a ShortConv split over tensor-parallel ranks is modelled as vLLM's forward only (" O("serve")
+                  ", the mode infer its plans run in)", (long long)c->tp);
+        return;
+    }
+    /* the profiling run; under "tp" the allocator envelope's plans at other batches too (vLLM's layer) */
+    if (vc_serve_profile(b) || c->tp > 1) {
         sc_emit_vllm_profile(b, c);
         return;
     }
     const int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, K = c->kernel;
     const vc_t bcx = vc_input(b, 0), w = vc_weight(b, 0), bias = c->bias ? vc_weight(b, 1) : -1;
     const vc_dtype dt = vc_dt_of(b, bcx);
-    bool decode = false;
-    int32_t *cache = vc_ssm_state(b, &decode); /* Lfm2HybridConvCache's conv_cache slot, NULL without one */
     decode = decode && L == 1;
     if (cache && cache[0] < 0) { /* src/engine/generate.c makes every layer's state first */
         vc_refuse(b, O("mode"), "a ShortConv layer's Lfm2HybridConvCache state was not made");

@@ -358,11 +358,52 @@ static void test_serve(void **state)
     }
 }
 
+/* --serve --tp 8 (issue 31): vLLM's ShortConv (vllm/model_executor/layers/mamba/short_conv.py @ 0123e1dc, read by
+ * hand: no vLLM is installed here and no torch replica of vLLM's tensor parallelism exists): in_proj
+ * MergedColumnParallelLinear(2048, [2048] x 3) -> [2048, 3 x 256], conv ColumnParallelLinear(3, 2048) -> [256, 1, 3],
+ * out_proj RowParallelLinear(2048, 2048) -> [256, 2048] on each rank; Lfm2Attention (lfm2.py @ 055e47c2) over 32 / 8
+ * = 4 heads and 8 / 8 = 1 kv head of 64, q_layernorm / k_layernorm (64) whole; Lfm2MLP's w13 / w2 over 8192 / 8 =
+ * 1024 (LFM2-1.2B: block_ff_dim 12288 -> int(2 x 12288 / 3) = 8192); the tied embedding over 65536 / 8 = 8192 rows.
+ * LFM2-1.2B's parameters on one rank:
+ *   embed_tokens 8192 x 2048                                                        =  16,777,216
+ *   16 layers: operator_norm + ffn_norm 2 x 2048, w1 w3 w2 3 x 2048 x 1024           = 100,728,832
+ *   10 ShortConv layers: 2048 x 768 + 256 x 3 + 256 x 2048 = 2,097,920 each         =  20,979,200
+ *   6 attention layers: 2048 x 256 + 2 x 2048 x 64 + 256 x 2048 + 64 + 64 = 1,310,848 = 7,865,088
+ *   embedding_norm                                                                  =       2,048
+ *   total                                                                           = 146,352,384
+ * LFM2-8B-A1B (lfm2_moe.py @ 030ea52e: ShortConv(dim = hidden_size); FusedMoE's experts over moe_intermediate_size
+ * 1792 / 8 = 224, the gate whole): 16,777,216 (embed) + 24 x 4096 (norms) + 2048 + 18 x 2,097,920 + 6 x 1,310,848 +
+ * 2 dense layers x 3 x 2048 x 896 + 22 x (32 x 3 x 2048 x 224 + 32 x 2048) = 1,043,841,280.
+ * Against the exact counts on one GPU (1,170,340,608 and 8,339,929,856, test_counts), the weights' bytes differ by
+ * 2 B (bf16) x the difference: the rotary cache and the allocator's rounding are the same on every rank and cancel.
+ * The conv state per request and layer (mamba_utils.py @ 02d71083 short_conv_state_shape: (conv_kernel - 1,
+ * divide(conv_dim, tp_world_size))): 2 x 256 x 2 B = 1,024 B; an attention token 2 x 1 kv head x 64 x 2 B = 256 B,
+ * the block 16 x cdiv(1,024, 16 x 256) = 16 tokens, a page 4,096 B, 6 pages a block = 24,576 B. */
+static void test_serve_tp(void **state)
+{
+    (void)state;
+    static const struct { const char *cfg; int64_t one, rank; } c[] = {
+        {HF "lfm2-1.2b.json", INT64_C(1170340608), 146352384},
+        {HF "lfm2-8b-a1b.json", INT64_C(8339929856), 1043841280},
+    };
+    char a[256], b[256];
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        snprintf(a, sizeof a, "%s --serve --gpu h200 -f json", c[i].cfg);
+        snprintf(b, sizeof b, "%s --serve --gpu h200 --gpus 8 --tp 8 -f json", c[i].cfg);
+        assert_int_equal(cli_json_num(a, "serve", "weights") - cli_json_num(b, "serve", "weights"), 2 * (c[i].one - c[i].rank));
+        assert_int_equal(cli_json_num(b, "serve", "state_bytes_per_request_layer"), 1024);
+        assert_int_equal(cli_json_num(b, "serve", "page_bytes"), 24576);
+    }
+    /* vLLM's divide(): --tp naming the width's key (lfm2's conv_dim, lfm2_moe's hidden_size) */
+    assert_usage(HF "lfm2-1.2b.json --serve --gpu h200 --gpus 3 --tp 3", "do not divide conv_dim (2048)");
+    assert_usage(HF "lfm2-8b-a1b.json --serve --gpu h200 --gpus 3 --tp 3", "do not divide hidden_size (2048)");
+}
+
 /* what is not modelled: one line each */
 static void test_refused(void **state)
 {
     (void)state;
-    assert_usage(HF "lfm2-1.2b.json --tp 2", "tensor parallelism of the short convolution layers");
+    assert_usage(HF "lfm2-1.2b.json --tp 2", "tensor parallelism of the short convolution layers is modelled only as vLLM");
     assert_usage(HF "lfm2-1.2b.json -m generate --cache static", "Lfm2HybridConvCache");
     assert_usage(HF "lfm2-1.2b.json --lora 8", "--lora-targets"); /* PEFT's mapping has no lfm2 */
 }
@@ -376,6 +417,7 @@ static void test_kind(void **state)
         {", \"forward\": \"cuda_kernels\"", 192, "layers[0].forward: cuda_kernels"},
         {"", 128, "layers[0].inputs: in_proj's output must be [L, 192]"},
         {", \"L_cache\": 0", 192, "layers[0].L_cache"},
+        {", \"tp\": 2", 192, "tp: 2: a ShortConv split"}, /* one rank's share, trained: vLLM's forward only */
     };
     char path[] = "/tmp/vc_lfm2_kind_XXXXXX", body[512];
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
@@ -399,7 +441,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts), cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_generate),
-        cmocka_unit_test(test_serve),
+        cmocka_unit_test(test_serve), cmocka_unit_test(test_serve_tp),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_kind), cmocka_unit_test(test_moe),
         cmocka_unit_test(test_moe_ep), cmocka_unit_test(test_moe_kind),
     };

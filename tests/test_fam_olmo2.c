@@ -32,6 +32,7 @@
 #include "cli_run.h"
 #include "fam_hf.h"
 
+#define HF VC_TEST_DATA "/hf/"
 #define LLMCFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
 
 #define SMALL "\"model_type\":\"olmo2\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128," \
@@ -69,6 +70,9 @@ static void test_bad_args(void **state)
         {"\"f32\":\ttrue", "\"f32\": true, \"complex\": true", "f32"},
         /* rope_style glm4 with rope_f32 is Ernie4_5's rotation (test_fam_ernie.c); gpt_oss's chunked one is not */
         {"\"rope_f32\":\ttrue", "\"rope_f32\": true, \"rope_style\": \"gpt_oss\"", "rope_f32"},
+        /* qk_norm_gather (vLLM's _apply_qk_norm under --serve --tp): a count of ranks, over whole-projection norms */
+        {"\"qk_norm_whole\":\ttrue", "\"qk_norm_whole\": true, \"qk_norm_gather\": 0", "qk_norm_gather"},
+        {"\"qk_norm_whole\":\ttrue", "\"qk_norm_gather\": 2", "qk_norm_gather"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const char *p = strstr(g, bad[i].from);
@@ -89,6 +93,21 @@ static void test_bad_args(void **state)
         size_t lp = strlen(path), lk = strlen(bad[i].key);
         if (lp < lk || strcmp(path + lp - lk, bad[i].key)) fail_msg("case %zu: path %s, wanted ...%s", i, path, bad[i].key);
     }
+    /* honoured as vLLM's forward only: a training run of it refused naming the argument; --mode infer runs it, the
+     * norms whole over the 2 ranks: q_norm 2 x 64 and k_norm 2 x 32 in each of the 4 layers, 4 x (64 + 32) = 384
+     * parameters beyond SMALL's 276,416 (test_serve_tp) */
+    const char *p = strstr(g, "\"qk_norm_whole\":\ttrue");
+    assert_non_null(p);
+    char path[] = "/tmp/vc_olmo2_gather_XXXXXX", args[128];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "%.*s\"qk_norm_whole\": true, \"qk_norm_gather\": 2%s", (int)(p - g), g, p + strlen("\"qk_norm_whole\":\ttrue"));
+    fclose(f);
+    assert_usage(path, "qk_norm_gather: 2: q and k all-gathered");
+    snprintf(args, sizeof args, "%s -m infer -f json", path);
+    assert_int_equal(cli_json_field(args, "\"parameters\": "), 276416 + 384);
+    remove(path);
     vc_model_free(m);
 }
 
@@ -141,6 +160,47 @@ static void test_measured(void **state)
     assert_measured(c, sizeof c / sizeof *c, "", 0.1);
 }
 
+/* --serve --tp 8 (issue 31): vLLM's Olmo2Attention (vllm/model_executor/models/olmo2.py @ 028aedf6, read by hand: no
+ * vLLM is installed here and no torch replica of vLLM's tensor parallelism exists, so every figure is derived from
+ * the source): qkv_proj QKVParallelLinear and o_proj RowParallelLinear over 32 / 8 = 4 heads, Olmo2MLP's
+ * gate_up_proj / down_proj over 11008 / 8 = 1376, embed_tokens and the untied lm_head over 100352 (a multiple of
+ * 64) / 8 = 12544 rows, and q_norm RMSNorm(hidden_size) / k_norm RMSNorm(32 kv heads x 128) whole on every rank
+ * (_apply_qk_norm all-gathers q and k first). OLMo-2-1124-7B's parameters on one rank:
+ *   embed_tokens + lm_head  2 x 12544 x 4096                                   = 102,760,448
+ *   per layer  q, k, v 3 x 4096 x 512 + o_proj 512 x 4096                      =   8,388,608
+ *              q_norm 4096 + k_norm 4096 (whole; 512 each if they were split)  =       8,192
+ *              gate, up, down 3 x 4096 x 1376                                  =  16,908,288
+ *              post_attention_layernorm + post_feedforward_layernorm           =       8,192
+ *   32 layers x 25,313,280 + the final norm 4096                               = 810,029,056
+ *   total                                                                      = 912,789,504
+ * against the exact 7,298,617,344 on one GPU (the CLI's count, the published 7.30B): the weights' bytes differ by
+ * 2 B (bf16) x (7,298,617,344 - 912,789,504); the rotary cache and the allocator's rounding, the same on every
+ * rank, cancel. A KV page per layer and token: 2 x 4 kv heads x 128 x 2 B = 2,048 B, a block of 16 tokens x 32
+ * layers = 1,048,576 B. With fewer kv heads than ranks vLLM's gathered k (tp x head_dim) does not fit k_norm
+ * (kv heads x head_dim): refused naming --tp; Megatron has no such norm: --tp outside --serve stays refused. */
+static void test_serve_tp(void **state)
+{
+    (void)state;
+    const int64_t one = cli_json_num(HF "olmo-2-1124-7b-instruct.json --serve --gpu h200 -f json", "serve", "weights");
+    const char *tp8 = HF "olmo-2-1124-7b-instruct.json --serve --gpu h200 --gpus 8 --tp 8 -f json";
+    assert_int_equal(one - cli_json_num(tp8, "serve", "weights"), INT64_C(2) * (INT64_C(7298617344) - 912789504));
+    assert_int_equal(cli_json_num(tp8, "serve", "page_bytes"), 1048576);
+    assert_usage(HF "olmo-2-1124-7b-instruct.json --tp 2", "q_norm / k_norm span the whole projection");
+    char path[] = "/tmp/vc_olmo2_tp_XXXXXX", args[256];
+    fam_write(path, "{" SMALL "}"); /* 4 heads, 2 kv heads */
+    snprintf(args, sizeof args, "%s --serve --gpu h200 --gpus 4 --tp 4", path);
+    assert_usage(args, "more than num_key_value_heads (2)");
+    /* SMALL on 2 ranks: embed_tokens + lm_head 2 x 512 x 64 (1000 padded to 1024, split), per layer q 64 x 32, k and
+     * v 64 x 16 each, o_proj 32 x 64, q_norm 64 and k_norm 32 whole, the MLP 3 x 64 x 64, two norms 128: 18,656, x 4
+     * layers, + the final norm 64 = 140,224; on one GPU 2 x 1000 x 64 + 4 x 37,088 + 64 = 276,416 (the CLI's count:
+     * one GPU keeps vocab_size rows) */
+    snprintf(args, sizeof args, "%s --serve --gpu h200 -f json", path);
+    const int64_t small1 = cli_json_num(args, "serve", "weights");
+    snprintf(args, sizeof args, "%s --serve --gpu h200 --gpus 2 --tp 2 -f json", path);
+    assert_int_equal(small1 - cli_json_num(args, "serve", "weights"), 2 * (276416 - 140224));
+    remove(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_rope_f32),
         cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_serve_tp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

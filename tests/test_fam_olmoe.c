@@ -101,13 +101,26 @@ static void test_generate(void **state)
 }
 
 /* --serve (vLLM's olmoe.py): a KV block of 16 tokens holds 16 layers x 2 x 16 kv heads x 128 x 2 B x 16 =
- * 2,097,152 B on one GPU. The whole-projection q/k norms' tensor-parallel split (olmo2's too) is refused. */
+ * 2,097,152 B on one GPU. --tp 8 (vllm/model_executor/models/olmoe.py @ 048a32c7 OlmoeAttention, OlmoeMoE, read by
+ * hand: no vLLM here, no torch replica of its tensor parallelism): qkv_proj / o_proj over 16 / 8 = 2 heads, q_norm
+ * and k_norm RMSNorm(16 x 128) whole on every rank (_apply_qk_norm all-gathers q and k), FusedMoE's experts over
+ * intermediate_size 1024 / 8 = 128 (tp_size, no expert parallelism), the gate (ReplicatedLinear) whole, the
+ * untied embed_tokens / lm_head over 50304 (a multiple of 64) / 8 = 6288 rows. One rank's parameters:
+ *   2 x 6288 x 2048 + 16 x (3 x 2048 x 256 + 256 x 2048 + 2048 + 2048 + 64 x 3 x 2048 x 128 + 64 x 2048 + 2 x 2048)
+ *   + 2048 = 866,846,720,
+ * against the exact 6,919,161,856 on one GPU (the CLI's count): the weights' bytes differ by 2 B x their difference
+ * (the rotary cache and the allocator's rounding cancel); the KV block 2,097,152 / 8 = 262,144 B. */
 static void test_serve(void **state)
 {
     (void)state;
     const char *out = cli_output(HF "olmoe-1b-7b-0924.json --serve --gpu h100-80gb");
     assert_non_null(strstr(out, "2.0 MiB per block"));
-    assert_usage(HF "olmoe-1b-7b-0924.json --serve --gpu h100-80gb --tp 2 --gpus 2", "--tp");
+    const char *tp8 = HF "olmoe-1b-7b-0924.json --serve --gpu h200 --gpus 8 --tp 8 -f json";
+    assert_int_equal(cli_json_num(HF "olmoe-1b-7b-0924.json --serve --gpu h200 -f json", "serve", "weights") -
+                         cli_json_num(tp8, "serve", "weights"),
+                     INT64_C(2) * (INT64_C(6919161856) - 866846720));
+    assert_int_equal(cli_json_num(tp8, "serve", "page_bytes"), 262144);
+    assert_usage(HF "olmoe-1b-7b-0924.json --tp 2", "q_norm / k_norm span the whole projection"); /* Megatron's */
 }
 
 /* --ep and --moe-imbalance: Megatron-Core's MoELayer on 8 expert-parallel ranks (layers/moe_ep.c) */

@@ -337,6 +337,7 @@ typedef struct {
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t ckpt_every; /* with ckpt: only layers i with (i + 1) % ckpt_every == 0 checkpointed (1: all) */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
+    int64_t qk_gather;  /* --serve --tp: QK_WHOLE's q / k all-gathered over these vLLM ranks before the whole norms (hf_tp.c) */
     /* issue 31 (gemma3, gpt_oss): read to be checked; each changes a scale, no tensor's size */
     int64_t window_pattern;            /* sliding_window_pattern */
     double query_scalar, rope_local, swiglu_alpha, swiglu_limit;
@@ -416,6 +417,7 @@ typedef struct {
         int64_t k;
         bool bias;
         bool ebias; /* lfm2_moe: use_expert_bias */
+        int64_t tp; /* --serve --tp: vLLM's ranks, each holding conv_dim / tp of a ShortConv layer (hf_lfm2.c); 0: 1 */
     } lf;
     /* nemotron_h (hf_granite4.c; its Mamba2 sizes in gh): hybrid_override_pattern (pat) or layers_block_type
      * (list), mlp_bias */
@@ -587,8 +589,8 @@ int vc__hf_lfm2_read(rd *r, arch *a);
 /* hf_lfm2.c: whether decoder layer i is a short-convolution layer (layer_types[i] == "conv"). */
 bool vc__hf_lfm2_conv(const arch *a, int64_t i);
 /* hf_lfm2.c: 0, or -1 with err naming the option the layers do not model for lfm2 (vllm: the model --serve loads,
- * checked against cfg, the config's keys). */
-int vc__hf_lfm2_unmodelled(const arch *a, const cJSON *cfg, vc_hf_split split, bool vllm, vc_error *err);
+ * checked against cfg, the config's keys); under vLLM's --tp, a->lf.tp. */
+int vc__hf_lfm2_unmodelled(arch *a, const cJSON *cfg, vc_hf_split split, bool vllm, vc_error *err);
 /* hf_granite4.c: NemotronHConfig's keys the row does not read (the layer pattern, the Mamba2 mixers' keys, the
  * activations, mlp_bias), read into a->gh and a->nh after the row's keys; -1 with r->err naming the key. */
 int vc__hf_nemotron_h_read(rd *r, arch *a);

@@ -197,6 +197,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         flag(w, o, "qk_norm", true);
         num(w, o, "qk_norm_eps", a->eps);
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
+        if (a->f->qk_norm == QK_WHOLE && a->qk_gather > 1) num(w, o, "qk_norm_gather", (double)a->qk_gather); /* hf_tp.c */
         if (a->f->qk_norm == QK_HEADS) flag(w, o, "qk_norm_heads", true);
         if (a->f->qk_norm_rope) flag(w, o, "qk_norm_after_rope", true); /* HunYuan: after apply_rotary_pos_emb */
         if (a->f->norm == NORM_COHERE) str(w, o, "qk_norm_variant", "cohere"); /* CohereLayerNorm */
@@ -590,13 +591,15 @@ static void lfm2_layer(wr *w, const arch *a, int64_t i)
     const bool conv = vc__hf_lfm2_conv(a, i);
     const int64_t q = a->NH * a->D, kv = a->KV * a->D;
     str(w, rmsnorm(w, a, "operator_norm", NULL), "held_until", conv ? "conv.out_proj" : "self_attn.out_proj");
-    if (conv) {
-        linear(w, "conv.in_proj", NULL, a->H, 3 * a->H, a->lf.bias);
+    if (conv) { /* under vLLM's --tp a rank's conv_dim / tp (hf_lfm2.c vc__hf_lfm2_unmodelled) */
+        const int64_t cw = a->lf.tp > 1 ? a->H / a->lf.tp : a->H;
+        linear(w, "conv.in_proj", NULL, a->H, 3 * cw, a->lf.bias);
         cJSON *o = add_layer(w, "ShortConv", "conv");
-        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "hidden_size", (double)cw);
         num(w, o, "L_cache", (double)a->lf.k);
         flag(w, o, "bias", a->lf.bias);
-        linear(w, "conv.out_proj", NULL, a->H, a->H, a->lf.bias);
+        if (a->lf.tp > 1) num(w, o, "tp", (double)a->lf.tp);
+        linear(w, "conv.out_proj", NULL, cw, a->H, a->lf.bias);
     } else {
         linear(w, "self_attn.q_proj", NULL, a->H, q, false);
         linear(w, "self_attn.k_proj", "operator_norm", a->H, kv, false);

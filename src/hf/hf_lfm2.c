@@ -31,8 +31,8 @@
  *    no width adjustment) for layer_idx < num_dense_layers, else Lfm2MoeSparseMoeBlock (layers/llm.c
  *    moe_lfm2_emit); Lfm2MoeDecoderLayer.forward, Lfm2MoeModel and the cache are lfm2's.
  *
- * Refused in one line: --tp (no split of the short convolution written); under --serve, what vLLM builds otherwise
- * (lf_vllm below). --serve: layers/shortconv.c (vLLM's profiling run), src/engine/serve.c (its conv state pages).
+ * Refused in one line: --tp outside --serve (Megatron has no short convolution); under --serve, what vLLM builds
+ * otherwise (lf_vllm below), and its --tp split (vc__hf_lfm2_unmodelled). --serve: layers/shortconv.c (vLLM's profiling run), src/engine/serve.c (its conv state pages).
  */
 #include <math.h>
 #include <string.h>
@@ -197,10 +197,33 @@ static int lf_vllm(const arch *a, const cJSON *cfg, vc_error *err)
     return 0;
 }
 
-int vc__hf_lfm2_unmodelled(const arch *a, const cJSON *cfg, vc_hf_split split, bool vllm, vc_error *err)
+/* --serve --tp N: vLLM's split of a ShortConv layer (vllm-project/vllm @ 0123e1dc5c65f01d34ae4e405f2204e79aa68f09,
+ * vllm/model_executor/layers/mamba/short_conv.py ShortConv.__init__(dim = lfm2's config.conv_dim, lfm2_moe's
+ * hidden_size): conv a ColumnParallelLinear(L_cache, dim) (weight [dim / tp, 1, L_cache], its bias dim / tp),
+ * in_proj a MergedColumnParallelLinear(dim, [dim] x 3) ([dim, 3 dim / tp]), out_proj a RowParallelLinear(dim, dim)
+ * ([dim / tp, dim], its bias whole); forward_cuda's profile run works on the rank's [tokens, 3 dim / tp] and
+ * [tokens, dim / tp], the layer's output (torch.empty_like(hidden_states), lfm2.py Lfm2ShortConvDecoderLayer
+ * .forward) whole; get_state_shape: short_conv_state_shape(tp_world_size, conv_dim, L_cache), mamba_utils.py
+ * @ 02d710837549a368073552333f66d714477415d2: (conv_kernel - 1, divide(intermediate_size, tp_world_size)).
+ * Each of these divide()s (linear.py's output_size_per_partition, mamba_utils' divide) asserts divisibility. The
+ * attention layers (Lfm2Attention, lfm2.py @ 055e47c2: QKVParallelLinear, out_proj RowParallelLinear, the per-head
+ * q_layernorm / k_layernorm whole), Lfm2MLP (w13 MergedColumnParallelLinear, w2 RowParallelLinear), lfm2_moe's
+ * FusedMoE (moe_intermediate_size / tp per expert, its gate and expert_bias whole) are the generic split
+ * (hf_tp.c). Megatron has no short convolution: --tp outside --serve stays refused. */
+int vc__hf_lfm2_unmodelled(arch *a, const cJSON *cfg, vc_hf_split split, bool vllm, vc_error *err)
 {
-    if (split.tp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "lfm2: tensor parallelism of the short convolution layers is not "
-                            "modelled");
-    return vllm ? lf_vllm(a, cfg, err) : 0;
+    a->lf.tp = 0;
+    if (split.tp > 1 && !split.vllm)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "lfm2: tensor parallelism of the short convolution layers is "
+                            "modelled only as vLLM splits it, under " O("serve"));
+    if (vllm && lf_vllm(a, cfg, err)) return -1;
+    if (split.tp > 1) {
+        if (a->H % split.tp)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide %s (%lld): vLLM's "
+                                "ShortConv splits in_proj, conv and out_proj with divide(%s, tp_size)", (long long)split.tp,
+                                a->f->moe == MOE_LFM2 ? "hidden_size" : "conv_dim", (long long)a->H,
+                                a->f->moe == MOE_LFM2 ? "hidden_size" : "conv_dim");
+        a->lf.tp = split.tp;
+    }
+    return 0;
 }

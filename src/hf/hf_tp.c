@@ -137,6 +137,16 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
         a->lin_kh /= t;
         a->lin_vh /= t;
     }
+    a->qk_gather = 1;
+    if (s.vllm && a->f->qk_norm == QK_WHOLE && a->f->moe != MOE_MINIMAX) { /* olmo2, olmo3, olmoe under vLLM (below) */
+        if (a->KV < t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are more than num_key_value_heads "
+                                "(%lld): vLLM's %s all-gathers each rank's replicated kv head (%lld x head_dim) into k_norm, "
+                                "an RMSNorm of num_key_value_heads x head_dim (%lld), and fails", (long long)t,
+                                (long long)a->KV, a->f->moe ? "OlmoeAttention" : "Olmo2Attention", (long long)(t * a->D),
+                                (long long)(a->KV * a->D));
+        a->qk_gather = t;
+    }
     if (s.vllm && a->f->moe == MOE_MINIMAX && a->KV < t) /* MiniMaxText01RMSNormTP's k_norm shard (below) */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are more than num_key_value_heads (%lld): "
                             "vLLM's MiniMax-M2 k_norm (MiniMaxText01RMSNormTP) shards kv heads x head_dim over the ranks, "
@@ -225,8 +235,17 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
      * hidden_size / tp_world on each rank, the squares' mean all-reduced over the ranks) normalizes each
      * rank's heads with its shard: a rank's norm spans its heads (the [tokens, 1] float32 all-reduce not
      * modelled). Its k_norm shards num_key_value_heads x head_dim, so fewer kv heads than ranks (each
-     * replicated whole on its ranks) would not match the shard: refused */
-    if (a->f->qk_norm == QK_WHOLE && !(s.vllm && a->f->moe == MOE_MINIMAX))
+     * replicated whole on its ranks) would not match the shard: refused. vLLM's Olmo2Attention
+     * (vllm/model_executor/models/olmo2.py @ 028aedf62adee9d2a1e99d4cda7c1ce1c997c8cc, the class olmo3 runs too:
+     * registry.py @ 0002bff0 maps "Olmo3ForCausalLM" to ("olmo2", "Olmo2ForCausalLM"), whose __init__ asserts
+     * isinstance(config, (Olmo2Config, Olmo3Config))) and OlmoeAttention (olmoe.py @
+     * 048a32c74781fb54225d431eca3a58a809eb265d): qkv_proj a QKVParallelLinear, o_proj a RowParallelLinear (the
+     * table's split), q_norm RMSNorm(total_num_heads x head_dim) and k_norm RMSNorm(total_num_kv_heads x head_dim)
+     * whole on every rank; _apply_qk_norm with tp_size > 1 all-gathers q.contiguous() and k.contiguous() over the
+     * group (tensor_model_parallel_all_gather), norms the whole rows, and keeps split_tensor_along_last_dim(..)
+     * [tp_rank] (a view): the layer's "qk_norm_gather" (layers/llm.c). With fewer kv heads than ranks the gathered
+     * k (tp x head_dim) does not match k_norm: refused above. Megatron's layer spec has no such norm: refused */
+    if (a->f->qk_norm == QK_WHOLE && !s.vllm)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s's q_norm / k_norm span the whole projection: its tensor-parallel "
                             "split is not modelled", a->f->model_type);
     if (a->proj && a->proj != a->H) /* OPTDecoder.project_in / project_out: no Megatron counterpart */
