@@ -160,7 +160,14 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
          * layers/mamba2.c vc__mamba2_vllm_state of the rank's layer. Falcon-H1's mup_vector ((2 d_ssm + 2 groups x
          * state + heads) // tp_size, vllm/model_executor/models/falcon_h1.py @ 0189427238e6f89c55a0f85da90f330d6e0d6ae7
          * FalconH1SSMDecoderLayer._init_mup_vector) is the rank's in_proj width. The layer is told the ranks
-         * (gh.tp): Mixer2RMSNormGated.forward_cuda takes forward_native whenever tp_size > 1 */
+         * (gh.tp): Mixer2RMSNormGated.forward_cuda takes forward_native whenever tp_size > 1. The models' other modules
+         * are the table's below: vllm/model_executor/models/mamba2.py @ 055e47c28003156421365af985d676fc921cb075
+         * (Mamba2DecoderLayer: the mixer and an RMSNorm; embeddings a VocabParallelEmbedding, lm_head a ParallelLMHead;
+         * get_mamba_state_shape_from_config passes tensor_parallel_size), nemotron_h.py @ 8744bb09 (NemotronHAttention's
+         * asserts as QKVParallelLinear's, NemotronHMLP's up_proj ColumnParallelLinear and down_proj RowParallelLinear
+         * over intermediate_size), granitemoehybrid.py @ 0195c9ec (GraniteMoeHybridAttention likewise,
+         * GraniteMoeSharedMLP, GraniteMoeMoE's FusedMoE over intermediate_size), falcon_h1.py @ 01894272
+         * (FalconH1MLP's MergedColumnParallelLinear / RowParallelLinear, FalconH1AttentionDecoderLayer's asserts) */
         if (a->gh.mh % t)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide %s (%lld): vLLM's "
                                 "MambaMixer2 asserts num_heads %% tp_size == 0", (long long)t, a->gh.hkey, (long long)a->gh.mh);
