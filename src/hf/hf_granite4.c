@@ -244,6 +244,17 @@ int64_t vc__hf_granite4_parameters(const arch *a, int64_t *active)
     return tot;
 }
 
+/* --tp of a family with Mamba2 layers: vLLM's split under --serve (hf_tp.c vc__hf_tp_split), Megatron's refused (no
+ * Mamba2 split of Megatron's is read here) */
+static int m2_tp(const arch *a, vc_hf_split split, vc_error *err)
+{
+    if (split.tp > 1 && !split.vllm)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of the Mamba2 layers is modelled only as "
+                            "vLLM splits them, under " O("serve") " (Megatron's split of them is not modelled)",
+                            a->f->model_type);
+    return 0;
+}
+
 int vc__hf_granite4_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
     if (a->gh.E > 0 && a->imbalance > 1.0)
@@ -252,11 +263,7 @@ int vc__hf_granite4_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
     if (a->gh.E > 4096)
         return vc_set_error(err, VC_ERR_USAGE, "num_local_experts", "%lld experts: more than the 4096 modelled",
                             (long long)a->gh.E);
-    if (split.tp > 1 && !split.vllm) /* vLLM's split under --serve: hf_tp.c vc__hf_tp_split */
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of the Mamba2 layers is modelled only as "
-                            "vLLM splits them, under " O("serve") " (Megatron's split of them is not modelled)",
-                            a->f->model_type);
-    return 0;
+    return m2_tp(a, split, err);
 }
 
 static void g_linear(rd *r, cJSON *arr, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
@@ -527,11 +534,8 @@ int vc__hf_mamba2_read(rd *r, arch *a)
 
 int vc__hf_mamba2_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
-    (void)a; /* --serve: vLLM's Mamba state pages alone (src/engine/serve.c mamba_alone), its --tp split hf_tp.c's */
-    if (split.tp > 1 && !split.vllm)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mamba2: tensor parallelism of the Mamba2 layers is modelled only as "
-                            "vLLM splits them, under " O("serve") " (Megatron's split of them is not modelled)");
-    return 0;
+    /* --serve: vLLM's Mamba state pages alone (src/engine/serve.c mamba_alone) */
+    return m2_tp(a, split, err);
 }
 
 static void m2_cast(rd *r, cJSON *arr, const char *name, const char *in, const char *dtype)
@@ -915,11 +919,7 @@ int vc__hf_falcon_h1_read(rd *r, arch *a)
 
 int vc__hf_falcon_h1_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
-    (void)a; /* --serve: src/engine/serve.c mamba_state, its --tp split hf_tp.c's */
-    if (split.tp > 1 && !split.vllm)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "falcon_h1: tensor parallelism of the Mamba2 layers is modelled only "
-                            "as vLLM splits them, under " O("serve") " (Megatron's split of them is not modelled)");
-    return 0;
+    return m2_tp(a, split, err); /* --serve: src/engine/serve.c mamba_state */
 }
 
 /* One FalconH1DecoderLayer, in forward's order */

@@ -139,10 +139,7 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
     }
     const bool m2 = a->f->block == BLK_GRANITE4 || a->f->block == BLK_MAMBA2 || a->f->block == BLK_NEMOTRON_H ||
                     a->f->block == BLK_FALCON_H1;
-    if (m2 && !s.vllm) /* the families' *_unmodelled refuse it first (hf_granite4.c) */
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: Megatron's split of the Mamba2 layers is not modelled",
-                            a->f->model_type);
-    if (m2) {
+    if (m2 && s.vllm) { /* Megatron's: refused by the families' *_unmodelled (hf_granite4.c m2_tp) */
         /* vLLM's MambaMixer2 on a rank (MIXER2 = vllm-project/vllm @ 2e0714afc079f2c76e0666f5089c42f231cfea62,
          * vllm/model_executor/layers/mamba/mamba2/mamba_mixer2.py MambaMixer2.__init__): assert num_heads % tp_size
          * == 0; assert n_groups % tp_size == 0 or n_groups == 1; with n_groups 1 the groups are replicated to
