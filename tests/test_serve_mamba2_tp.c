@@ -148,6 +148,23 @@ static void test_granite_micro(void **state)
     vc_model_free(m);
 }
 
+/* Nemotron-H-8B-Base-8K (hidden 4096; Mamba 128 heads x 64, n_groups 8, ssm_state_size 128, conv_kernel 4,
+ * use_conv_bias; 24 Mamba layers in hybrid_override_pattern) on 8 H200s: a rank 16 heads and 8 / 8 = 1 group, conv_dim
+ * 1024 + 2 x 128 = 1280; the grouped gated norm's weight 1024 (Mixer2RMSNormGated, a rank's one group). The temporal
+ * state float32 (mamba_ssm_cache_dtype absent: NemotronHForCausalLMConfig's float32, src/engine/serve.c
+ * nemotron_h_ssm_dtype), the conv state bf16 */
+static void test_nemotron_h(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "Nemotron-H-8B-Base-8K.json");
+    assert_int_equal(rank_params(m, 8, "mixer.in_proj"), 4096 * (1024 + 1280 + 16));
+    assert_int_equal(rank_params(m, 8, "mixer"), 1280 * 4 + 1280 + 3 * 16 + 1024 + 4096 * 1024);
+    vc_serve_result r = serve_tp(m, 8);
+    assert_int_equal(r.state_layers, 24);
+    assert_int_equal(r.state_bytes, 3 * 1280 * 2 + 16 * 64 * 128 * 4); /* 531,968 */
+    vc_model_free(m);
+}
+
 /* The asserts vLLM's MambaMixer2 raises, exit 2 naming --tp and the key; Megatron's split refused outside --serve */
 static void test_refused(void **state)
 {
@@ -170,6 +187,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_codestral),
         cmocka_unit_test(test_granite_micro),
+        cmocka_unit_test(test_nemotron_h),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
