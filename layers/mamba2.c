@@ -66,6 +66,7 @@ typedef struct {
     int path;
     int64_t norm_groups; /* the gated RMSNorm's groups (Zamba2RMSNormGated group_size = intermediate // norm_groups) */
     bool rms_norm;       /* false: no gated RMSNorm, scan_output x silu(gate) (falcon_h1's mamba_rms_norm false) */
+    int64_t tp;          /* vLLM's tensor-parallel ranks this layer is one rank's share of (src/hf/hf_tp.c) */
 } m2_cfg;
 
 static int m2_parse(vc_args *a, void *p)
@@ -77,7 +78,7 @@ static int m2_parse(vc_args *a, void *p)
         vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) || vc_arg_bool(a, "conv_bias", true, &c->conv_bias) ||
         vc_arg_bool(a, "bias", false, &c->bias) || vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) ||
         vc_arg_enum(a, "forward", m2_paths, M2_KERNELS, &c->path) || vc_arg_int(a, "norm_groups", 1, 1, &c->norm_groups) ||
-        vc_arg_bool(a, "rms_norm", true, &c->rms_norm))
+        vc_arg_bool(a, "rms_norm", true, &c->rms_norm) || vc_arg_int(a, "tp", 1, 1, &c->tp))
         return -1;
     if ((c->heads * c->head_dim) % c->norm_groups)
         return vc_arg_fail(a, "norm_groups", "must divide num_heads x head_dim (%lld), got %lld",
@@ -359,6 +360,13 @@ static void emit_kernels(vc_build *b, const m2_cfg *c, const m2_dims *d, const m
  *  - with use_rms_norm False (falcon_h1's mamba_rms_norm false: FalconH1SSMDecoderLayer passes
  *    use_rms_norm=config.mamba_rms_norm) forward_cuda returns x * silu(gate.to(float32)).to(input_dtype): the
  *    float32 gate, its silu, that cast back, the product.
+ *  - on a rank of tp_size > 1 (src/hf/hf_tp.c: the layer's heads and groups a rank's), Mixer2RMSNormGated.forward_cuda
+ *    (mamba_mixer2.py @ 2e0714af: `if ((self.n_groups % self.tp_size) != 0) or self.n_groups != 1: return
+ *    self.forward_native(x, gate)`) takes forward_native for n_groups 1 too: x * silu(gate.to(float32)), then the
+ *    squares' sum over the rank's features all-reduced ([tokens, 1], counted as the mean's), x * rsqrt(variance +
+ *    eps), self.weight * x.to(input_dtype): the grouped path's tensors with one group. With n_groups divisible by
+ *    tp_size each rank normalizes its n_groups / tp_size groups without a collective (no all-gather: MambaMixer2
+ *    asserts n_groups % tp_size == 0 or n_groups == 1, so the norm's redundant_tp case does not arise).
  * _warmup_ssd_kernels' one chunk of dummy inputs (chunk_size tokens, freed and torch.accelerator.empty_cache()
  * before the layer goes on) is not modelled. */
 static void emit_vllm_profile(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_w *iw)
@@ -375,7 +383,7 @@ static void emit_vllm_profile(vc_build *b, const m2_cfg *c, const m2_dims *d, co
     if (!c->rms_norm) { /* forward_cuda without the norm: x * silu(gate.to(float32)).to(input_dtype) */
         vc_t sg = vc__op_unary(b, "silu", vc__op_cast(b, gate, VC_DT_F32), VC_SAVE_IN, false);
         y = mul2(b, so, vc__op_cast(b, sg, dt), vc_n_sample(L * Di));
-    } else if (c->groups > 1) { /* forward_native: float32 temporaries, the variance over n_groups groups */
+    } else if (c->groups > 1 || c->tp > 1) { /* forward_native: float32 temporaries, the variance over the groups */
         y = gated_norm(b, so, gate, vc_weight(b, iw->norm), L, Di, c->groups, true);
     } else {
         vc_t rstd = vc__op_nograd(b, "_layer_norm_fwd", so, gate, vc_n_sample(L), VC_DT_F32);

@@ -160,7 +160,7 @@ static void test_bad_keys(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    assert_usage(H7 " --tp 2", "falcon_h1: tensor parallelism of the Mamba2 layers is not modelled");
+    assert_usage(H7 " --tp 2", "falcon_h1: tensor parallelism of the Mamba2 layers is modelled only as vLLM splits them"); /* --serve --tp: test_serve_mamba2_tp.c */
     assert_usage(H05 " -m generate --cache static", "HybridMambaAttentionDynamicCache");
     assert_usage(H05 " -p bf16 --qlora --lora-targets in_proj", "out_proj quantized in training");
     assert_usage(H05 " --lora 8", "--lora-targets"); /* PEFT's mapping has no falcon_h1 */

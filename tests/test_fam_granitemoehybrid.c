@@ -319,8 +319,9 @@ static void test_refused(void **state)
     (void)state;
     /* --serve of the H models: tests/test_serve_granite4.c; Micro's block size comes from mamba_* keys no layer uses */
     assert_usage(MICRO " --serve --gpu h100-80gb", "granitemoehybrid without Mamba layers under vLLM is not modelled");
-    assert_usage(H_SMALL " --serve --gpu h100-80gb --tp 2 --gpus 2", "granitemoehybrid: tensor parallelism");
-    assert_usage(H_MICRO " --tp 2", "tensor parallelism of the Mamba2 layers is not modelled");
+    /* --serve --tp: vLLM's split (tests/test_serve_mamba2_tp.c); 3 ranks do not divide mamba_n_heads (128) */
+    assert_usage(H_SMALL " --serve --gpu h100-80gb --tp 3 --gpus 3", "3 tensor-parallel ranks do not divide mamba_n_heads (128)");
+    assert_usage(H_MICRO " --tp 2", "tensor parallelism of the Mamba2 layers is modelled only as vLLM splits them");
     assert_usage(H_MICRO " -m generate --cache static", "HybridMambaAttentionDynamicCache");
     /* bitsandbytes replaces out_proj, which mamba_split_conv1d_scan_combined reads as a dense matrix */
     assert_usage(H_MICRO " --qlora --lora-targets in_proj", "out_proj quantized in training");

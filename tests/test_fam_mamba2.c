@@ -151,12 +151,14 @@ static void test_generate(void **state)
     assert_non_null(strstr(out, "\"cache_class\": \"Mamba2Cache\", \"mamba_state\": 139460608, \"mamba_layers\": 64"));
 }
 
-/* 5. What is not modelled is refused in one line naming the option: --tp (also under --serve) */
+/* 5. What is not modelled is refused in one line naming the option: --tp outside --serve (vLLM's split under --serve:
+ * tests/test_serve_mamba2_tp.c) */
 static void test_refused(void **state)
 {
     (void)state;
     assert_usage(HF "Mamba-Codestral-7B-v0.1.json --tp 2 --gpus 2", "--tp");
-    assert_usage(HF "Mamba-Codestral-7B-v0.1.json --serve --gpu h100-80gb --tp 2 --gpus 2", "--tp");
+    assert_usage(HF "Mamba-Codestral-7B-v0.1.json --serve --gpu h100-80gb --tp 16 --gpus 16", "--tp: 16 tensor-parallel ranks "
+                 "do not divide n_groups (8)");
 }
 
 /* 6. --serve (vLLM, no replica: no vLLM here; every figure derived from its source, src/engine/serve.c mamba_alone).

@@ -190,7 +190,7 @@ static void test_bad_keys(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    assert_usage(H8B " --tp 2", "nemotron_h: tensor parallelism of the Mamba2 layers is not modelled");
+    assert_usage(H8B " --tp 2", "nemotron_h: tensor parallelism of the Mamba2 layers is modelled only as vLLM splits them"); /* --serve --tp: test_serve_mamba2_tp.c */
     assert_usage(H8B " -m generate --cache static", "HybridMambaAttentionDynamicCache");
     assert_usage(H8B " --qlora --lora-targets in_proj", "out_proj quantized in training");
 }

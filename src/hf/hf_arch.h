@@ -409,6 +409,10 @@ typedef struct {
         bool conv_bias, proj_bias, rope;
         double attn_mult;
         bool resid_f32; /* mamba2 (the same mixer fields): residual_in_fp32 */
+        /* vLLM's tensor-parallel ranks of the Mamba2 layers (--serve --tp, hf_tp.c; 0 or 1: whole, mh and mg then
+         * a rank's), and the config keys of the heads and groups the refusals name (set by the family's reader) */
+        int64_t tp;
+        const char *hkey, *gkey;
     } gh;
     /* lfm2 (hf_lfm2.c): layer_types ("conv" / "full_attention"), else full_attn_idxs (both NULL: every layer
      * attention), conv_L_cache, conv_bias */

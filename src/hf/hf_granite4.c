@@ -129,6 +129,8 @@ int vc__hf_granite4_read(rd *r, arch *a)
                                   "ValueError on others)");
         a->gh.types = t;
     }
+    a->gh.hkey = "mamba_n_heads";
+    a->gh.gkey = "mamba_n_groups";
     if (gh_int(r, "mamba_n_heads", 128, 1, &a->gh.mh) || gh_int(r, "mamba_n_groups", 1, 1, &a->gh.mg) ||
         gh_int(r, "mamba_d_state", 256, 1, &a->gh.mn) || gh_int(r, "mamba_d_conv", 4, 1, &a->gh.mk) ||
         gh_int(r, "mamba_chunk_size", 256, 1, &a->gh.chunk) || gh_bool(r, "mamba_conv_bias", true, &a->gh.conv_bias) ||
@@ -242,6 +244,17 @@ int64_t vc__hf_granite4_parameters(const arch *a, int64_t *active)
     return tot;
 }
 
+/* --tp of a family with Mamba2 layers: vLLM's split under --serve (hf_tp.c vc__hf_tp_split), Megatron's refused (no
+ * Mamba2 split of Megatron's is read here) */
+static int m2_tp(const arch *a, vc_hf_split split, vc_error *err)
+{
+    if (split.tp > 1 && !split.vllm)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of the Mamba2 layers is modelled only as "
+                            "vLLM splits them, under " O("serve") " (Megatron's split of them is not modelled)",
+                            a->f->model_type);
+    return 0;
+}
+
 int vc__hf_granite4_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
     if (a->gh.E > 0 && a->imbalance > 1.0)
@@ -250,10 +263,7 @@ int vc__hf_granite4_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
     if (a->gh.E > 4096)
         return vc_set_error(err, VC_ERR_USAGE, "num_local_experts", "%lld experts: more than the 4096 modelled",
                             (long long)a->gh.E);
-    if (split.tp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of the Mamba2 layers is not "
-                            "modelled", a->f->model_type);
-    return 0;
+    return m2_tp(a, split, err);
 }
 
 static void g_linear(rd *r, cJSON *arr, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
@@ -316,6 +326,7 @@ static cJSON *g_mixer_core(rd *r, cJSON *arr, const arch *a, const char *name, b
     vc__hf_flag(r, o, "bias", bias);
     vc__hf_num(r, o, "eps", a->eps);
     if (grouped) vc__hf_num(r, o, "norm_groups", (double)a->gh.mg);
+    if (a->gh.tp > 1) vc__hf_num(r, o, "tp", (double)a->gh.tp); /* vLLM's ranks (hf_tp.c): Mixer2RMSNormGated's path */
     return o;
 }
 
@@ -471,6 +482,8 @@ int vc__hf_mamba2_read(rd *r, arch *a)
     a->gh.E = a->gh.K = 0;
     a->gh.rope = false;
     a->R = 0;
+    a->gh.hkey = "num_heads";
+    a->gh.gkey = "n_groups";
     if (gh_int(r, "num_heads", 128, 1, &a->gh.mh) || gh_int(r, "head_dim", 64, 1, &a->gh.mp) ||
         gh_int(r, "n_groups", 8, 1, &a->gh.mg) || gh_int(r, "state_size", 128, 1, &a->gh.mn) ||
         gh_int(r, "conv_kernel", 4, 1, &a->gh.mk) || gh_int(r, "chunk_size", 256, 1, &a->gh.chunk) ||
@@ -521,10 +534,8 @@ int vc__hf_mamba2_read(rd *r, arch *a)
 
 int vc__hf_mamba2_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
-    (void)a; /* --serve: vLLM's Mamba state pages alone (src/engine/serve.c mamba_alone) */
-    if (split.tp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "mamba2: tensor parallelism of the Mamba2 layers is not modelled");
-    return 0;
+    /* --serve: vLLM's Mamba state pages alone (src/engine/serve.c mamba_alone) */
+    return m2_tp(a, split, err);
 }
 
 static void m2_cast(rd *r, cJSON *arr, const char *name, const char *in, const char *dtype)
@@ -674,6 +685,8 @@ int vc__hf_nemotron_h_read(rd *r, arch *a)
     }
     (void)mamba;
     /* the Mamba2 mixers */
+    a->gh.hkey = "mamba_num_heads";
+    a->gh.gkey = cJSON_GetObjectItemCaseSensitive(r->cfg, "mamba_n_groups") ? "mamba_n_groups" : "n_groups";
     if (gh_int(r, "mamba_num_heads", 128, 1, &a->gh.mh) || gh_int(r, "mamba_head_dim", 64, 1, &a->gh.mp) ||
         nh_int(r, "mamba_n_groups", "n_groups", 8, &a->gh.mg) || gh_int(r, "ssm_state_size", 128, 1, &a->gh.mn) ||
         nh_int(r, "mamba_d_conv", "conv_kernel", 4, &a->gh.mk) || nh_int(r, "mamba_chunk_size", "chunk_size", 128, &a->gh.chunk) ||
@@ -833,6 +846,8 @@ int vc__hf_falcon_h1_read(rd *r, arch *a)
     a->gh.E = a->gh.K = 0;
     a->gh.rope = true;
     bool before = true;
+    a->gh.hkey = "mamba_n_heads";
+    a->gh.gkey = "mamba_n_groups";
     if (gh_int(r, "mamba_n_heads", 128, 1, &a->gh.mh) || gh_int(r, "mamba_n_groups", 1, 1, &a->gh.mg) ||
         gh_int(r, "mamba_d_state", 256, 1, &a->gh.mn) || gh_int(r, "mamba_d_conv", 4, 1, &a->gh.mk) ||
         gh_int(r, "mamba_chunk_size", 256, 1, &a->gh.chunk) || gh_bool(r, "mamba_conv_bias", true, &a->gh.conv_bias) ||
@@ -904,10 +919,7 @@ int vc__hf_falcon_h1_read(rd *r, arch *a)
 
 int vc__hf_falcon_h1_unmodelled(const arch *a, vc_hf_split split, vc_error *err)
 {
-    (void)a; /* --serve: src/engine/serve.c mamba_state */
-    if (split.tp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "falcon_h1: tensor parallelism of the Mamba2 layers is not modelled");
-    return 0;
+    return m2_tp(a, split, err); /* --serve: src/engine/serve.c mamba_state */
 }
 
 /* One FalconH1DecoderLayer, in forward's order */

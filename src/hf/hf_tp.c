@@ -147,11 +147,51 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
                                 (long long)(a->KV * a->D));
         a->qk_gather = t;
     }
+    const bool m2 = a->f->block == BLK_GRANITE4 || a->f->block == BLK_MAMBA2 || a->f->block == BLK_NEMOTRON_H ||
+                    a->f->block == BLK_FALCON_H1;
+    if (m2 && s.vllm) { /* Megatron's: refused by the families' *_unmodelled (hf_granite4.c m2_tp) */
+        /* vLLM's MambaMixer2 on a rank (MIXER2 = vllm-project/vllm @ 2e0714afc079f2c76e0666f5089c42f231cfea62,
+         * vllm/model_executor/layers/mamba/mamba2/mamba_mixer2.py MambaMixer2.__init__): assert num_heads % tp_size
+         * == 0; assert n_groups % tp_size == 0 or n_groups == 1; with n_groups 1 the groups are replicated to
+         * n_groups + MambaStateShapeCalculator.extra_groups_for_head_shards(n_groups, tp_size) = tp_size
+         * (ColumnParallelLinear in_proj / conv1d over intermediate + conv_dim + heads, conv_dim = intermediate +
+         * 2 x tp_size x state, loaded by mamba_v2_sharded_weight_loader with the one group copied to every rank),
+         * else MergedColumnParallelLinear in_proj [intermediate, intermediate, groups x state, groups x state, heads]
+         * and conv1d [intermediate, groups x state, groups x state], each split over the ranks: a rank holds
+         * num_heads / tp heads and n_groups / tp groups (1 when n_groups is 1). A, D, dt_bias divide(num_heads,
+         * tp_size); Mixer2RMSNormGated's weight per_rank_hidden_size = intermediate // tp_size (asserting
+         * intermediate % tp_size == 0, implied by the heads); out_proj RowParallelLinear over intermediate, its
+         * bias whole. The state a rank keeps (mamba_utils.py @ 2afe1e8573cf51b73569ae1d35f59078a2032a91
+         * MambaStateShapeCalculator.mamba2_state_shape(tp_world_size, ...): conv (d_conv - 1, divide(intermediate,
+         * tp) + 2 x n_groups(+extra) x state / tp), temporal (divide(num_heads, tp), head_dim, state)) is
+         * layers/mamba2.c vc__mamba2_vllm_state of the rank's layer. Falcon-H1's mup_vector ((2 d_ssm + 2 groups x
+         * state + heads) // tp_size, vllm/model_executor/models/falcon_h1.py @ 0189427238e6f89c55a0f85da90f330d6e0d6ae7
+         * FalconH1SSMDecoderLayer._init_mup_vector) is the rank's in_proj width. The layer is told the ranks
+         * (gh.tp): Mixer2RMSNormGated.forward_cuda takes forward_native whenever tp_size > 1. The models' other modules
+         * are the table's below: vllm/model_executor/models/mamba2.py @ 055e47c28003156421365af985d676fc921cb075
+         * (Mamba2DecoderLayer: the mixer and an RMSNorm; embeddings a VocabParallelEmbedding, lm_head a ParallelLMHead;
+         * get_mamba_state_shape_from_config passes tensor_parallel_size), nemotron_h.py @ 8744bb09 (NemotronHAttention's
+         * asserts as QKVParallelLinear's, NemotronHMLP's up_proj ColumnParallelLinear and down_proj RowParallelLinear
+         * over intermediate_size), granitemoehybrid.py @ 0195c9ec (GraniteMoeHybridAttention likewise,
+         * GraniteMoeSharedMLP, GraniteMoeMoE's FusedMoE over intermediate_size), falcon_h1.py @ 01894272
+         * (FalconH1MLP's MergedColumnParallelLinear / RowParallelLinear, FalconH1AttentionDecoderLayer's asserts) */
+        if (a->gh.mh % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide %s (%lld): vLLM's "
+                                "MambaMixer2 asserts num_heads %% tp_size == 0", (long long)t, a->gh.hkey, (long long)a->gh.mh);
+        if (a->gh.mg % t && a->gh.mg != 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide %s (%lld): vLLM's "
+                                "MambaMixer2 asserts n_groups %% tp_size == 0 or n_groups == 1", (long long)t, a->gh.gkey,
+                                (long long)a->gh.mg);
+        a->gh.mh /= t;
+        a->gh.mg = a->gh.mg % t ? 1 : a->gh.mg / t;
+        a->gh.tp = t;
+    }
     if (s.vllm && a->f->moe == MOE_MINIMAX && a->KV < t) /* MiniMaxText01RMSNormTP's k_norm shard (below) */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are more than num_key_value_heads (%lld): "
                             "vLLM's MiniMax-M2 k_norm (MiniMaxText01RMSNormTP) shards kv heads x head_dim over the ranks, "
                             "narrower than the kv head each rank replicates", (long long)t, (long long)a->KV);
-    for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
+    /* mamba2's heads and intermediate are FIXED(1) stand-ins (no attention, no MLP: src/hf/hf.c's row), not split */
+    for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0] && a->f->block != BLK_MAMBA2; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
         const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
         if (s.vllm && tp_split[i].role == K_KV_HEADS && *v > 0 && *v < t) { /* vLLM replicates them (above) */
