@@ -442,15 +442,8 @@ def prepare_generation(model, input_ids):
     pad = torch.tensor(c.pad_token_id, dtype=torch.long)
     eos = torch.tensor([c.eos_token_id], dtype=torch.long)
     decoder_start = torch.tensor(c.decoder_start_token_id, dtype=torch.long)
-    default_attention_mask = torch.ones(input_ids.shape[:2], dtype=torch.long)
-    is_pad_token_in_inputs = torch.isin(input_ids, pad).any()
-    is_pad_token_not_equal_to_eos_token_id = ~(torch.isin(eos, pad).any())
-    can_infer_attention_mask = is_pad_token_in_inputs * is_pad_token_not_equal_to_eos_token_id
-    attention_mask_from_padding = input_ids.ne(pad).long()
-    attention_mask = (attention_mask_from_padding * can_infer_attention_mask
-                      + default_attention_mask * ~can_infer_attention_mask)
-    del default_attention_mask, is_pad_token_in_inputs, is_pad_token_not_equal_to_eos_token_id
-    del can_infer_attention_mask, attention_mask_from_padding
+    from t5_replica import attention_mask_for_generation
+    attention_mask = attention_mask_for_generation(input_ids, pad, eos)
     # _prepare_encoder_decoder_kwargs_for_generation: encoder(input_ids, attention_mask, return_dict=True)
     _mask_for_sdpa(attention_mask)
     encoder_hidden_states = model.encoder(input_ids)[0]
