@@ -202,7 +202,7 @@ static void refusals(void **state)
         {HF "t5-small.json --serve --gpu h100-80gb --num-beams 2", "(vLLM's serving is modelled without it)"},
         {HF "whisper-tiny.json --serve --gpu h100-80gb --num-beams 3", "(vLLM's serving is modelled without it)"},
         {HF "t5-small.json -m generate --num-beams 65537", "--num-beams: an encoder-decoder's beam search is modelled up to 65536 beams"},
-        {HF "bart-large.json -m generate --num-beams 2", "--mode: bart: generate() is not modelled yet"},
+        {HF "bart-large.json -m generate --num-beams 65537", "--num-beams: an encoder-decoder's beam search is modelled up to 65536 beams"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) assert_usage(cases[i][0], cases[i][1]);
     /* the library: the same path */

@@ -11,6 +11,10 @@
  * 3. The measured cases of bench/accuracy/llm/measured.json (bart_replica.py, torch 1.13 CPU, the allocator
  *    counter; --attention math, --workspace 0).
  * 4. Refusals: exit 2 and one line naming the key or option.
+ * 5. generate() (src/engine/generate.c "Encoder-decoders"; the logits processors of the config's keys,
+ *    vc_hf_logits_processors in src/hf/hf_bart.c): the measured cases (bart_replica.generate and measure_llm.py
+ *    generate_beams; bart_gen_small has facebook/bart-large's no_repeat_ngram_size 3, forced_bos_token_id 0 and
+ *    forced_eos_token_id 2), a processor's tensor by hand, the refusals.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -103,6 +107,76 @@ static void test_measured(void **state)
 #undef LQV
 }
 
+/* body written over the file at path */
+static void rewrite(const char *path, const char *body)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(body, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* generate() of bart */
+static void test_generate(void **state)
+{
+    (void)state;
+    /* bench/accuracy/llm/measured.json: the six cases appended after apertus's (their peak_allocated, the larger of
+     * the prefill and decode peaks; compare.py runs generate cases at --transformers 4.57, which changes nothing for
+     * an encoder-decoder: no _prefill split) */
+    static const cli_measured c[] = {
+        {"bart_gen_small.json -m generate --prompt 64 --new-tokens 8 -b 2 -p fp32", 6027776},
+        {"bart_small.json -m generate --prompt 96 --new-tokens 12 -b 1 -p fp32", 5417984},
+        {"bart_gen_small.json -m generate --prompt 128 --new-tokens 6 -b 1 -p bf16", 3705856},
+        {"bart_gen_small.json -m generate --prompt 48 --new-tokens 10 -b 2 -p bf16", 3184128},
+        {"bart_gen_small.json -m generate --prompt 64 --new-tokens 8 -b 1 -p fp32 --num-beams 2", 5895680},
+        {"bart_small.json -m generate --prompt 32 --new-tokens 6 -b 2 -p fp32 --num-beams 2", 5270528},
+    };
+    assert_measured(c, sizeof c / sizeof *c, "", 0.1);
+    /* NoRepeatNGramLogitsProcessor by hand: greedy, the same model with and without no_repeat_ngram_size 3. _sample's
+     * next_token_scores is then the processor's scores.clone(), [1, 1000] float32 = 4,000 B (4,096 in 512-B blocks),
+     * held from the step before the last through the last step's forward, where the decode peak is; without it
+     * next_token_scores is next_token_logits itself. The prefill peak (in the encoder) does not move. */
+#define BART_SMALL "{\"model_type\": \"bart\", \"vocab_size\": 1000, \"d_model\": 64, \"encoder_ffn_dim\": 96, " \
+                   "\"encoder_layers\": 2, \"encoder_attention_heads\": 4, \"decoder_layers\": 2, " \
+                   "\"decoder_attention_heads\": 4, \"decoder_ffn_dim\": 96"
+    char p0[] = "/tmp/vc_bgXXXXXX", p1[] = "/tmp/vc_bgXXXXXX", a[300];
+    fam_write(p0, BART_SMALL "}");
+    fam_write(p1, BART_SMALL ", \"no_repeat_ngram_size\": 3}");
+    int64_t pk[2][2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s -m generate --prompt 32 --new-tokens 8 --attention math --workspace 0", i ? p1 : p0);
+        pk[i][0] = cli_json_num(a, "generate", "prefill_peak");
+        pk[i][1] = cli_json_num(a, "generate", "decode_peak");
+    }
+    assert_int_equal(pk[1][0], pk[0][0]);
+    assert_int_equal(pk[1][1] - pk[0][1], 4096);
+    /* another processor's key is refused under generate (min_length: MinLengthLogitsProcessor), not in training;
+     * the processors' keys checked */
+    rewrite(p1, BART_SMALL ", \"min_length\": 30}");
+    snprintf(a, sizeof a, "%s -m generate", p1);
+    assert_usage(a, "min_length: bart: generate()'s logits processor for this key is not modelled");
+    snprintf(a, sizeof a, "%s --seq 32", p1);
+    assert_true(cli_json_num(a, "memory", "peak_allocated") > 0);
+    rewrite(p1, BART_SMALL ", \"no_repeat_ngram_size\": -1}");
+    assert_usage(p1, "no_repeat_ngram_size: expected a whole number from 0 to 1000000");
+    rewrite(p1, BART_SMALL ", \"no_repeat_ngram_size\": 2.5}");
+    assert_usage(p1, "no_repeat_ngram_size: expected a whole number from 0 to 1000000");
+    rewrite(p1, BART_SMALL ", \"forced_bos_token_id\": 1000}");
+    assert_usage(p1, "forced_bos_token_id: expected a token id from 0 to vocab_size - 1 (999)");
+    rewrite(p1, BART_SMALL ", \"forced_eos_token_id\": \"2\"}");
+    assert_usage(p1, "forced_eos_token_id: expected a token id from 0 to vocab_size - 1 (999)");
+#undef BART_SMALL
+    remove(p0);
+    remove(p1);
+    /* facebook/bart-large's own config (its processors) runs; --serve stays refused */
+    assert_true(cli_json_num(HF "bart-large.json -m generate --prompt 512 --new-tokens 64", "generate", "decode_peak") > 0);
+    assert_usage(HF "bart-large.json -m generate --serve --gpu h100-80gb", "--serve: vLLM has no BartForConditionalGeneration");
+    /* the decoder's positions: max_position_embeddings 1024 new tokens at most (the last one is never fed) */
+    assert_true(cli_json_num(HF "bart-large.json -m generate --prompt 16 --new-tokens 1024", "generate", "decode_peak") > 0);
+    assert_usage(HF "bart-large.json -m generate --prompt 16 --new-tokens 1025",
+                 "--new-tokens: 1025: bart's decoder has max_position_embeddings (1024) positions");
+}
+
 /* the refusals: exit 2, one stderr line naming the key (or option) */
 static void test_refusals(void **state)
 {
@@ -131,7 +205,6 @@ static void test_refusals(void **state)
         assert_usage(args, c[i].want);
         remove(path);
     }
-    assert_usage(HF "bart-large.json -m generate", "--mode: bart: generate() is not modelled yet");
     assert_usage(HF "bart-large.json --serve --gpu h100-80gb", "--serve: vLLM has no BartForConditionalGeneration");
     assert_usage(HF "bart-large.json -p fp16", "--precision: bart is modelled in fp32 and bf16");
     assert_usage(HF "bart-large.json --tp 2 --gpus 2", "--tp: bart: tensor parallelism");
@@ -146,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_layers),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_generate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

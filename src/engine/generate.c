@@ -412,7 +412,32 @@ struct loop_state {
     vc_t ids, mask, pos, unfinished, pad, logits32, next;
     int64_t len; /* tokens in ids and mask */
     vc_t probs;  /* do_sample (--loss grpo): _sample's probs, a local like next_token_logits; -1 */
+    vc_t scores; /* next_token_scores when a logits processor made a tensor of its own (logits_processors), -1 */
 };
+
+/* LogitsProcessorList.__call__ (generation/logits_process.py, the form of transformers 4.4x to 5: `for processor in
+ * self: scores = processor(input_ids, scores)`) over `scores`, the step's [rows, V] float32 (next_token_logits in
+ * _sample, log_softmax's log_probs in _beam_search), at cur_len tokens of max_length, for the processors the config's
+ * keys make (vc_hf_logits_processors, _get_logits_processor's order): NoRepeatNGramLogitsProcessor's
+ * scores.clone() every step (the banned tokens' -inf written into it: index tensors of a few ids, not counted; the
+ * n-grams found on the host from input_ids.tolist()); ForcedBOSTokenLogitsProcessor's torch.full_like(scores, -inf)
+ * when cur_len == 1; ForcedEOSTokenLogitsProcessor's when cur_len == max_length - 1 (max_length: the decoder's
+ * input length + max_new_tokens). Each output frees the previous one when the list's `scores` is rebound; the
+ * caller's input stays its own. Returns the processed scores, `scores` itself when none made a tensor. */
+static vc_t logits_processors(vc_build *b, vc_t scores, int64_t vocab, int64_t cur_len, int64_t max_length)
+{
+    const vc_hf_logits *lp = &b->m->gen_lp;
+    const bool made[3] = {lp->ngram > 0, lp->bos && cur_len == 1, lp->eos && cur_len == max_length - 1};
+    static const char *const op[3] = {"clone", "full_like", "full_like"};
+    vc_t s = scores;
+    for (int i = 0; i < 3; i++) {
+        if (!made[i]) continue;
+        vc_t t = vc__op_nograd(b, op[i], s, -1, vc_n_sample(vocab), VC_DT_F32);
+        if (s != scores) vc__extend_life(b, s);
+        s = t;
+    }
+    return s;
+}
 
 /* _sample after model(**model_inputs): the logits' copy, the next tokens, the grown ids and mask. */
 static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
@@ -427,6 +452,13 @@ static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
     vc_t prev_logits = ls->logits32, prev_next = ls->next;
     ls->logits32 = vc__op_nograd(b, "_to_copy", logits, -1, vc_n_sample(vocab), VC_DT_F32);
     if (prev_logits >= 0) vc__extend_life(b, prev_logits); /* rebound now: freed after this op */
+    /* next_token_scores = logits_processor(input_ids, next_token_logits): next_token_logits itself without a
+     * processor; a tensor of the processors' own otherwise, held (a local) until the next step's is made. The plan's
+     * next step after the first is the last one: the first's stands for the step before the last's when a tensor of
+     * the same size was made there too (no_repeat_ngram_size: every step), or when it is that step */
+    vc_t prev_scores = ls->scores, sc = logits_processors(b, ls->logits32, vocab, ls->len, b->gen.prompt + b->gen.steps);
+    ls->scores = sc != ls->logits32 ? sc : -1;
+    if (prev_scores >= 0 && (b->m->gen_lp.ngram > 0 || b->gen.dstep[0] == 1)) vc__extend_life(b, prev_scores);
     vc_t nt;
     if (b->m->loss == VC_LOSS_GRPO) {
         /* TRL's GRPOTrainer generates with GenerationConfig(do_sample=True, temperature 1.0, top_p 1.0,
@@ -443,7 +475,7 @@ static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
         nt = vc_op_out(o, vc_n_sample(1), VC_DT_I64);
         vc_op_end(o);
     } else {
-        nt = vc__op_nograd(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
+        nt = vc__op_nograd(b, "argmax", sc, -1, vc_n_sample(1), VC_DT_I64);
     }
     vc_t a = vc__op_nograd(b, "mul", nt, ls->unfinished, vc_n_sample(1), VC_DT_I64);
     vc_t r = vc__op_nograd(b, "rsub", ls->unfinished, -1, vc_n_sample(1), VC_DT_I64);
@@ -631,8 +663,11 @@ static void beam_step_end(vc_build *b, beam_state *bs, vc_t out, int64_t vocab, 
     bs->pos = vc__op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
     rebind(b, &bs->logits, vc__op_nograd(b, "_to_copy", out, -1, vc_n_sample(vocab), VC_DT_F32));
     vc_t lsm = vc__op_nograd(b, "_log_softmax", bs->logits, -1, vc_n_sample(vocab), VC_DT_F32);
+    /* log_probs = logits_processor(flat_running_sequences, log_probs): the input freed once rebound */
+    vc_t lpp = logits_processors(b, lsm, vocab, cur_len, ml);
+    if (lpp != lsm) vc__extend_life(b, lsm);
     vc__extend_life(b, out); /* del model_outputs */
-    rebind(b, &bs->logp, vc__op_nograd(b, "add", lsm, bs->run_scores, vc_n_sample(vocab), VC_DT_F32));
+    rebind(b, &bs->logp, vc__op_nograd(b, "add", lpp, bs->run_scores, vc_n_sample(vocab), VC_DT_F32));
     /* _get_top_k_continuations */
     vc_t ind, lp = topk2(b, bs->logp, 2 * N, &ind);
     vc_t cbi = vc__op_nograd(b, "floor_divide", ind, -1, vc_n_sample(2), VC_DT_I64);
@@ -745,7 +780,7 @@ static void beam_emit(vc_build *b, size_t head, int64_t vocab, vc_t prompt)
         /* flat_running_sequences: a copy of running_sequences[:, :, :cur_len] */
         rebind(b, &bs.flat, vc__op_nograd(b, "clone", bs.run_seq, -1, vc_n_sample(cur_len), VC_DT_I64));
         if (g->encdec) {
-            loop_state ls = {bs.flat, -1, bs.pos, -1, -1, -1, -1, cur_len, -1};
+            loop_state ls = {bs.flat, -1, bs.pos, -1, -1, -1, -1, cur_len, -1, -1};
             decoder_step(b, &ls, k);
         } else {
             vc_t cur = one ? vc__op_select(b, bs.flat, vc_n_sample(1), false) : bs.flat;
@@ -812,7 +847,7 @@ void vc__gen_emit(vc_build *b)
         beam_emit(b, head, vocab, prompt);
         return;
     }
-    loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P, -1};
+    loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P, -1, -1};
     b->cur_inst = b->cur_region = -1;
     /* generate(): the attention mask (ones), cache_position (arange), unfinished_sequences (ones) and the pad token */
     ls.mask = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
@@ -1362,7 +1397,7 @@ static void encdec_emit(vc_build *b)
         b->val_t[0] = prompt;
         return;
     }
-    loop_state ls = {start, -1, -1, -1, -1, -1, -1, D};
+    loop_state ls = {start, -1, -1, -1, -1, -1, -1, D, -1, -1};
     /* _sample: unfinished_sequences, the pad token, cache_position (one position) */
     ls.unfinished = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
     ls.pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
@@ -1389,7 +1424,7 @@ static void encdec_emit(vc_build *b)
     }
     /* what generate() still holds when it returns: the loop's tensors, model_kwargs' attention_mask and
      * encoder_outputs, the EncoderDecoderCache */
-    vc_t held[] = {ls.ids, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next, attn_mask, g->enc_t};
+    vc_t held[] = {ls.ids, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next, attn_mask, g->enc_t, ls.scores};
     for (size_t i = 0; i < sizeof held / sizeof *held; i++) vc__extend_life(b, held[i]);
     for (size_t i = 0; i < sizeof wh / sizeof *wh; i++) vc__extend_life(b, wh[i]);
     for (int i = 0; i < g->nslot; i++) {

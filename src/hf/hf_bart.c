@@ -107,11 +107,54 @@ int vc__hf_bart_read(rd *r, arch *a)
         return vc__hf_bad(r, "decoder_layers", "%lld decoder layers of d_model %lld and decoder_ffn_dim %lld are more than "
                           "2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)a->dec_N,
                           (long long)a->H, (long long)a->wh.dec_I);
+    /* generate()'s logits processors from the config's keys (vc_hf_logits_processors): no_repeat_ngram_size a count,
+     * forced_bos_token_id / forced_eos_token_id token ids (scores_processed[:, id] = 0 indexes the vocabulary) */
+    const cJSON *v = bt_key(r, "no_repeat_ngram_size");
+    if (v && (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble > 1e6))
+        return vc__hf_bad(r, "no_repeat_ngram_size", "expected a whole number from 0 to 1000000");
+    static const char *const forced[] = {"forced_bos_token_id", "forced_eos_token_id"};
+    for (int i = 0; i < 2; i++)
+        if ((v = bt_key(r, forced[i])) &&
+            (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble >= (double)a->V))
+            return vc__hf_bad(r, forced[i], "expected a token id from 0 to vocab_size - 1 (%lld)", (long long)a->V - 1);
     /* BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows */
     if (a->maxpos > MAX_SIZE - 2 || __builtin_mul_overflow(a->maxpos + 2, a->H, &t) || t > lim)
         return vc__hf_bad(r, "max_position_embeddings", "%lld: embed_positions (its + 2 rows x d_model) is more than 2^48 "
                           "elements", (long long)a->maxpos);
     return 0;
+}
+
+/* GenerationConfig.from_model_config (a config.json without generation_config.json: its generation keys become the
+ * generation config's) and GenerationMixin._get_logits_processor (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f),
+ * for bart: NoRepeatNGramLogitsProcessor when no_repeat_ngram_size > 0, ForcedBOSTokenLogitsProcessor when
+ * forced_bos_token_id is set, ForcedEOSTokenLogitsProcessor when forced_eos_token_id is (in that order, the list's);
+ * the other processors' keys set to other than GenerationConfig's defaults are named in lp->other (generate refuses
+ * them: vc__whisper_check). The keys' values were checked by vc__hf_bart_read. facebook/bart-large's config.json also
+ * has num_beams 4 and early_stopping true: vramcalc's generate runs --num-beams (default 1, GenerationConfig's, as for
+ * every family): --num-beams 4 is generate()'s default for it (docs/llm.md). */
+void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp)
+{
+    memset(lp, 0, sizeof *lp);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "bart")) return;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "no_repeat_ngram_size");
+    if (cJSON_IsNumber(v) && v->valuedouble > 0) lp->ngram = (int64_t)v->valuedouble;
+    lp->bos = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cfg, "forced_bos_token_id"));
+    lp->eos = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cfg, "forced_eos_token_id"));
+    /* _get_logits_processor's other processors: the key and the GenerationConfig default that adds none (NAN: null,
+     * false or an empty list) */
+    static const struct { const char *key; double none; } others[] = {
+        {"min_length", 0}, {"min_new_tokens", 0}, {"repetition_penalty", 1}, {"encoder_repetition_penalty", 1},
+        {"encoder_no_repeat_ngram_size", 0}, {"bad_words_ids", NAN}, {"sequence_bias", NAN}, {"suppress_tokens", NAN},
+        {"begin_suppress_tokens", NAN}, {"forced_decoder_ids", NAN}, {"exponential_decay_length_penalty", NAN},
+        {"remove_invalid_values", NAN}, {"renormalize_logits", NAN}, {"do_sample", NAN},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof *others && !lp->other; i++) {
+        v = cJSON_GetObjectItemCaseSensitive(cfg, others[i].key);
+        bool none = !v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsArray(v) && !cJSON_GetArraySize(v)) ||
+                    (cJSON_IsNumber(v) && v->valuedouble == others[i].none);
+        if (!none) lp->other = others[i].key;
+    }
 }
 
 /* ---- the layers ---- */

@@ -379,9 +379,21 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
  *  - precisions other than fp32 and bf16 (the model cast whole): fp16 runs WhisperEncoderLayer's
  *    isinf / isnan check and clamp; autocast and mixed-* are not modelled for it;
  *  - quantized weights, pipeline stages, op-level checkpointing and activation offloading. */
+/* The rows of the decoder's embed_positions weight, 0 none. */
+static int64_t decoder_positions(const vc_model *m)
+{
+    for (size_t i = 0; i < m->ninst; i++)
+        if (m->inst[i].name && !strcmp(m->inst[i].name, "model.decoder.embed_positions") && m->inst[i].np == 1 &&
+            m->par[m->inst[i].params[0]].nd == 2)
+            return m->par[m->inst[i].params[0]].dims[0];
+    return 0;
+}
+
 /* BartForConditionalGeneration (src/hf/hf_bart.c): what its estimate does not model. The precisions: fp16 runs
- * BartEncoderLayer.forward's isinf / isnan clamp; autocast and fp32 master weights are not modelled. generate()
- * (its legacy tuple cache and beam search defaults) is not modelled yet; vLLM has no BartForConditionalGeneration
+ * BartEncoderLayer.forward's isinf / isnan clamp; autocast and fp32 master weights are not modelled. generate() is
+ * (src/engine/generate.c "Encoder-decoders", the logits processors of the config's keys: vc_hf_logits_processors,
+ * src/hf/hf_bart.c), except with a processor of another key (min_length, repetition_penalty, ...); vLLM has no
+ * BartForConditionalGeneration
  * (vllm/model_executor/models/registry.py @0002bff0: its one encoder-decoder is WhisperForConditionalGeneration). */
 static vc_status bart_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err)
 {
@@ -389,9 +401,16 @@ static vc_status bart_check(const vc_model *m, const vc_options *o, bool serve, 
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "vLLM has no BartForConditionalGeneration "
                             "(vllm/model_executor/models/registry.py @0002bff0: its one encoder-decoder is "
                             "WhisperForConditionalGeneration, the others were removed with the V0 engine)");
-    if (o->mode == VC_MODE_GENERATE)
-        return vc_set_error(err, VC_ERR_USAGE, O("mode"), "bart: generate() is not modelled yet (training and "
-                            OV("mode", "infer") " are)");
+    /* generate(): the decoder's positions are the start token's and the new tokens' but the last, each looked up at
+     * position + 2 in max_position_embeddings + 2 rows (BartLearnedPositionalEmbedding): an IndexError past them */
+    const int64_t rows = decoder_positions(m);
+    if (o->mode == VC_MODE_GENERATE && rows > 2 && o->new_tokens > rows - 2)
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld: bart's decoder has max_position_embeddings (%lld) "
+                            "positions (the start token and the new tokens but the last; an IndexError past them)",
+                            (long long)o->new_tokens, (long long)(rows - 2));
+    if (o->mode == VC_MODE_GENERATE && m->gen_lp.other)
+        return vc_set_error(err, VC_ERR_USAGE, m->gen_lp.other, "bart: generate()'s logits processor for this key is not "
+                            "modelled (no_repeat_ngram_size, forced_bos_token_id and forced_eos_token_id are)");
     if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
         return vc_set_error(err, VC_ERR_USAGE, O("precision"), "bart is modelled in fp32 and bf16 (the model cast whole); %s",
                             o->precision == VC_PREC_FP16 ? "fp16 adds BartEncoderLayer's isinf / isnan clamp, not modelled"
@@ -425,11 +444,7 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
      * part has no WhisperAttention); what follows holds for it as well */
     /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
      * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
-    int64_t total, maxpos = 0; /* max_target_positions: the rows of the decoder's embed_positions weight */
-    for (size_t i = 0; i < m->ninst && !maxpos; i++)
-        if (m->inst[i].name && !strcmp(m->inst[i].name, "model.decoder.embed_positions") && m->inst[i].np == 1 &&
-            m->par[m->inst[i].params[0]].nd == 2)
-            maxpos = m->par[m->inst[i].params[0]].dims[0];
+    int64_t total, maxpos = decoder_positions(m); /* max_target_positions */
     if (o->mode == VC_MODE_GENERATE && maxpos > 0 &&
         (__builtin_add_overflow(o->prompt, o->new_tokens, &total) || total > maxpos))
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld with a decoder prompt (" O("prompt") ") of %lld: "

@@ -63,6 +63,18 @@ int64_t vc__hf_vision_max_image(bool qwen3, int64_t patch, int64_t merge, int64_
  * or bfloat16 (with their torch aliases), -1 when absent or another name;
  * *no_fp16 when vLLM refuses float16 for its model_type. */
 int vc_hf_dtype(const cJSON *cfg, bool *no_fp16);
+/* generate()'s logits processors that a config.json's own generation keys make (GenerationConfig.from_model_config,
+ * generation/utils.py @000034a _get_logits_processor), for the families whose generate() follows them (bart:
+ * src/hf/hf_bart.c vc_hf_logits_processors); zeroed for the others. ngram: NoRepeatNGramLogitsProcessor's
+ * no_repeat_ngram_size (0 none); bos, eos: forced_bos_token_id / forced_eos_token_id given (ForcedBOSTokenLogitsProcessor,
+ * ForcedEOSTokenLogitsProcessor); other: the first key of another processor the config sets (not modelled: generate
+ * refuses it), NULL none. */
+typedef struct {
+    int64_t ngram;
+    bool bos, eos;
+    const char *other;
+} vc_hf_logits;
+void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp);
 
 /* DeepSeek-V3.2 (model_type deepseek_v32) under vLLM: the sizes of DeepSeek Sparse Attention's indexer that
  * --serve adds beside the model vc_hf_build makes of it (src/hf/hf_deepseek_v32.c; src/engine/serve.c). */

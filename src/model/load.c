@@ -1104,6 +1104,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         const cJSON *mt = member(root, "model_type");
         vc__peft_defaults(cJSON_IsString(mt) ? mt->valuestring : NULL, &m->ia3_targets, &m->ia3_feedforward, &m->ln_targets);
         m->cfg_dtype = vc_hf_dtype(root, &m->cfg_no_fp16);
+        vc_hf_logits_processors(root, &m->gen_lp);
         vc__json_free(tree);
         tree = NULL;
         root = gen;

@@ -121,6 +121,7 @@ struct vc_model {
                              * (vc__model_at; freed with m, or when m is built again), NULL */
     int nmoe;           /* SparseMoE layers set up for ep > 1 (layers/llm.c) */
     int cfg_dtype;      /* its config's dtype (vc_hf_dtype), -1 none: --serve's default precision */
+    vc_hf_logits gen_lp; /* generate()'s logits processors from its config's keys (vc_hf_logits_processors), zero none */
     bool cfg_no_fp16;   /* vLLM refuses float16 for its model_type */
     struct vc_arena *arena;
     /* A pipeline stage of a larger model (src/parallel/pipeline.c, --pp): the

@@ -65,6 +65,9 @@ DEFAULTS = {  # BartConfig.__init__
     "encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0, "use_cache": True, "activation_function": "gelu",
     "d_model": 1024, "dropout": 0.1, "attention_dropout": 0.0, "activation_dropout": 0.0,
     "decoder_start_token_id": 2, "scale_embedding": False, "pad_token_id": 1, "tie_word_embeddings": True,
+    "eos_token_id": 2,
+    # generate()'s logits processors from the config's keys (GenerationConfig.from_model_config; its defaults: none)
+    "no_repeat_ngram_size": 0, "forced_bos_token_id": None, "forced_eos_token_id": None,
 }
 
 
@@ -329,6 +332,162 @@ class BartForConditionalGeneration(nn.Module):
             loss_fct = nn.CrossEntropyLoss()
             loss = loss_fct(lm_logits.view(-1, self.config.vocab_size), labels.view(-1))
         return loss, lm_logits
+
+
+# ---- generate() (issue 31): the cached forward, the logits processors and the loop ----
+
+def _mask_for_sdpa(mask):
+    """_prepare_4d_attention_mask_for_sdpa (modeling_attn_mask_utils.py, as BartEncoder.forward and BartDecoder.forward
+    call it on generate()'s attention_mask under sdpa): torch.all(mask == 1) -> None (the comparison a temporary)."""
+    if not torch.all(mask == 1):
+        raise ValueError("the harness's prompts have no padding")
+    return None
+
+
+def _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, layer_idx, cache):
+    """BartDecoderLayer.forward (post-LN; eval: the dropouts are identities) with the EncoderDecoderCache, each
+    attention as whisper_replica._attention_cached (WhisperSdpaAttention @efa7189c's EncoderDecoderCache path, the
+    form transformers 5's BartAttention has: self_attention_cache.update cats, the cross-attention's keys and values
+    made at the first step and reused once is_updated; sdpa, is_causal only over more than one query)."""
+    from whisper_replica import _attention_cached
+    residual = hidden_states
+    hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
+    hidden_states = residual + hidden_states
+    hidden_states = layer.self_attn_layer_norm(hidden_states)
+    residual = hidden_states
+    hidden_states = _attention_cached(layer.encoder_attn, hidden_states, layer_idx, cache, encoder_hidden_states)
+    hidden_states = residual + hidden_states
+    hidden_states = layer.encoder_attn_layer_norm(hidden_states)
+    residual = hidden_states
+    hidden_states = layer.activation_fn(layer.fc1(hidden_states))
+    hidden_states = layer.fc2(hidden_states)
+    hidden_states = residual + hidden_states
+    hidden_states = layer.final_layer_norm(hidden_states)
+    return hidden_states
+
+
+def forward_cached(model, decoder_input_ids, encoder_hidden_states, attention_mask, cache, cache_position):
+    """BartForConditionalGeneration.forward as generate() calls it (encoder_outputs given: the encoder not run):
+    BartDecoder.forward: inputs_embeds = embed_tokens(input) (* embed_scale, a new tensor); positions =
+    embed_positions(input, past_key_values_length) (arange(past, past + L).expand(bsz, -1) + 2, looked up); hidden_states =
+    inputs_embeds + positions; layernorm_embedding; no causal mask (sdpa, one query or none past); the encoder's
+    attention_mask through _prepare_4d_attention_mask_for_sdpa (None); the layers with the cache; lm_logits =
+    lm_head(outputs[0]) + final_logits_bias (every position: no logits_to_keep)."""
+    dec = model.decoder
+    past = cache.get_seq_length()
+    inputs_embeds = dec.embed_tokens(decoder_input_ids)
+    positions = dec.embed_positions(decoder_input_ids, past)
+    hidden_states = inputs_embeds + positions  # inputs_embeds, positions: locals until it returns
+    hidden_states = dec.layernorm_embedding(hidden_states)
+    _mask_for_sdpa(attention_mask)
+    for idx, layer in enumerate(dec.layers):
+        hidden_states = _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, idx, cache)
+    del inputs_embeds, positions
+    lm_logits = model.lm_head(hidden_states)
+    lm_logits = lm_logits + model.final_logits_bias
+    return lm_logits
+
+
+def _calc_banned_ngram_tokens(ngram_size, prev_input_ids, num_hypos, cur_len):
+    """generation/logits_process.py _get_ngrams / _get_generated_ngrams / _calc_banned_ngram_tokens: the n-grams of
+    each row's tokens (input_ids.tolist(), on the host), the tokens that would repeat one."""
+    if cur_len + 1 < ngram_size:
+        return [[] for _ in range(num_hypos)]
+    banned = []
+    for idx in range(num_hypos):
+        gen_tokens = prev_input_ids[idx].tolist()
+        generated = {}
+        for ngram in zip(*[gen_tokens[i:] for i in range(ngram_size)]):
+            generated[tuple(ngram[:-1])] = generated.get(tuple(ngram[:-1]), []) + [ngram[-1]]
+        start_idx = cur_len + 1 - ngram_size
+        banned.append(generated.get(tuple(prev_input_ids[idx, start_idx:cur_len].tolist()), []))
+    return banned
+
+
+def logits_processors(c, input_ids, scores, max_length):
+    """LogitsProcessorList.__call__ over the processors GenerationMixin._get_logits_processor (generation/utils.py
+    @000034a44ef887621d9b36001a5eb7c46e64cb3f) makes of the config's keys, in its order (`scores = processor(input_ids,
+    scores)`): NoRepeatNGramLogitsProcessor (scores_processed = scores.clone(); scores_processed[i, banned] = -inf),
+    ForcedBOSTokenLogitsProcessor (cur_len == 1: torch.full_like(scores, -inf), [:, bos] = 0) and
+    ForcedEOSTokenLogitsProcessor (cur_len == max_length - 1: the same with eos); the caller keeps its input."""
+    cur_len = input_ids.shape[-1]
+    if c.no_repeat_ngram_size > 0:
+        scores_processed = scores.clone()
+        for i, banned in enumerate(_calc_banned_ngram_tokens(c.no_repeat_ngram_size, input_ids, scores.shape[0],
+                                                             cur_len)):
+            scores_processed[i, banned] = -float("inf")
+        scores = scores_processed
+        del scores_processed
+    if c.forced_bos_token_id is not None and cur_len == 1:
+        scores_processed = torch.full_like(scores, -math.inf)
+        scores_processed[:, c.forced_bos_token_id] = 0
+        scores = scores_processed
+        del scores_processed
+    if c.forced_eos_token_id is not None and cur_len == max_length - 1:
+        scores_processed = torch.full_like(scores, -math.inf)
+        scores_processed[:, c.forced_eos_token_id] = 0
+        scores = scores_processed
+        del scores_processed
+    return scores
+
+
+def prepare_generation(model, input_ids):
+    """GenerationMixin.generate (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) of
+    BartForConditionalGeneration up to its decoding loop, as t5_replica.prepare_generation (the special tokens of
+    BartConfig: pad 1, eos 2, decoder_start 2): the attention mask, the encoder once over input_ids (batch rows; its
+    attention_mask through _prepare_4d_attention_mask_for_sdpa: None), the decoder's start ids. Returns (decoder ids,
+    encoder_hidden_states, attention_mask, the special tokens: generate()'s locals to its end)."""
+    c = model.config
+    B = input_ids.shape[0]
+    pad = torch.tensor(c.pad_token_id, dtype=torch.long)
+    eos = torch.tensor([c.eos_token_id], dtype=torch.long)
+    decoder_start = torch.tensor(c.decoder_start_token_id, dtype=torch.long)
+    from t5_replica import attention_mask_for_generation
+    attention_mask = attention_mask_for_generation(input_ids, pad, eos)
+    # _prepare_encoder_decoder_kwargs_for_generation: encoder(input_ids, attention_mask, return_dict=True)
+    _mask_for_sdpa(attention_mask)
+    encoder_hidden_states = model.encoder(input_ids)[0]
+    dec_ids = torch.ones((B, 1), dtype=torch.long) * decoder_start
+    return dec_ids, encoder_hidden_states, attention_mask, (pad, eos, decoder_start)
+
+
+def generate(model, input_ids, max_new_tokens, on_phase=lambda name: None, on_step_end=lambda: None):
+    """GenerationMixin.generate (generation/utils.py @000034a) of BartForConditionalGeneration, greedy (num_beams 1),
+    under torch.no_grad(), as t5_replica.generate runs T5's, with the logits processors of the config's keys between
+    next_token_logits and the argmax (_sample: next_token_scores = logits_processor(input_ids, next_token_logits));
+    max_length = the decoder's start token + max_new_tokens. on_phase("prefill") before anything (the encoder and the
+    first step), on_phase("decodeK") before step K >= 1, on_step_end() after each step."""
+    from t5_replica import DynamicCache, EncoderDecoderCache
+    c = model.config
+    B = input_ids.shape[0]
+    on_phase("prefill")
+    dec_ids, encoder_hidden_states, attention_mask, held = prepare_generation(model, input_ids)
+    pad = held[0]
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    unfinished_sequences = torch.ones(B, dtype=torch.long)
+    cache_position = torch.ones(dec_ids.shape[1], dtype=torch.int64).cumsum(0) - 1
+    max_length = dec_ids.shape[1] + max_new_tokens
+    model_inputs = next_token_logits = next_token_scores = None
+    for step in range(max_new_tokens):
+        if step:
+            on_phase("decode%d" % step)
+        cur = dec_ids
+        if cur.shape[1] != cache_position.shape[0]:
+            cur = cur[:, cache_position]
+        model_inputs = {"decoder_input_ids": cur.clone(memory_format=torch.contiguous_format)}
+        del cur
+        logits = forward_cached(model, model_inputs["decoder_input_ids"], encoder_hidden_states, attention_mask, cache,
+                                cache_position)
+        cache_position = cache_position[-1:] + 1
+        next_token_logits = logits[:, -1, :].to(copy=True, dtype=torch.float32)
+        next_token_scores = logits_processors(c, dec_ids, next_token_logits, max_length)
+        next_tokens = torch.argmax(next_token_scores, dim=-1)
+        next_tokens = next_tokens * unfinished_sequences + pad * (1 - unfinished_sequences)
+        dec_ids = torch.cat([dec_ids, next_tokens[:, None]], dim=-1)
+        del logits
+        on_step_end()
+    del cache, model_inputs, encoder_hidden_states, attention_mask, held, next_token_logits, next_token_scores
+    return dec_ids
 
 
 def count(cfg):

@@ -306,9 +306,9 @@ def main(argv):
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
     elif cfg.model_type == "bart":  # BartForConditionalGeneration (bart_replica.py)
         if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt_every != 1 or args.ckpt_ops
-                or args.act_offload != "none" or args.mode == "generate"):
+                or args.act_offload != "none" or (args.mode == "generate" and (args.cache != "dynamic" or args.lora))):
             raise SystemExit("measure_llm.py: bart: the replica measures training (full, LoRA, --ckpt of every layer; "
-                             "--loss hf) and --mode infer")
+                             "--loss hf), --mode infer and --mode generate (bart_replica.generate, --num-beams)")
         import bart_replica
         model = bart_replica.BartForConditionalGeneration(bart_replica.Config(raw))
     elif cfg.model_type == "whisper":  # WhisperForConditionalGeneration (whisper_replica.py)
@@ -892,6 +892,9 @@ def main(argv):
                 if whisper:
                     import whisper_replica
                     return whisper_replica.generate(model, prompt_ids, P, M, on_phase, on_step_end)
+                if cfg.model_type == "bart":  # bart_replica.generate: the same path, its logits processors
+                    import bart_replica
+                    return bart_replica.generate(model, prompt_ids, M, on_phase, on_step_end)
                 return t5_replica.generate(model, prompt_ids, M, on_phase, on_step_end)
 
         def generate_beams(record):
@@ -908,8 +911,8 @@ def main(argv):
             # T5ForConditionalGeneration, whisper @efa7189c and WhisperGenerationMixin @000dccdb have none, and 4.x's
             # _temporary_reorder_cache @1097d4b3 sends a Cache object to reorder_cache: src/engine/generate.c
             # encdec_beams)
-            encdec = t5 and cfg.model_type != "bart"
-            if (t5 and not encdec) or args.cache != "dynamic" or image_tokens or cfg.model_type in (
+            encdec = t5  # bart: bart_replica.prepare_generation / forward_cached / logits_processors
+            if args.cache != "dynamic" or image_tokens or cfg.model_type in (
                     "granitemoehybrid", "qwen3_next", "qwen3_5", "qwen3_5_moe"):
                 raise SystemExit("measure_llm.py: --num-beams: decoder-only models with a DynamicCache, t5 and whisper")
             N = args.num_beams
@@ -927,6 +930,10 @@ def main(argv):
                         import whisper_replica
                         dec_ids, encoder_hidden_states, attention_mask, held = whisper_replica.prepare_generation(
                             model, prompt_ids, P)
+                    elif cfg.model_type == "bart":
+                        import bart_replica
+                        dec_ids, encoder_hidden_states, attention_mask, held = bart_replica.prepare_generation(
+                            model, prompt_ids)
                     else:
                         dec_ids, encoder_hidden_states, attention_mask, held = t5_replica.prepare_generation(
                             model, prompt_ids)
@@ -1025,6 +1032,10 @@ def main(argv):
                         if whisper:
                             model_logits = whisper_replica.forward_cached(model, model_inputs["decoder_input_ids"],
                                                                           encoder_hidden_states, cache, cache_position)
+                        elif cfg.model_type == "bart":
+                            model_logits = bart_replica.forward_cached(model, model_inputs["decoder_input_ids"],
+                                                                       encoder_hidden_states, attention_mask, cache,
+                                                                       cache_position)
                         else:
                             model_logits = model.forward_cached(model_inputs["decoder_input_ids"], encoder_hidden_states,
                                                                 attention_mask, cache, cache_position)
@@ -1040,6 +1051,9 @@ def main(argv):
                     logits = model_logits[:, -1, :].to(copy=True, dtype=torch.float32)
                     # b. log probs
                     log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
+                    if cfg.model_type == "bart":  # log_probs = logits_processor(flat_running_sequences, log_probs)
+                        log_probs = bart_replica.logits_processors(model.config, flat_running_sequences, log_probs,
+                                                                   max_length)
                     del model_logits  # del model_outputs
                     log_probs = unflatten(log_probs, N)
                     log_probs = log_probs + running_beam_scores[:, :, None]

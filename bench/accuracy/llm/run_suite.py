@@ -2050,6 +2050,22 @@ def cases():
     for c, r in zip(out[n0:], dn2):
         if r[8]:
             c.update(image=r[8], images=1)
+    # issue 31: generate() of bart (bart_replica.generate / prepare_generation / forward_cached, measure_llm.py
+    # generate_beams for --num-beams): the encoder once, the decoder with EncoderDecoderCache, final_logits_bias, the
+    # logits processors of the config's keys (bart_gen_small: no_repeat_ngram_size 3, forced_bos_token_id 0,
+    # forced_eos_token_id 2, as facebook/bart-large's config.json; bart_small: none), greedy fp32 / bf16 and 2 beams.
+    # Every third held out.
+    bart_gen = [
+        ("bart_gen_small", 2, 64, 8, "fp32", 1),
+        ("bart_small", 1, 96, 12, "fp32", 1),
+        ("bart_gen_small", 1, 128, 6, "bf16", 1),
+        ("bart_gen_small", 2, 48, 10, "bf16", 1),
+        ("bart_gen_small", 1, 64, 8, "fp32", 2),
+        ("bart_small", 2, 32, 6, "fp32", 2),
+    ]
+    for i, (cfg, b, s, o, p, n) in enumerate(bart_gen):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
+                        num_beams=n, held_out=(i % 3 == 2)))
     return out
 
 

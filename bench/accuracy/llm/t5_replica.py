@@ -635,6 +635,21 @@ class T5ForConditionalGeneration(nn.Module):
         return self.lm_head(sequence_output)
 
 
+def attention_mask_for_generation(input_ids, pad, eos):
+    """GenerationMixin._prepare_attention_mask_for_generation (generation/utils.py @000034a) for token ids: the
+    default mask, the padding's, the one kept (their locals freed when it returns)."""
+    default_attention_mask = torch.ones(input_ids.shape[:2], dtype=torch.long)
+    is_pad_token_in_inputs = torch.isin(input_ids, pad).any()
+    is_pad_token_not_equal_to_eos_token_id = ~(torch.isin(eos, pad).any())
+    can_infer_attention_mask = is_pad_token_in_inputs * is_pad_token_not_equal_to_eos_token_id
+    attention_mask_from_padding = input_ids.ne(pad).long()
+    attention_mask = (attention_mask_from_padding * can_infer_attention_mask
+                      + default_attention_mask * ~can_infer_attention_mask)
+    del default_attention_mask, is_pad_token_in_inputs, is_pad_token_not_equal_to_eos_token_id
+    del can_infer_attention_mask, attention_mask_from_padding
+    return attention_mask
+
+
 def prepare_generation(model, input_ids):
     """GenerationMixin.generate (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) of
     T5ForConditionalGeneration up to its decoding loop: the special tokens, the attention mask, the encoder once
@@ -645,16 +660,7 @@ def prepare_generation(model, input_ids):
     pad = torch.tensor(0, dtype=torch.long)
     eos = torch.tensor([1], dtype=torch.long)
     decoder_start = torch.tensor(0, dtype=torch.long)
-    # _prepare_attention_mask_for_generation
-    default_attention_mask = torch.ones(input_ids.shape[:2], dtype=torch.long)
-    is_pad_token_in_inputs = torch.isin(input_ids, pad).any()
-    is_pad_token_not_equal_to_eos_token_id = ~(torch.isin(eos, pad).any())
-    can_infer_attention_mask = is_pad_token_in_inputs * is_pad_token_not_equal_to_eos_token_id
-    attention_mask_from_padding = input_ids.ne(pad).long()
-    attention_mask = (attention_mask_from_padding * can_infer_attention_mask
-                      + default_attention_mask * ~can_infer_attention_mask)
-    del default_attention_mask, is_pad_token_in_inputs, is_pad_token_not_equal_to_eos_token_id
-    del can_infer_attention_mask, attention_mask_from_padding
+    attention_mask = attention_mask_for_generation(input_ids, pad, eos)
     # _prepare_encoder_decoder_kwargs_for_generation: encoder(input_ids, attention_mask, return_dict=True)
     encoder_hidden_states = model.encoder(input_ids, attention_mask=attention_mask)[0]
     # _prepare_decoder_input_ids_for_generation: torch.ones((batch_size, 1), dtype=long) * decoder_start_token_id
