@@ -99,6 +99,7 @@ static vc_t cross_entropy(vc_build *b, vc_t x, vc_t lab, vc_numel n, vc_dtype dt
 static void emit_ce(vc_build *b, bool shift)
 {
     const vc_value *ov = &b->m->val[b->m->output];
+    vc_t y0 = b->val_t[b->m->output];
     vc_t y = output_f32(b);
     vc_numel n = b->t[y].n;
     int64_t classes = ov->shape.d[ov->shape.nd - 1];
@@ -108,6 +109,15 @@ static void emit_ce(vc_build *b, bool shift)
     vc_t l = cross_entropy(b, y, lab, n, VC_DT_F32);
     vc__extend_life(b, y);
     vc__extend_life(b, padded);
+    /* causal_lm: the model's own logits (16-bit: y0 is not y) stay alive through the loss, the caller's
+     * local. LlamaForCausalLM.forward (and every *ForCausalLM on self.loss_function) binds
+     * logits = self.lm_head(...) and passes it to ForCausalLMLoss, whose logits = logits.float()
+     * rebinds only its own argument (loss/loss_utils.py @ d0fed636753eeb35d790126c4496d06847983d60):
+     * the [B, L, V] copy in the model dtype, the fp32 one and the log-probabilities are live at once
+     * at nll_loss (docs/llm.md "The loss": 2 + 4 + 4 bytes a logit under bf16). Not cross_entropy:
+     * the loops that run it (bench/accuracy/dist/tracking.py loss_step: module(*inputs).float())
+     * hold only the fp32 copy. */
+    if (shift) vc__extend_life(b, y0);
     b->loss_t = l;
 }
 

@@ -303,7 +303,15 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
         for (size_t k = 0; k < m->nhold && !b->gen.profile; k++) /* "held_until" (model.h) */
             if (m->hold_last[k] == (int)i) vc__extend_life(b, b->val_t[m->hold_val[k]]);
         for (int k = 0; k < b->nblk_keep; k++) /* vc_keep_through_block: a local of the block's forward */
-            if (b->blk_keep_at[k] == (int)i) vc_keep_to_here(b, b->blk_keep[k]);
+            if (b->blk_keep_at[k] == (int)i) {
+                vc_t t = b->blk_keep[k];
+                /* a held tensor released before (layers/llm.c kv_dict_end: shared_kv_states' entries, vc_hold'd
+                 * when stored) is released here instead: vc_keep_to_here leaves held tensors alone. Not in --serve's
+                 * profile and capture runs: vLLM's Gemma 4 has no such dict (its shared layers read the paged
+                 * cache), their estimate left as it was */
+                if (t >= 0 && b->t[t].held && b->t[t].release >= 0 && !b->gen.profile) vc_release(b, t);
+                else vc_keep_to_here(b, t);
+            }
     }
 }
 

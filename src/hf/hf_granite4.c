@@ -563,6 +563,14 @@ void vc__hf_mamba2_write(rd *r, cJSON *arr, const arch *a)
     vc__hf_num(r, o, "embedding_dim", (double)a->H);
     g_stack(r, arr, a, "backbone.layers", NULL, "backbone.embeddings", NULL, m2_block); /* the blocks in runs of one checkpointing */
     g_norm(r, arr, a, "backbone.norm_f", NULL);
+    /* hidden_states[:, slice_indices, :] with slice_indices = slice(-logits_to_keep, None), logits_to_keep 0 in
+     * training: three slices that crop nothing, each recorded (TensorIndexing.h applySlice returns the tensor itself
+     * only for stop == size; `:` and `0:` unpack to stop PY_SSIZE_T_MAX, docs/autograd.md), so backward runs three
+     * slice_backward, each a new zero tensor of the hidden states' size with the gradient copied in (the one before
+     * dying as the next is made). A Slice may not change the batch dim: its `:` is written as a second slice of dim 1
+     * (the same bytes). */
+    static const char *const slices[3] = {"lm_head_slice_batch", "lm_head_slice_seq", "lm_head_slice_hidden"};
+    for (int k = 0; k < 3; k++) vc__hf_num(r, vc__hf_layer(r, arr, "Slice", slices[k]), "dim", k == 2 ? 2 : 1);
     m2_cast(r, arr, "lm_head_input", NULL, "parameters"); /* .to(self.lm_head.weight.dtype) */
     g_lm_head(r, arr, a, "backbone.embeddings");
     m2_cast(r, arr, "logits_float", NULL, "float32"); /* .float() */
