@@ -58,10 +58,17 @@ static void test_cli_refusals(void **state)
     /* _apply_liger_kernel_to_instance drops a keyword the function does not take: geglu for llama, swiglu for gemma */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels geglu", "--liger-kernels: llama: apply_liger_kernel_to_llama takes swiglu, not geglu");
     assert_usage(HF "gemma-2-9b.json --seq 64 --liger --liger-kernels swiglu", "--liger-kernels: gemma2: apply_liger_kernel_to_gemma2 takes geglu, not swiglu");
-    /* every apply function asserts not (cross_entropy and fused_linear_cross_entropy); cross_entropy alone is not modelled */
+    /* every apply function asserts not (cross_entropy and fused_linear_cross_entropy) */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels cross_entropy,fused_linear_cross_entropy",
                  "--liger-kernels: cross_entropy and fused_linear_cross_entropy cannot both be True");
-    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope,cross_entropy", "--liger-kernels: cross_entropy (liger_cross_entropy");
+    /* cross_entropy patches ForCausalLMLoss's F.cross_entropy: not another --loss, not a vocabulary shard; mistral's
+     * sets modeling_mistral.CrossEntropyLoss (monkey_patch.py l.723-724), which nothing reads */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope,cross_entropy --loss cce",
+                 "--liger-kernels: cross_entropy patches transformers' ForCausalLMLoss (--loss hf); --loss cce is another loss");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope,cross_entropy --tp 2 --gpus 2",
+                 "--liger-kernels: cross_entropy with --tp is not modelled");
+    assert_usage(HF "mistral-7b-v0.1.json --seq 64 --liger --liger-kernels rope,cross_entropy",
+                 "--liger-kernels: mistral: apply_liger_kernel_to_mistral's cross_entropy sets modeling_mistral");
     /* --loss liger is the fused loss the kernels leave out */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --liger --liger-kernels rope --loss liger",
                  "--liger-kernels: leaves fused_linear_cross_entropy out; --loss liger is that loss");
@@ -200,6 +207,45 @@ static void test_geglu_bytes(void **state)
     vc_result_free(&r);
 }
 
+/* --liger-kernels cross_entropy: ForCausalLMLoss with LigerCrossEntropyFunction (src/engine/loss.c emit_liger_ce,
+ * which cites ops/cross_entropy.py's lines), on Embedding(100, 8) then the head Linear(8, 100), 64 tokens, batch 1,
+ * fp32, sgd, no workspace. Bytes, each rounded up to 512: weights 3200 -> 3584 each, 7168; ids [64] i64 512,
+ * the resident targets 512, the embedding output [64, 8] 2048, the logits [64, 100] fp32 25600.
+ * Liger: the forward writes the gradient into the logits, which it saves; its backward returns them (nothing
+ * allocated). The peak is the head's backward: weights 7168 + activations (ids, targets, embedding output, the
+ * logits holding their gradient) 28672 + the root gradient 512 + the loss 512 + the embedding output's gradient
+ * [64, 8] 2048 + the head weight's gradient 3584 = 42496.
+ * The hf row (causal_lm): log_softmax's output [64, 100] 25600 (saved), then in backward nll_loss's gradient
+ * 25600 and log_softmax's 25600 beside it: the loss's backward holds 7168 + 28672 (the logits freed, the saved
+ * output alive) + 25600 + 25600 + root 512 + loss 512 = 88064. */
+#define LM_TINY(loss)                                                                                                  \
+    "{\"input\": {\"shape\": [64], \"dtype\": \"int64\"}, \"loss\": \"" loss "\", \"layers\": ["                          \
+    "{\"type\": \"Embedding\", \"name\": \"emb\", \"num_embeddings\": 100, \"embedding_dim\": 8},"                 \
+    "{\"type\": \"Linear\", \"name\": \"lm_head\", \"in_features\": 8, \"out_features\": 100, \"bias\": false}]}"
+
+static void test_cross_entropy_bytes(void **state)
+{
+    (void)state;
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(LM_TINY("liger_cross_entropy"), &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 42496);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_string_equal(r.peak.kind, "Linear");
+    assert_int_equal(r.peak.activations, 28672);
+    assert_int_equal(r.peak.gradients, 3584);
+    assert_int_equal(r.peak.temporaries, 3072);
+    vc_result_free(&r);
+    assert_int_equal(estimate(LM_TINY("causal_lm"), &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 88064);
+    assert_string_equal(r.peak.kind, "loss");
+    vc_result_free(&r);
+}
+
 /* The layer arguments are the Functions' only: LigerRMSNorm's casting modes "llama" / "gemma" (the llama and
  * gemma variants), LigerSiLUMulFunction's silu and LigerGELUMulFunction's gelu over two inputs, LigerRopeFunction's
  * whole-head llama rotation; liger_in_place only with liger. */
@@ -248,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_geglu_bytes),
         cmocka_unit_test(test_moe_per_expert),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_cross_entropy_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,17 +96,24 @@ static vc_t cross_entropy(vc_build *b, vc_t x, vc_t lab, vc_numel n, vc_dtype dt
  * grad. The logits are an argument of cross_entropy: alive until nll_loss has returned.
  * causal_lm: ForCausalLMLoss, logits.float() first (an fp32 copy under 16-bit) and the
  * label shift (issue 12, src/hf/hf.c). */
-static void emit_ce(vc_build *b, bool shift)
+/* The fp32 output (*y) and the targets of its rows (the output over its last dimension), shifted with `shift`;
+ * *rows: the rows per sample; -1 when the targets could not be made. */
+static vc_t ce_inputs(vc_build *b, bool shift, vc_t *y, vc_t *padded, int64_t *rows)
 {
     const vc_value *ov = &b->m->val[b->m->output];
-    vc_t y0 = b->val_t[b->m->output];
-    vc_t y = output_f32(b);
-    vc_numel n = b->t[y].n;
+    *y = output_f32(b);
     int64_t classes = ov->shape.d[ov->shape.nd - 1];
-    vc_t padded;
-    vc_t lab = targets(b, classes ? n.ps / classes : 0, shift, &padded);
+    *rows = classes ? b->t[*y].n.ps / classes : 0;
+    return targets(b, *rows, shift, padded);
+}
+
+static void emit_ce(vc_build *b, bool shift)
+{
+    vc_t y0 = b->val_t[b->m->output], y, padded;
+    int64_t rows;
+    vc_t lab = ce_inputs(b, shift, &y, &padded, &rows);
     if (lab < 0) return;
-    vc_t l = cross_entropy(b, y, lab, n, VC_DT_F32);
+    vc_t l = cross_entropy(b, y, lab, b->t[y].n, VC_DT_F32);
     vc__extend_life(b, y);
     vc__extend_life(b, padded);
     /* causal_lm: the model's own logits (16-bit: y0 is not y) stay alive through the loss, the caller's
@@ -265,6 +272,15 @@ static bool head_ok(vc_build *b, const char *what, const char *reads)
  *            (AccumulateGrad steals it).
  * Only the steady pattern matters for the peak: the first chunk, one middle chunk
  * (every middle one holds the same) and the last (BT - (n-1) chunk rows). */
+/* Liger's backward's torch.equal(grad_output, torch.tensor(1.0, device=...)) (cuda_equal: eq(...).all().item()):
+ * the scalar made, eq's and all's results */
+static void liger_equal_btemps(vc_op *o)
+{
+    vc_op_btemp(o, vc_n_fixed(1), VC_DT_F32);  /* torch.tensor(1.0) */
+    vc_op_btemp(o, vc_n_fixed(1), VC_DT_BOOL); /* eq */
+    vc_op_btemp(o, vc_n_fixed(1), VC_DT_BOOL); /* all */
+}
+
 static void emit_liger(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -317,12 +333,51 @@ static void emit_liger(vc_build *b)
         vc_op_ftemp_free(o, mm);
         vc_op_ftemp_free(o, f);
     }
-    vc_op_btemp(o, vc_n_fixed(1), VC_DT_F32);  /* torch.tensor(1.0) */
-    vc_op_btemp(o, vc_n_fixed(1), VC_DT_BOOL); /* eq */
-    vc_op_btemp(o, vc_n_fixed(1), VC_DT_BOOL); /* all */
+    liger_equal_btemps(o);
     vc_op_gemm(o);
     vc_op_end(o);
     vc__extend_life(b, padded);
+}
+
+/* Liger-Kernel's plain cross-entropy, --liger with --liger-kernels naming cross_entropy
+ * (fused_linear_cross_entropy False; linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c):
+ * apply_liger_kernel_to_llama (transformers/monkey_patch.py, its cross_entropy branch; every
+ * apply_liger_kernel_to_* the same) sets transformers.loss.loss_utils' nn.functional.cross_entropy =
+ * liger_cross_entropy (transformers/functional.py), so ForCausalLMLoss runs as the hf row (logits.float(),
+ * the label shift, view) and fixed_cross_entropy's F.cross_entropy becomes LigerCrossEntropyFunction
+ * (ops/cross_entropy.py):
+ *   cross_entropy_forward (l.351-474): loss_1d = zeros(BT, the input's dtype: fp32) (l.378);
+ *     target_mask = target != ignore_index (bool [BT], a local to the return); .sum().item();
+ *     the asserts' (target * target_mask).max() and .min() (int64 [BT] each, one at a time);
+ *     liger_cross_entropy_kernel writes the loss into loss_1d and the gradient into _input in place
+ *     (HAS_GRADIENTS); loss = torch.sum(loss_1d)
+ *   forward (l.545-569): ctx.save_for_backward(_input.detach()): the fp32 logits, the gradient in them
+ *   backward (l.572-600): cross_entropy_backward (l.477-501): torch.equal(grad_output, torch.tensor(1.0))
+ *     (a loss backpropagated from 1: nothing multiplied) and returns the saved tensor as the logits'
+ *     gradient: nothing allocated (VC_GRAD_INTO_SAVED). No log_softmax output, no nll_loss gradient. */
+static void emit_liger_ce(vc_build *b)
+{
+    vc_t y0 = b->val_t[b->m->output], y, padded;
+    int64_t rows;
+    vc_t lab = ce_inputs(b, true, &y, &padded, &rows);
+    if (lab < 0) return;
+    vc_op *o = vc_op_begin(b, "LigerCrossEntropyFunction");
+    vc_op_grad(o, vc_op_in(o, y), VC_GRAD_INTO_SAVED);
+    vc_op_in_nodiff(o, lab);
+    vc_op_save(o, y);
+    vc_op_ftemp_keep(o, vc_n_sample(rows), VC_DT_F32);  /* loss_1d */
+    vc_op_ftemp_keep(o, vc_n_sample(rows), VC_DT_BOOL); /* target_mask */
+    vc_op_ftemp(o, vc_n_fixed(1), VC_DT_I64);            /* target_mask.sum() */
+    for (int i = 0; i < 2; i++) {                        /* (target * target_mask).max(), .min() */
+        int t = vc_op_ftemp_keep(o, vc_n_sample(rows), VC_DT_I64);
+        vc_op_ftemp(o, vc_n_fixed(1), VC_DT_I64);
+        vc_op_ftemp_free(o, t);
+    }
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32); /* torch.sum(loss_1d) */
+    liger_equal_btemps(o);
+    vc_op_end(o);
+    vc__extend_life(b, padded);
+    vc__extend_life(b, y0); /* the caller's 16-bit logits, as in emit_ce (ForCausalLMLoss) */
 }
 
 /* Apple's Cut Cross-Entropy as its transformers integration runs it (apple/ml-cross-entropy
@@ -1478,6 +1533,13 @@ static const vc_loss_row rows[] = {
                       "reference's no-grad log-probs when beta > 0, the policy's forward and backward on prompt + "
                       "completion, the dapo loss", true, true, true, vc__grpo_emit,
                       "TRL's GRPO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
+    [VC_LOSS_LIGER_CE] = {"liger_cross_entropy", NULL, "transformers' ForCausalLMLoss with Liger-Kernel's "
+                          "LigerCrossEntropyFunction as its cross_entropy (" O("liger_kernels") " cross_entropy): the "
+                          "gradient written into the fp32 logits in forward", true, true, false, emit_liger_ce,
+                          /* ops/cross_entropy.py's Function takes no process group (the vocab-parallel one is
+                           * ops/vocab_parallel_cross_entropy.py, not what the cross_entropy switch patches in) */
+                          "Liger's cross_entropy switch patches in LigerCrossEntropyFunction, which has no "
+                          "vocabulary-parallel mode; " O("tp") "'s loss is Megatron's vocab-parallel cross-entropy"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -1360,7 +1360,12 @@ bool vc_hf_is_config(const cJSON *root)
  * (LigerFusedMoEFunction, ops/fused_moe.py: its own routing buffers, pre- and post-activation saves), whatever the
  * experts_implementation; below 5 it rebinds each expert module (LigerBlockSparseTop2MLP /
  * LigerQwen3MoeSwiGLUMLP: LigerSiLUMulFunction in each expert of 4.x's loop, modelled with --experts-implementation
- * per_expert). The fused MoE Function is not modelled: refused unless --liger-kernels leaves swiglu out. */
+ * per_expert). The fused MoE Function is not modelled: refused unless --liger-kernels leaves swiglu out.
+ * cross_entropy (False by default; --liger-kernels) sets transformers.loss.loss_utils' nn.functional.cross_entropy
+ * = liger_cross_entropy (_llama l.259-262, _gemma l.960-963, _gemma2 l.1032-1035, _gemma3_text l.1113-1116,
+ * _mixtral l.834-837, _qwen2 l.1633-1636, _qwen3 l.1691-1694, _qwen3_moe l.1749-1752): ForCausalLMLoss with
+ * LigerCrossEntropyFunction, src/engine/loss.c's liger_cross_entropy row; _mistral's (l.723-724) sets
+ * modeling_mistral.CrossEntropyLoss, which no loss reads any more: refused. */
 static const char *const liger_kernel_names[] = {"rope", "rms_norm", "swiglu", "geglu", "fused_linear_cross_entropy",
                                                  "cross_entropy", NULL}; /* the LIGER_* bits' order */
 
@@ -1417,9 +1422,10 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
         if ((m & LIGER_CE) && (m & LIGER_FLCE)) /* every apply_liger_kernel_to_*'s assert */
             return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "cross_entropy and fused_linear_cross_entropy "
                                 "cannot both be True");
-        if (m & LIGER_CE)
-            return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "cross_entropy (liger_cross_entropy in "
-                                "torch's place inside transformers' loss) is not modelled");
+        if ((m & LIGER_CE) && !strcmp(fam, "mistral")) /* monkey_patch.py l.723-724 */
+            return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "mistral: apply_liger_kernel_to_mistral's "
+                                "cross_entropy sets modeling_mistral.CrossEntropyLoss, which MistralForCausalLM's loss "
+                                "(transformers' ForCausalLMLoss) does not call: it would change nothing");
     }
     if ((m & LIGER_SWIGLU) && (!strcmp(fam, "mixtral") || !strcmp(fam, "qwen3_moe")) && a->experts_impl != EXPERTS_PER_EXPERT)
         return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: swiglu binds LigerExperts.forward (LigerFusedMoEFunction) "
@@ -1749,9 +1755,13 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         } else if (li == VC_LOSS_IMPL_LIGER) {
             return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "leaves fused_linear_cross_entropy out; "
                                 OV("loss", "liger") " is that loss");
+        } else if ((a.liger & LIGER_CE) && li != VC_LOSS_IMPL_HF) { /* it patches ForCausalLMLoss's cross_entropy */
+            return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "cross_entropy patches transformers' "
+                                "ForCausalLMLoss (" OV("loss", "hf") "); " O("loss") " %s is another loss", loss_opts[li]);
         }
     }
-    int lrow = vc__loss_from_option(loss_opts[li]);
+    /* --liger-kernels cross_entropy: ForCausalLMLoss with LigerCrossEntropyFunction (src/engine/loss.c) */
+    int lrow = o && o->liger && (a.liger & LIGER_CE) ? VC_LOSS_LIGER_CE : vc__loss_from_option(loss_opts[li]);
     if (encoder && li != VC_LOSS_IMPL_HF)
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s is a causal-LM loss; %s is an encoder with a classification "
                             "head (cross_entropy)", loss_opts[li], r.fam);
@@ -1760,6 +1770,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "expected a positive number of layers, at most 2^40");
     if (o && (o->loss_chunks < 1 || o->loss_chunks > MAX_SIZE))
         return vc_set_error(err, VC_ERR_USAGE, O("loss_chunks"), "expected a positive number of chunks, at most 2^40");
+    if (lrow == VC_LOSS_LIGER_CE && split.tp > 1) /* the row's tp_why, named by the option that chose it */
+        return vc_set_error(err, VC_ERR_USAGE, O("liger_kernels"), "cross_entropy with " O("tp") " is not modelled: %s",
+                            lr->tp_why);
     if (lr && lr->tp_why && split.tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
     if (a.f->block == BLK_MODERNBERT && split.tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */

@@ -116,12 +116,12 @@ def cli_run(cli, a):
 
 def run(cli, case, a):
     """vramcalc on the case. A MoE case measured with transformers 4.x's per-expert loop
-    (experts_implementation per_expert, reference.py's MixtralSparseMoeBlock) runs with
+    (experts_implementation per_expert, reference.py's MixtralSparseMoeBlock or Qwen3MoeSparseMoeBlock) runs with
     --experts-implementation per_expert: a config gets transformers 5's grouped_mm by default. A
     gemma2 case measured with eager attention (attn_implementation "eager": reference.py's default for
     gemma2, transformers 4.45-4.46's Gemma2PreTrainedModel._check_and_enable_sdpa) runs with
     --transformers 4.46: from 4.47 gemma2's default is sdpa (src/policy/release.c VC_TF_GEMMA2_EAGER)."""
-    if case.get("model_type") == "mixtral" and case.get("experts_implementation", "per_expert") == "per_expert":
+    if case.get("experts_implementation", "per_expert" if case.get("model_type") == "mixtral" else "") == "per_expert":
         a = a + ["--experts-implementation", "per_expert"]
     if case.get("model_type") == "gemma2" and case.get("attn_implementation") == "eager":
         a = a + ["--transformers", "4.46"]

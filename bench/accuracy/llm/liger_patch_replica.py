@@ -21,6 +21,8 @@ Source: github.com/linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab6
   src/liger_kernel/transformers/swiglu.py        LigerSwiGLUMLP.forward
   src/liger_kernel/transformers/rope.py          liger_rotary_pos_emb
   src/liger_kernel/ops/utils.py                  ensure_contiguous (x.contiguous() of each tensor argument)
+  src/liger_kernel/ops/cross_entropy.py          LigerCrossEntropyFunction, cross_entropy_forward / _backward
+  src/liger_kernel/transformers/functional.py    liger_cross_entropy
 
 What is not the source's: the Triton kernels compute in registers and write only into the tensors the Python
 allocates. Their replicas here are in-place torch ops on those tensors that allocate nothing; the values are not
@@ -150,6 +152,50 @@ class LigerRopeFunction(torch.autograd.Function):
         return dq.transpose(1, 2), dk.transpose(1, 2), None, None
 
 
+class LigerCrossEntropyFunction(torch.autograd.Function):
+    """ops/cross_entropy.py LigerCrossEntropyFunction (no weight, no z_loss / accuracy / predicted tokens, reduction
+    "mean" as fixed_cross_entropy passes it without num_items_in_batch). forward (l.545-569) -> cross_entropy_forward
+    (l.351-474): loss_1d = torch.zeros(n_rows, dtype=_input.dtype) (l.378); target_mask = target != ignore_index;
+    n_non_ignore = target_mask.sum().item(); the asserts' (target * target_mask).max() / .min(); the kernel writes
+    each row's loss into loss_1d and its gradient into _input (in place, HAS_GRADIENTS); loss = torch.sum(loss_1d);
+    ctx.save_for_backward(_input.detach()). backward (l.572-600) -> cross_entropy_backward (l.477-501): grad_output
+    equal to torch.tensor(1.0): the saved tensor returned as it is."""
+
+    @staticmethod
+    def forward(ctx, _input, target, ignore_index=-100):
+        n_rows, V = _input.shape
+        loss_1d = torch.zeros(n_rows, dtype=_input.dtype, device=_input.device)  # l.378
+        target_mask = target != ignore_index
+        n_non_ignore = target_mask.sum().item()
+        assert (target * target_mask).max() < V
+        assert (target * target_mask).min() >= 0
+        if _input.stride(-1) != 1:
+            _input = _input.contiguous()
+        X = _input.detach()
+        X.mul_(0.5)                                                    # liger_cross_entropy_kernel: dX into X
+        loss_1d.fill_(1.0 / max(n_non_ignore, 1))                      # and the loss into loss_1d
+        loss = torch.sum(loss_1d)
+        ctx.save_for_backward(_input.detach())
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (_input,) = ctx.saved_tensors
+        if torch.equal(grad_output, torch.tensor(1.0, device=grad_output.device)):
+            pass
+        else:
+            _input.mul_(grad_output)                                   # element_mul_kernel (in place)
+        return _input, None, None
+
+
+def liger_cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                        reduction="mean", label_smoothing=0.0):
+    """transformers/functional.py liger_cross_entropy: what apply_liger_kernel_to_<family>(cross_entropy=True) sets
+    as transformers.loss.loss_utils' nn.functional.cross_entropy (torch.nn.functional's attribute)."""
+    assert weight is None and reduction == "mean" and label_smoothing == 0.0
+    return LigerCrossEntropyFunction.apply(input, target, ignore_index)
+
+
 def liger_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
     """transformers/rope.py liger_rotary_pos_emb."""
     return LigerRopeFunction.apply(q, k, cos, sin)
@@ -176,8 +222,8 @@ def _swiglu_forward(self, x):
 
 
 SWIGLU = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe")
-GEGLU = ("gemma2", "gemma3_text")  # (gemma: no replica of GemmaForCausalLM here)
-KERNELS = ("rope", "rms_norm", "swiglu", "geglu", "fused_linear_cross_entropy")
+GEGLU = ("gemma", "gemma2", "gemma3_text")  # gemma: reference.py's GemmaForCausalLM (G1)
+KERNELS = ("rope", "rms_norm", "swiglu", "geglu", "fused_linear_cross_entropy", "cross_entropy")
 
 
 def _patch_rms(module, in_place):
@@ -198,9 +244,13 @@ def apply(model, reference, kernels=None):
       mixtral (l.799-869), qwen3_moe (l.1722-1784): the same norms; swiglu at 4.x (reference.py's per-expert
         MixtralSparseMoeBlock): each expert's forward LigerBlockSparseTop2MLP's; LigerExperts (transformers 5) not
         replicated: refused.
+      gemma (l.921-987): offset 1.0, "gemma", in_place True on norm, input_layernorm, post_attention_layernorm;
+        mlp -> LigerGEGLUMLP.forward.
       gemma2 (l.990-1061): offset 1.0, "gemma", in_place False on norm and the four layer norms; mlp ->
         LigerGEGLUMLP.forward.
-      gemma3_text (l.1064-1148): geglu and the fused loss only (its norms run on a transposed view: not replicated)."""
+      gemma3_text (l.1064-1148): geglu and the fused loss only (its norms run on a transposed view: not replicated).
+      cross_entropy (l.259-262 and alike; False by default): torch.nn.functional.cross_entropy = liger_cross_entropy,
+        which reference.py's for_causal_lm_loss (ForCausalLMLoss) then calls."""
     import types
     t = model.cfg.model_type
     if t not in SWIGLU + GEGLU:
@@ -210,23 +260,29 @@ def apply(model, reference, kernels=None):
     if on - set(KERNELS) or (on & {"swiglu", "geglu"}) - {mlp}:
         raise SystemExit("liger_patch_replica.py: kernels %s for %s" % (sorted(on), t))
     if t in ("mixtral", "qwen3_moe") and "swiglu" in on and not all(
-            isinstance(getattr(getattr(layer, "block_sparse_moe", None), "experts", None), torch.nn.ModuleList)
+            isinstance(getattr(getattr(layer, "block_sparse_moe", None) or layer.mlp, "experts", None), torch.nn.ModuleList)
             for layer in model.layers):
         raise SystemExit("liger_patch_replica.py: LigerExperts (LigerFusedMoEFunction, transformers 5) is not "
                          "replicated; 4.x's per-expert modules are (--experts per_expert)")
+    if "cross_entropy" in on and ("fused_linear_cross_entropy" in on or t == "mistral"):
+        raise SystemExit("liger_patch_replica.py: cross_entropy with the fused loss, or on mistral (l.723-724: "
+                         "modeling_mistral.CrossEntropyLoss, which no loss reads)")
     if t == "gemma3_text" and on & {"rope", "rms_norm"}:
         raise SystemExit("liger_patch_replica.py: gemma3_text's rope / rms_norm are not replicated")
     if "rope" in on:
         reference.apply_rotary_pos_emb = liger_rotary_pos_emb
     in_place = t not in ("gemma2", "gemma3_text")
     names = ("input_layernorm", "post_attention_layernorm") + (
-        ("pre_feedforward_layernorm", "post_feedforward_layernorm") if t in GEGLU else ())
+        ("pre_feedforward_layernorm", "post_feedforward_layernorm") if t in ("gemma2", "gemma3_text") else ())
     if "rms_norm" in on:
         _patch_rms(model.norm, in_place)
     for layer in model.layers:
-        if mlp in on and t in ("mixtral", "qwen3_moe"):  # 4.x: each expert (l.858-862: LigerBlockSparseTop2MLP)
+        if mlp in on and t == "mixtral":  # 4.x: each expert (l.858-862: LigerBlockSparseTop2MLP)
             for expert in layer.block_sparse_moe.experts:
                 expert.forward = types.MethodType(_top2_forward, expert)
+        elif mlp in on and t == "qwen3_moe":  # 4.x: each expert (l.1777-1781: LigerQwen3MoeSwiGLUMLP)
+            for expert in layer.mlp.experts:
+                expert.forward = types.MethodType(_swiglu_forward, expert)
         elif mlp in on:
             layer.mlp.forward = types.MethodType(_swiglu_forward if mlp == "swiglu" else _geglu_forward, layer.mlp)
         if "rms_norm" in on:
@@ -234,3 +290,5 @@ def apply(model, reference, kernels=None):
                 _patch_rms(getattr(layer, n), in_place)
     if "fused_linear_cross_entropy" in on:
         model.loss_impl = "liger"
+    if "cross_entropy" in on:  # l.259-262 and alike: from transformers.loss.loss_utils import nn;
+        torch.nn.functional.cross_entropy = liger_cross_entropy  # nn.functional.cross_entropy = liger_cross_entropy

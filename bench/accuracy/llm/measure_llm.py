@@ -460,7 +460,8 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe", "deepseek_v2", "qwen3_vl_moe"):
+    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe", "deepseek_v2", "qwen3_vl_moe",
+                          "qwen3_moe"):
         result["experts_implementation"] = args.experts
 
     image_tokens = 0

@@ -6,8 +6,13 @@ Sources read (transformers, stored commits named in README.md):
   L  = models/llama/modeling_llama.py   @5dd4a63  (also used by qwen2: the same code with
        q/k/v bias, Qwen2Attention; and by mixtral's attention, models/mixtral/modeling_mixtral.py @5dd4a63)
   G  = models/gemma2/modeling_gemma2.py @5dd4a63
+  G1 = models/gemma/modeling_gemma.py @0125ac68 (Gemma 1: LlamaDecoderLayer's structure with GemmaRMSNorm = G's
+       Gemma2RMSNorm ops, GemmaMLP = the gated MLP with hidden_activation, GemmaModel's embedding normalizer,
+       head_dim ** -0.5 scaling, no soft-capping, no sliding window; GemmaConfig tie_word_embeddings=True)
   Q3 = models/qwen3/modeling_qwen3.py @000c33fd (transformers 5: Qwen3Attention with q_norm/k_norm,
        Qwen3RMSNorm = LlamaRMSNorm's ops, Qwen3MLP = LlamaMLP)
+  Q3M = models/qwen3_moe/modeling_qwen3_moe.py @00d4b3d2 (transformers 4.x: Qwen3MoeAttention = Q3's,
+       Qwen3MoeSparseMoeBlock's loop over nn.ModuleList experts, expert_hit; --experts per_expert only)
   N  = models/gpt_neox/modeling_gpt_neox.py @006bd23 (an older revision: see the GPT-NeoX section)
   M  = models/mixtral/modeling_mixtral.py @5dd4a63
   S  = integrations/sdpa_attention.py @00c238b (sdpa_attention_forward, use_gqa_in_sdpa)
@@ -56,8 +61,8 @@ class Config:
 
     def __init__(self, d):
         self.d = dict(d)
-        if self.d["model_type"] == "gemma2":
-            # Gemma2Config defaults: tie_word_embeddings=True, hidden_activation gelu_pytorch_tanh
+        if self.d["model_type"] in ("gemma", "gemma2"):
+            # Gemma2Config (and G1's GemmaConfig) defaults: tie_word_embeddings=True, hidden_activation gelu_pytorch_tanh
             self.d.setdefault("tie_word_embeddings", True)
         if self.d["model_type"] in ("cohere", "cohere2"):  # CohereConfig / Cohere2Config: tie_word_embeddings True
             self.d.setdefault("tie_word_embeddings", True)
@@ -342,7 +347,7 @@ class Attention(nn.Module):
         o_bias = False if t in ("qwen2", "mixtral", "qwen2_moe") else cfg.attention_bias
         # Q3 Qwen3Attention.__init__: q/k/v/o bias=config.attention_bias; q_norm, k_norm =
         # Qwen3RMSNorm(head_dim, eps=config.rms_norm_eps), per head ("unlike olmo, only on the head dim")
-        self.qk_norm = t == "qwen3"
+        self.qk_norm = t in ("qwen3", "qwen3_moe")  # Q3M: Qwen3MoeAttention's q_norm / k_norm, the same
         H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
         self.q_proj = Linear(H, nh * hd, bias=qkv_bias)
         self.k_proj = Linear(H, nkv * hd, bias=qkv_bias)
@@ -448,6 +453,43 @@ class MixtralSparseMoeBlock(nn.Module):
         return final_hidden_states, router_logits
 
 
+class Qwen3MoeSparseMoeBlock(nn.Module):
+    """Q3M: Qwen3MoeSparseMoeBlock.forward (transformers 4.x): router logits, fp32 softmax, top-k, renormalised
+    when norm_topk_prob, one_hot expert mask, expert_hit = greater(mask.sum((-1, -2)), 0).nonzero(), the loop over
+    the hit experts (Qwen3MoeMLP each: GatedMLP of moe_intermediate_size) with torch.where / index_add_."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.num_experts = cfg.d["num_experts"]
+        self.top_k = cfg.num_experts_per_tok
+        self.norm_topk_prob = cfg.d.get("norm_topk_prob", False)
+        self.gate = Linear(cfg.hidden_size, self.num_experts, bias=False)
+        self.experts = nn.ModuleList([GatedMLP(cfg, cfg.hidden_act, cfg.d["moe_intermediate_size"])
+                                      for _ in range(self.num_experts)])
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        router_logits = self.gate(hidden_states)
+        routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        if self.norm_topk_prob:
+            routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(hidden_states.dtype)
+        final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim),
+                                          dtype=hidden_states.dtype, device=hidden_states.device)
+        expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in expert_hit:
+            expert_layer = self.experts[expert_idx]
+            idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))
+            current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+            current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+            final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+        final_hidden_states = final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+        return final_hidden_states, router_logits
+
+
 class DecoderLayer(nn.Module):
     """L: LlamaDecoderLayer.forward (pre-norm, two residuals); M: MixtralDecoderLayer (MoE
     block; router logits dropped when output_router_logits is False); G: Gemma2DecoderLayer
@@ -457,7 +499,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         t = cfg.model_type
         self.gemma = t == "gemma2"
-        Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
+        Norm = Gemma2RMSNorm if t in ("gemma", "gemma2") else LlamaRMSNorm  # G1: GemmaRMSNorm, the same ops
         if t == "phimoe":  # PhimoeDecoderLayer (modeling_phimoe.py @ 0233e509): "Phimoe uses nn.LayerNorm"
             Norm = vctorch._LayerNorm2x
         if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2"):
@@ -519,6 +561,15 @@ class DecoderLayer(nn.Module):
             self.block_sparse_moe = moe_v5_replica.MixtralSparseMoeBlock(cfg, act_fn(cfg.hidden_act))
         elif t == "mixtral":
             self.block_sparse_moe = MixtralSparseMoeBlock(cfg)
+        elif t == "qwen3_moe":
+            # Q3M Qwen3MoeDecoderLayer: the sparse block unless layer_idx is in mlp_only_layers or
+            # (layer_idx + 1) % decoder_sparse_step != 0; transformers 4.x's per-expert modules only
+            if cfg.d.get("_experts_implementation") != "per_expert":
+                raise ValueError("qwen3_moe is replicated with transformers 4.x's experts: --experts per_expert")
+            if layer_idx in cfg.d.get("mlp_only_layers", []) or (layer_idx + 1) % cfg.d.get("decoder_sparse_step", 1):
+                self.mlp = GatedMLP(cfg, cfg.hidden_act)
+            else:
+                self.mlp = Qwen3MoeSparseMoeBlock(cfg)
         elif t == "qwen2_moe":
             # Qwen2MoeDecoderLayer: the sparse block unless layer_idx is in mlp_only_layers or
             # (layer_idx + 1) % decoder_sparse_step != 0; transformers 5's block only (moe_v5_replica.py)
@@ -531,8 +582,8 @@ class DecoderLayer(nn.Module):
                 self.mlp = moe_v5_replica.Qwen2MoeSparseMoeBlock(
                     cfg, act_fn(cfg.hidden_act), GatedMLP(cfg, cfg.hidden_act, cfg.shared_expert_intermediate_size), Linear)
         else:
-            self.mlp = GatedMLP(cfg, cfg.d.get("hidden_activation", cfg.hidden_act) if self.gemma
-                                else cfg.hidden_act)
+            self.mlp = GatedMLP(cfg, cfg.d.get("hidden_activation", cfg.hidden_act) if t in ("gemma", "gemma2")
+                                else cfg.hidden_act)  # G1: GemmaMLP, ACT2FN[config.hidden_activation]
         self.input_layernorm = Norm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.post_attention_layernorm = Norm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         if self.gemma:
@@ -567,6 +618,8 @@ class DecoderLayer(nn.Module):
             hidden_states, router_logits = self.block_sparse_moe(hidden_states)
         else:
             hidden_states = self.mlp(hidden_states)
+            if isinstance(hidden_states, tuple):  # Q3M Qwen3MoeDecoderLayer: "For the MoE layers, we need to unpack"
+                hidden_states, _ = hidden_states
         hidden_states = residual + hidden_states
         return hidden_states
 
@@ -731,7 +784,7 @@ class CausalLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         t = cfg.model_type
-        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
+        if t not in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
                      "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss", "ernie4_5",
                      "ernie4_5_moe", "cohere", "cohere2", "arcee", "hunyuan_v1_dense", "hunyuan_v1_moe",
@@ -782,7 +835,7 @@ class CausalLM(nn.Module):
             import ernie_replica
             Layer, Norm = ernie_replica.Ernie4_5DecoderLayer, LlamaRMSNorm
         else:
-            Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
+            Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t in ("gemma", "gemma2") else LlamaRMSNorm)
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
         self.norm = Norm(H, eps=cfg.rms_norm_eps)
         if t == "phimoe":  # PhimoeModel.norm = nn.LayerNorm(hidden_size, eps=rms_norm_eps)
@@ -890,7 +943,7 @@ class CausalLM(nn.Module):
         if cfg.model_type == "starcoder2":  # Starcoder2Model.forward: dropout(embedding_dropout) before the rotary
             hidden_states = vctorch.dropout2x(hidden_states, cfg.d.get("embedding_dropout", 0.0), self.training)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        if cfg.model_type == "gemma2":
+        if cfg.model_type in ("gemma", "gemma2"):  # G, G1: GemmaModel.forward's normalizer
             normalizer = torch.tensor(cfg.hidden_size ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
         for i, layer in enumerate(self.layers):

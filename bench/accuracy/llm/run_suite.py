@@ -2066,6 +2066,41 @@ def cases():
     for i, (cfg, b, s, o, p, n) in enumerate(bart_gen):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=s, new_tokens=o, precision=p,
                         num_beams=n, held_out=(i % 3 == 2)))
+    # issue 26: --liger-kernels with cross_entropy (liger_patch_replica.py: LigerCrossEntropyFunction as
+    # torch.nn.functional.cross_entropy inside ForCausalLMLoss, Liger-Kernel @ ead96b61 ops/cross_entropy.py): llama
+    # with rope,rms_norm,swiglu,cross_entropy and gemma2 with rope,rms_norm,geglu,cross_entropy at sdpa. Every third
+    # held out.
+    train_cases(out, [("llama_small", 2, 64, "sgd", "fp32", False, 0), ("llama_wide", 2, 64, "adamw", "bf16", False, 0),
+                      ("llama_small", 2, 64, "sgd", "fp32", True, 0), ("llama_wide", 2, 96, "sgd", "fp32", False, 0),
+                      ("llama_small", 2, 64, "adamw", "bf16", True, 8), ("llama_wide", 1, 128, "sgd", "bf16", False, 0)],
+                liger=True, liger_kernels="rope,rms_norm,swiglu,cross_entropy")
+    train_cases(out, [("gemma2_w128", 2, 64, "sgd", "fp32", False, 0), ("gemma2_w128", 2, 96, "sgd", "bf16", False, 0),
+                      ("gemma2_w128", 2, 64, "sgd", "fp32", True, 0)],
+                liger=True, liger_kernels="rope,rms_norm,geglu,cross_entropy", attn="sdpa")
+    # ... where the loss is the peak (an 8k vocabulary): no log_softmax output, no logits-sized gradient
+    train_cases(out, [("llama_vocab8k", 2, 128, "sgd", "fp32", False, 0), ("llama_vocab8k", 2, 128, "sgd", "bf16", False, 0),
+                      ("llama_vocab8k", 1, 128, "adamw", "fp32", True, 0), ("llama_vocab8k", 2, 96, "adamw", "bf16", True, 0)],
+                liger=True, liger_kernels="rope,rms_norm,swiglu,cross_entropy")
+    # issue 26: Gemma 1 with --liger (apply_liger_kernel_to_gemma, l.921-987: LigerRMSNormForGemma offset 1.0 /
+    # casting "gemma" / in_place True on its three norms, LigerGEGLUMLP, LigerRopeFunction, the fused loss;
+    # reference.py's GemmaForCausalLM, modeling_gemma.py @ 0125ac68) and with rope,rms_norm,geglu (its own loss).
+    # Every third held out.
+    train_cases(out, [("gemma_small", 2, 64, "sgd", "fp32", False, 0), ("gemma_small", 2, 96, "adamw", "bf16", False, 0),
+                      ("gemma_small", 2, 64, "sgd", "fp32", True, 0), ("gemma_small", 2, 64, "adamw", "fp32", False, 8),
+                      ("gemma_small", 2, 64, "sgd", "bf16", True, 0), ("gemma_small", 1, 128, "sgd", "bf16", False, 0)],
+                liger=True)
+    train_cases(out, [("gemma_small", 2, 64, "sgd", "fp32", False, 0), ("gemma_small", 2, 64, "adamw", "bf16", True, 0),
+                      ("gemma_small", 2, 96, "sgd", "bf16", False, 0)],
+                liger=True, liger_kernels="rope,rms_norm,geglu")
+    # issue 26: qwen3_moe at transformers 4.x's per-expert modules with --liger (apply_liger_kernel_to_qwen3_moe
+    # l.1777-1781: each expert's forward LigerQwen3MoeSwiGLUMLP's; reference.py's Qwen3MoeSparseMoeBlock,
+    # modeling_qwen3_moe.py @ 00d4b3d2), the defaults and rope,rms_norm,swiglu. Every third held out.
+    train_cases(out, [("qwen3_moe_small", 2, 64, "sgd", "fp32", False, 0), ("qwen3_moe_small", 2, 64, "adamw", "bf16", False, 0),
+                      ("qwen3_moe_small", 2, 64, "sgd", "fp32", True, 0)],
+                liger=True, experts="per_expert")
+    train_cases(out, [("qwen3_moe_small", 2, 96, "sgd", "bf16", False, 0), ("qwen3_moe_small", 2, 64, "adamw", "fp32", True, 0),
+                      ("qwen3_moe_small", 1, 128, "sgd", "fp32", False, 0)],
+                liger=True, liger_kernels="rope,rms_norm,swiglu", experts="per_expert")
     return out
 
 
