@@ -79,6 +79,16 @@ static void test_v32_count(void **state)
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
         assert_string_equal(CLI_PATH(&err), "--precision");
     }
+    /* generate: DynamicIndexedLayer's key cache alone (StaticIndexedLayer, beam search's reorder refused) */
+    o.precision = VC_PREC_BF16;
+    o.mode = VC_MODE_GENERATE;
+    o.cache = VC_CACHE_STATIC;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--cache");
+    o.cache = VC_CACHE_DYNAMIC;
+    o.num_beams = 2;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--num-beams");
     vc_model_free(m);
     /* the same config read by the deepseek_v3 row: DeepSeek-V3's modules alone (the index keys unread) */
     char *at = strstr(js, "\"deepseek_v32\"");

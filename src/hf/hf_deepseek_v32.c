@@ -128,7 +128,16 @@ vc_status vc__dsa_check(const vc_model *m, const vc_options *o, bool serve, vc_e
     vc_hf_dsa d;
     const bool v32 = root && vc__hf_dsa_vllm(root, &d);
     cJSON_Delete(root);
-    if (!v32 || o->precision == VC_PREC_FP32 || o->precision == VC_PREC_BF16) return VC_OK;
+    if (!v32) return VC_OK;
+    /* generate: DynamicIndexedLayer's key cache (cat per step) is modelled; StaticIndexedLayer (--cache static), the
+     * other caches' handling of the indexer keys and beam search's reorder_cache (index_select) are not */
+    if (o->mode == VC_MODE_GENERATE && o->cache != VC_CACHE_DYNAMIC)
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "deepseek_v32: the indexer's key cache is modelled as "
+                            "DynamicIndexedLayer's (--cache dynamic), not StaticIndexedLayer's or the other caches'");
+    if (o->mode == VC_MODE_GENERATE && o->num_beams > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "deepseek_v32: beam search's reorder of the indexer's "
+                            "key cache (DynamicIndexedLayer.reorder_cache) is not modelled");
+    if (o->precision == VC_PREC_FP32 || o->precision == VC_PREC_BF16) return VC_OK;
     /* DeepseekV32PreTrainedModel._keep_in_fp32_modules = ["indexer.weights_proj"] (float16 loads keep it float32) and
      * autocast's casts around the indexer's no_grad linears are not modelled (layers/mla.c dsa_mask) */
     return vc_set_error(err, VC_ERR_USAGE, O("precision"), "deepseek_v32: DeepSeek Sparse Attention's indexer under "
