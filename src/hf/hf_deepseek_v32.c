@@ -133,7 +133,7 @@ vc_status vc__dsa_check(const vc_model *m, const vc_options *o, bool serve, vc_e
      * other caches' handling of the indexer keys and beam search's reorder_cache (index_select) are not */
     if (o->mode == VC_MODE_GENERATE && o->cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "deepseek_v32: the indexer's key cache is modelled as "
-                            "DynamicIndexedLayer's (--cache dynamic), not StaticIndexedLayer's or the other caches'");
+                            "DynamicIndexedLayer's (" OV("cache", "dynamic") "), not StaticIndexedLayer's or the other caches'");
     if (o->mode == VC_MODE_GENERATE && o->num_beams > 1)
         return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "deepseek_v32: beam search's reorder of the indexer's "
                             "key cache (DynamicIndexedLayer.reorder_cache) is not modelled");
