@@ -345,6 +345,10 @@ int64_t vc__shortconv_vllm_state(const void *cfg);
 bool vc__ra_v_norm(const void *cfg);
 /* a RotaryAttention's kv heads, head_dim, sliding_window (0 none) and Gemma 4's kv_shared (--serve's pages) */
 void vc__ra_kv_layout(const void *cfg, int64_t *kv_heads, int64_t *head_dim, int64_t *window, bool *kv_shared);
+/* --mode generate: an MLA layer's DeepseekV32Indexer key cache (DynamicIndexedLayer.indexer_keys, layers/mla.c),
+ * a slot of one tensor ([0]; -1 before the prefill) the layer rebinds, kept to the end and counted in the KV
+ * cache; NULL outside generation and under --serve. */
+int32_t *vc_kv_indexer(vc_build *b);
 /* --serve's profiling run (vLLM's profile_run: no attention metadata, no cache; src/engine/generate.c). */
 bool vc_serve_profile(const vc_build *b);
 /* The same for a layer whose vLLM cache keeps `paged` K and V elements per token

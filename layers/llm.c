@@ -629,6 +629,11 @@ vc_t vc__rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int6
     return rope_apply(b, x, cs, heads, L, D, R);
 }
 
+vc_t vc__rope_apply_half(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D)
+{
+    return rope_apply_half(b, x, cs, heads, L, D);
+}
+
 /* A nodiff op of one input (masks). */
 static vc_t mask_op(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)
 {

@@ -54,6 +54,17 @@
  * mul saves freqs_cis alone, which needs no grad), view_as_real(...).flatten(3).type_as(xq) (a
  * copy for a 16-bit model, the product itself in float32); xk likewise on k_pe [B, 1, L, rope].
  * The float copies (xq_, xk_) are the function's locals until it returns. No interleave copy.
+ *
+ * index_n_heads > 0: DeepseekV32Attention (DeepSeek Sparse Attention; huggingface/transformers @
+ * 01f8fa55d98fbd77fb6461c47ae14fc6206f2f87, models/deepseek_v32/modeling_deepseek_v32.py), two more inputs:
+ * q_resid = q_a_layernorm(q_a_proj(x)) [L, q_lora_rank] and the normed hidden states [L, hidden]; the indexer's
+ * parameters (wq_b, wk, k_norm, weights_proj) are this layer's, named indexer.*. DeepseekV32Attention.forward:
+ * apply_rotary_pos_emb_interleave on even / odd slices (cat of two products: vc__rope_apply_half, no copy);
+ * the MLA key / value and the cache update as above (expand_kv's new_empty + two copy_ make key_states as the
+ * cat does: one new tensor); then DeepseekV32Indexer.forward under @torch.no_grad (dsa_indexer below) and the
+ * index mask it returns; sdpa with that bool mask. The indexer's parameters get no gradient (its forward is
+ * no_grad; torch.optim skips a parameter whose grad is None): declared frozen. Under --serve (vLLM) the indexer
+ * is src/engine/serve.c's: only the MLA part runs here.
  */
 #include "ops.h"
 
@@ -61,6 +72,7 @@ typedef struct {
     int64_t H, nope, rope, v, kvl; /* heads, qk_nope/qk_rope/v head dims, kv_lora_rank */
     bool interleave, causal, complex;
     double dropout, eps;
+    int64_t inh, ihd, itopk; /* DeepSeek-V3.2's indexer: index_n_heads (0: none), index_head_dim, index_topk */
 } mla_cfg;
 
 static int mla_parse(vc_args *a, void *p)
@@ -70,8 +82,13 @@ static int mla_parse(vc_args *a, void *p)
         vc_arg_int(a, "qk_rope_head_dim", VC_REQUIRED, 2, &c->rope) || vc_arg_int(a, "v_head_dim", VC_REQUIRED, 1, &c->v) ||
         vc_arg_int(a, "kv_lora_rank", VC_REQUIRED, 1, &c->kvl) || vc_arg_bool(a, "rope_interleave", true, &c->interleave) ||
         vc_arg_bool(a, "causal", true, &c->causal) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
-        vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_bool(a, "complex_rope", false, &c->complex))
+        vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_bool(a, "complex_rope", false, &c->complex) ||
+        vc_arg_int(a, "index_n_heads", 0, 0, &c->inh) || vc_arg_int(a, "index_head_dim", c->inh ? VC_REQUIRED : 0, 0, &c->ihd) ||
+        vc_arg_int(a, "index_topk", c->inh ? VC_REQUIRED : 0, 0, &c->itopk))
         return -1;
+    if (c->inh && (c->ihd < c->rope || c->itopk < 1 || c->complex))
+        return vc_arg_fail(a, "index_head_dim", "the indexer needs index_head_dim >= qk_rope_head_dim, index_topk >= 1 "
+                           "and DeepSeek-V3's rotation");
     if (c->complex && vc_arg_type(a, "rope_interleave"))
         return vc_arg_fail(a, "rope_interleave", "complex_rope (DeepSeek-V2's apply_rotary_emb) pairs adjacent "
                            "elements itself: no interleave");
@@ -90,7 +107,9 @@ static int mla_in(vc_setup *s, int i, const char *what, int64_t L, int64_t feat)
 static int mla_setup(vc_setup *s, void *p)
 {
     const mla_cfg *c = p;
-    if (s->nin != 3) return vc_fail(s, "inputs", "MLAttention takes [q, compressed_kv, rope]: 3 inputs, got %d", s->nin);
+    if (s->nin != (c->inh ? 5 : 3))
+        return vc_fail(s, "inputs", c->inh ? "MLAttention with an indexer takes [q, compressed_kv, rope, q_resid, hidden]: "
+                       "5 inputs, got %d" : "MLAttention takes [q, compressed_kv, rope]: 3 inputs, got %d", s->nin);
     if (s->in[0].nd != 2) return vc_fail(s, "inputs", "the query states must be [L, features] per sample");
     int64_t L = s->in[0].d[0], q, kv, o, t;
     if (vc_mul(s, c->H, c->nope + c->rope, &q) || vc_mul(s, c->H, c->nope + c->v, &kv) || vc_mul(s, c->H, c->v, &o) ||
@@ -104,8 +123,24 @@ static int mla_setup(vc_setup *s, void *p)
                        (long long)L, (long long)rd);
     int64_t d[2] = {L, o};
     s->out = vc_shape_make(2, d);
-    return vc_param(s, "kv_a_layernorm.weight", c->kvl) ||
-           vc_param_shape(s, "kv_b_proj.weight", 2, (int64_t[2]){kv, c->kvl}, VC_PARAM_LINEAR);
+    if (vc_param(s, "kv_a_layernorm.weight", c->kvl) ||
+        vc_param_shape(s, "kv_b_proj.weight", 2, (int64_t[2]){kv, c->kvl}, VC_PARAM_LINEAR))
+        return -1;
+    if (!c->inh) return 0;
+    s->ops += 48; /* the indexer's ops and the index mask (dsa_mask) */
+    /* DeepseekV32Indexer.__init__: wq_b nn.Linear(q_lora_rank, index_n_heads x index_head_dim), wk nn.Linear(hidden,
+     * index_head_dim), k_norm nn.LayerNorm(index_head_dim), weights_proj nn.Linear(hidden, index_n_heads), no biases;
+     * wk and weights_proj unquantized (vLLM's wk_weights_proj, quant_config None: src/engine/serve.c) */
+    const vc_shape *qr = &s->in[3], *hs = &s->in[4];
+    if (qr->nd != 2 || qr->d[0] != L || hs->nd != 2 || hs->d[0] != L)
+        return vc_fail(s, "inputs", "q_resid and the hidden states must be [%lld, features] per sample", (long long)L);
+    const int64_t qlr = qr->d[1], hid = hs->d[1];
+    if (vc_mul(s, c->inh, c->ihd, &t) || vc_mul(s, t, qlr, &t) || vc_mul(s, c->ihd + c->inh, hid, &t)) return -1;
+    return vc_param_shape(s, "indexer.wq_b.weight", 2, (int64_t[2]){c->inh * c->ihd, qlr}, VC_PARAM_LINEAR | VC_PARAM_FROZEN) ||
+           vc_param_shape(s, "indexer.wk.weight", 2, (int64_t[2]){c->ihd, hid}, VC_PARAM_FROZEN) ||
+           vc_param_shape(s, "indexer.k_norm.weight", 1, (int64_t[1]){c->ihd}, VC_PARAM_FROZEN) ||
+           vc_param_shape(s, "indexer.k_norm.bias", 1, (int64_t[1]){c->ihd}, VC_PARAM_FROZEN) ||
+           vc_param_shape(s, "indexer.weights_proj.weight", 2, (int64_t[2]){c->inh, hid}, VC_PARAM_FROZEN);
 }
 
 /* cat((a, b), dim=-1) into n elements: a new tensor (contiguous [B, H, L, D]);
@@ -145,6 +180,111 @@ static void mla_rope_complex(vc_build *b, const mla_cfg *c, vc_t *q, vc_t *k, vc
     *k = k2;
 }
 
+/* kv_b_proj(kn).view(key_shape).transpose(1, 2), split into k_nope and value_states: views */
+static void mla_kv_b(vc_build *b, const mla_cfg *c, vc_t kn, int64_t L, vc_t *k_nope, vc_t *val)
+{
+    vc_t kvb = vc__op_linear(b, kn, vc_weight(b, 1), -1, L, c->kvl, c->H * (c->nope + c->v));
+    kvb = vc__op_view(b, kvb, vc_numel_of(b, kvb), false);
+    *k_nope = vc__op_view(b, kvb, vc_n_sample(c->H * L * c->nope), false);
+    *val = vc__op_view(b, kvb, vc_n_sample(c->H * L * c->v), false);
+}
+
+/* An op of no gradient from x and y (-1: none). */
+static vc_t ng(vc_build *b, const char *name, vc_t x, vc_t y, int64_t per_sample, vc_dtype dt)
+{
+    return vc__op_nograd(b, name, x, y, vc_n_sample(per_sample), dt);
+}
+
+/* DeepseekV32Model.forward's create_causal_mask(..., allow_is_causal_skip=False) under sdpa (masking_utils
+ * sdpa_mask, _non_vmap_expansion_sdpa): causal_mask_function(kv_arange <= q_arange) of arange(L) + past and
+ * arange(T): bool [1, 1, L, T] expanded to the batch (a view), made once per forward, kept until it returns. */
+static vc_t dsa_causal(vc_build *b, int64_t L, int64_t T)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    vc_t ar = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
+    vc_t aq = vc__op_nograd(b, "add", ar, -1, vc_n_fixed(L), VC_DT_I64);
+    vc_t ak = vc__op_new(b, "arange", vc_n_fixed(T), VC_DT_I64);
+    m = vc__op_nograd(b, "le", ak, aq, vc_n_fixed(L * T), VC_DT_BOOL);
+    vc_set_forward_local(b, m);
+    return m;
+}
+
+/* DeepseekV32Indexer.forward (@torch.no_grad) and the index mask DeepseekV32Attention.forward builds from it, on
+ * L queries and T keys (the cache's after its update): returns the bool mask sdpa converts (attention_mask &
+ * ~index_mask); loc receives forward's locals alive to its return (topk_indices, index_mask, that mask). */
+static vc_t dsa_mask(vc_build *b, const mla_cfg *c, int64_t L, int64_t T, vc_dtype qdt, vc_t loc[3])
+{
+    const int64_t NH = c->inh, HD = c->ihd, R = c->rope, K = c->itopk < T ? c->itopk : T;
+    const vc_t qr = vc_input(b, 3), hs = vc_input(b, 4), cs = vc_input(b, 2), cm = dsa_causal(b, L, T);
+    const vc_dtype dt = vc_dt_of(b, hs);
+    /* q = wq_b(q_resid).view(B, S, nh, hd); split [rope, hd - rope]: views */
+    vc_t qi = ng(b, "linear", qr, vc_weight(b, 2), L * NH * HD, dt);
+    vc_t q_rot = vc__op_view(b, qi, vc_n_sample(L * NH * R), false), q_pass = vc__op_view(b, qi, vc_n_sample(L * NH * (HD - R)), false);
+    /* k = k_norm(wk(hidden_states)): native_layer_norm's output and its float32 mean / rstd */
+    vc_t kw = ng(b, "linear", hs, vc_weight(b, 3), L * HD, dt);
+    vc_op *o = vc_op_begin(b, "native_layer_norm");
+    vc_op_in_nodiff(o, kw);
+    vc_op_in_nodiff(o, vc_weight(b, 4));
+    vc_op_in_nodiff(o, vc_weight(b, 5));
+    vc_t kn = vc_op_out(o, vc_n_sample(L * HD), dt);
+    vc_op_out(o, vc_n_sample(L), VC_DT_F32);
+    vc_op_out(o, vc_n_sample(L), VC_DT_F32);
+    vc_op_end(o);
+    vc_t k_rot = vc__op_view(b, kn, vc_n_sample(L * R), false), k_pass = vc__op_view(b, kn, vc_n_sample(L * (HD - R)), false);
+    /* apply_rotary_pos_emb (rotate_half, unsqueeze_dim=2) on the rotary parts; cat([rot, pass]) */
+    q_rot = vc__rope_apply(b, q_rot, cs, NH, L, R, R);
+    k_rot = vc__rope_apply(b, k_rot, cs, 1, L, R, R);
+    vc_t q = ng(b, "cat", q_rot, q_pass, L * NH * HD, dt);
+    vc_t k = ng(b, "cat", k_rot, k_pass, L * HD, dt);
+    /* the indexer's locals alive to its return: wq_b's output (q_pass's base), k_norm's (k_pass's), the rotated parts,
+     * then scores and weights */
+    vc_t il[6] = {qi, kn, q_rot, k_rot, -1, -1};
+    for (int i = 0; i < 4; i++) vc_hold(b, il[i]);
+    /* past_key_values.update_indexer(k) (cache_utils DynamicIndexedLayer: indexer_keys = cat([indexer_keys, k],
+     * dim=1), the whole returned; the first a copy of k): a slot generate keeps to the end */
+    int32_t *slot = vc_kv_indexer(b);
+    if (slot) {
+        slot[0] = ng(b, "cat", slot[0], k, T * HD, dt);
+        k = slot[0];
+    }
+    /* scores = matmul(q.float(), k.transpose(-1, -2).float().unsqueeze(1)): matmul (LinearAlgebra.cpp _matmul_impl)
+     * expands the key to [B, S, hd, T] and reshapes it to [B * S, hd, T]: a copy when both B and S exceed 1 (the
+     * stride-0 S cannot merge with B; with B or S 1 a view); bmm into float32 [B, S, nh, T] */
+    vc_t qf = vc__op_cast(b, q, VC_DT_F32), kf = vc__op_cast(b, k, VC_DT_F32);
+    vc_t kx = L > 1 && !vc_batch_is_one(b) ? ng(b, "expand_reshape", kf, -1, L * HD * T, VC_DT_F32) : kf;
+    vc_t sc = ng(b, "bmm", qf, kx, L * NH * T, VC_DT_F32);
+    sc = ng(b, "mul", sc, -1, L * NH * T, VC_DT_F32); /* * softmax_scale */
+    sc = ng(b, "relu", sc, -1, L * NH * T, VC_DT_F32);
+    vc_hold(b, sc);
+    /* weights = weights_proj(hidden_states).float() * nh^-0.5; index_scores = matmul(weights.unsqueeze(-2), scores) */
+    vc_t wt = vc__op_cast(b, ng(b, "linear", hs, vc_weight(b, 6), L * NH, dt), VC_DT_F32);
+    wt = ng(b, "mul", wt, -1, L * NH, VC_DT_F32);
+    vc_hold(b, wt);
+    vc_t is = ng(b, "bmm", wt, sc, L * T, VC_DT_F32);
+    il[4] = sc;
+    il[5] = wt;
+    /* masked_fill(~attention_mask[:, 0], -inf): [B, S, T] */
+    is = ng(b, "masked_fill", is, ng(b, "bitwise_not", cm, -1, L * T, VC_DT_BOOL), L * T, VC_DT_F32);
+    /* index_scores.topk(min(index_topk, T)).indices.to(int32): the (values, indices) tuple alive through the cast */
+    o = vc_op_begin(b, "topk");
+    vc_op_in_nodiff(o, is);
+    vc_t tv = vc_op_out(o, vc_n_sample(L * K), VC_DT_F32);
+    vc_t ti = vc_op_out(o, vc_n_sample(L * K), VC_DT_I64);
+    vc_op_end(o);
+    loc[0] = ng(b, "_to_copy", ti, tv, L * K, VC_DT_I32);
+    vc_hold(b, loc[0]);
+    for (int i = 0; i < 6; i++) vc_release(b, il[i]); /* the indexer returns */
+    /* index_mask = new_ones([B, S, T], bool).scatter(-1, topk_indices.long(), False); attention_mask & ~index_mask */
+    vc_t ones = vc__op_new(b, "new_ones", vc_n_sample(L * T), VC_DT_BOOL);
+    loc[1] = ng(b, "scatter", ones, ng(b, "_to_copy", loc[0], -1, L * K, VC_DT_I64), L * T, VC_DT_BOOL);
+    vc_hold(b, loc[1]);
+    loc[2] = ng(b, "bitwise_and", cm, ng(b, "bitwise_not", loc[1], -1, L * T, VC_DT_BOOL), L * T, VC_DT_BOOL);
+    vc_hold(b, loc[2]);
+    /* F.scaled_dot_product_attention's convert_boolean_attn_mask: where(mask, 0, -inf) in the query's dtype */
+    return ng(b, "where", loc[2], -1, L * T, qdt);
+}
+
 static void mla_emit(vc_build *b, const void *p)
 {
     const mla_cfg *c = p;
@@ -161,23 +301,29 @@ static void mla_emit(vc_build *b, const void *p)
     vc_t k_pass = vc_op_out_view(o, ic, vc_n_sample(L * c->kvl), false);
     vc_t k_rot = vc_op_out_view(o, ic, vc_n_sample(L * c->rope), false);
     vc_op_end(o);
-    /* self.kv_b_proj(self.kv_a_layernorm(k_pass)) */
-    vc_t kn = vc__hf_rmsnorm(b, k_pass, vc_weight(b, 0), vc_n_sample(L), 0);
-    vc_t kvb = vc__op_linear(b, kn, vc_weight(b, 1), -1, L, c->kvl, H * (c->nope + c->v));
-    /* .view(key_shape).transpose(1, 2); split into k_pass and value_states: views */
-    kvb = vc__op_view(b, kvb, vc_numel_of(b, kvb), false);
-    vc_t k_nope = vc__op_view(b, kvb, vc_n_sample(H * L * c->nope), false);
-    vc_t val = vc__op_view(b, kvb, vc_n_sample(H * L * c->v), false);
+    /* self.kv_b_proj(self.kv_a_layernorm(k_pass)); DeepseekV32Attention: k_pass = kv_a_layernorm(kv_pass), a local
+     * alive to its return, and kv_b_proj (expand_kv) after the rotations and query_states */
+    vc_t kn = vc__hf_rmsnorm(b, k_pass, vc_weight(b, 0), vc_n_sample(L), 0), k_nope = -1, val = -1;
+    if (c->inh) vc_hold(b, kn);
+    else mla_kv_b(b, c, kn, L, &k_nope, &val);
     /* k_rot.view(B, 1, L, rope); the rotations */
     k_rot = vc__op_view(b, k_rot, vc_numel_of(b, k_rot), false);
     if (c->complex) {
         mla_rope_complex(b, c, &q_rot, &k_rot, cs, L);
+    } else if (c->inh) { /* DeepSeek-V3.2's apply_rotary_pos_emb_interleave: even / odd slices, no copy; the
+                          * rotated q_rot and k_rot locals alive to forward's return */
+        q_rot = vc__rope_apply_half(b, q_rot, cs, H, L, c->rope);
+        k_rot = vc__rope_apply_half(b, k_rot, cs, 1, L, c->rope);
+        vc_hold(b, q_rot);
+        vc_hold(b, k_rot);
     } else {
         q_rot = mla_rope(b, c, q_rot, cs, H, L);
         k_rot = mla_rope(b, c, k_rot, cs, 1, L);
     }
-    /* query_states = cat((q_pass, q_rot)); key_states = cat((k_pass, k_rot.expand(...))) */
+    /* query_states = cat((q_pass, q_rot)); key_states = cat((k_pass, k_rot.expand(...))) (DeepSeek-V3.2's
+     * expand_kv: new_empty and two copy_, one new tensor as the cat) */
     vc_t q = cat2(b, q_pass, q_rot, vc_n_sample(H * L * qk), VC_GRAD_PASS);
+    if (c->inh) mla_kv_b(b, c, kn, L, &k_nope, &val);
     vc_t k = cat2(b, k_nope, k_rot, vc_n_sample(H * L * qk), VC_GRAD_REDUCE);
     /* sdpa_attention_forward: q, k contiguous [B, H, L, qk]; the value a view of
      * kv_b_proj's [B, L, H, nope + v] output */
@@ -188,8 +334,29 @@ static void mla_emit(vc_build *b, const void *p)
         a.k_blhd = a.v_blhd = false;
         a.causal = c->causal && L > 1;
     }
+    vc_t ixl[3] = {-1, -1, -1};
+    if (c->inh) { /* query_states, key_states, value_states: DeepseekV32Attention.forward's locals to its return */
+        vc_hold(b, q);
+        vc_hold(b, k);
+        vc_hold(b, val);
+    }
+    if (c->inh && !vc_serving(b)) { /* the indexer's mask joins the causal one: sdpa with a mask */
+        a.masked = true;
+        a.causal = false;
+        a.mask = dsa_mask(b, c, L, a.S, vc_dt_of(b, q), ixl);
+    }
     bool blhd = false;
     vc_t y = vc__op_sdpa_gqa(b, q, k, val, &a, &blhd);
+    for (int i = 0; i < 3; i++) /* forward's locals topk_indices, index_mask, the combined attention_mask */
+        if (ixl[i] >= 0) vc_release(b, ixl[i]);
+    if (c->inh) { /* k_pass, q_rot, k_rot, the states */
+        vc_release(b, q);
+        vc_release(b, k);
+        vc_release(b, val);
+        vc_release(b, kn);
+        vc_release(b, q_rot);
+        vc_release(b, k_rot);
+    }
     /* attn_output.transpose(1, 2).contiguous() (sdpa_attention_forward), then
      * reshape(B, L, -1).contiguous(): a view */
     y = vc__op_view(b, y, vc_numel_of(b, y), blhd);
@@ -203,6 +370,6 @@ const vc_kind vc_kind_MLAttention = {
     .name = "MLAttention",
     .summary = "DeepSeek's multi-head latent attention core: q states + compressed_kv + rope -> kv_a_layernorm, kv_b_proj, "
                "SDPA -> [L, H*v]",
-    .min_inputs = 3, .max_inputs = 3, .cfg_size = sizeof(mla_cfg),
+    .min_inputs = 3, .max_inputs = 5, .cfg_size = sizeof(mla_cfg),
     .parse = mla_parse, .setup = mla_setup, .emit = mla_emit,
 };

@@ -120,6 +120,9 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
  * RotaryEmbedding's cos/sin cs. */
 vc_t vc__hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant);
 vc_t vc__rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R);
+/* The rotation on the even / odd halves of x [B, heads, L, D] (GptOssAttention's _apply_rotary_emb; DeepSeek-V3.2's
+ * apply_rotary_pos_emb_interleave): x1 * cos - x2 * sin, x2 * cos + x1 * sin, cat. */
+vc_t vc__rope_apply_half(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D);
 /* The PyTorch release followed (100*major + minor; --torch). */
 int vc__op_torch(const vc_build *b);
 /* Records the first attention layer's kernel choice and why (engine.c):

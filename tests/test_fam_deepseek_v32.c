@@ -12,9 +12,12 @@
  *    13,959,424 a layer. named_parameters(): DeepSeek-V3's 671,026,404,352 (test_hf test_mla, the same
  *    shape) + 61 x 13,959,424 = 671,877,929,216, checked here against the deepseek_v3 row's own count of
  *    the same config (the model's parameters: the indexer's are layers, src/hf/hf_layers.c).
- * 2. A plan under transformers (train, infer, generate) is refused naming model_type and saying why: the
- *    indexer's memory under transformers (float32 scores [B, S, index_n_heads, T], the index mask, its key
- *    cache) is not modelled; --serve (vLLM) is.
+ * 2. Under transformers (layers/mla.c dsa_mask, modeling_deepseek_v32.py @ 01f8fa55): train, infer and generate
+ *    are estimated; the indexer's parameters get no gradient (DeepseekV32Indexer.forward is @torch.no_grad:
+ *    torch.optim skips a parameter whose grad is None), so they are not trainable; generate's KV cache holds the
+ *    full per-head K/V and DynamicIndexedLayer's indexer keys; the estimates of the replica's config
+ *    (bench/accuracy/llm/configs/deepseek_v32_small.json, deepseek_v32_widek_small.json) are within 2% of what
+ *    dsa_replica.py measured (measured.json); fp16 and autocast precisions are refused naming --precision.
  * 3. Every bad or inconsistent value of the indexer's keys (and DeepSeek-V3's) exits naming the key.
  */
 #include <setjmp.h>
@@ -29,9 +32,11 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 #include "fam_hf.h"
 
 #define HF VC_TEST_DATA "/hf/"
+#define LLMCFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
 
 static char *slurp(const char *path)
 {
@@ -63,9 +68,27 @@ static void test_v32_count(void **state)
     o.mode = VC_MODE_INFER;
     o.precision = VC_PREC_BF16;
     vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK); /* transformers' forward, the indexer's included */
+    assert_string_equal(r.peak.kind, "MLAttention");
+    vc_result_free(&r);
+    /* float16 (DeepseekV32PreTrainedModel._keep_in_fp32_modules keeps indexer.weights_proj float32) and autocast:
+     * refused naming --precision */
+    static const vc_precision off[] = {VC_PREC_FP16, VC_PREC_AMP_BF16, VC_PREC_MIXED_BF16};
+    for (size_t i = 0; i < sizeof off / sizeof *off; i++) {
+        o.precision = off[i];
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(CLI_PATH(&err), "--precision");
+    }
+    /* generate: DynamicIndexedLayer's key cache alone (StaticIndexedLayer, beam search's reorder refused) */
+    o.precision = VC_PREC_BF16;
+    o.mode = VC_MODE_GENERATE;
+    o.cache = VC_CACHE_STATIC;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "model_type");
-    assert_non_null(strstr(err.msg, "DeepseekV32Indexer's float32 scores [B, S, 64 heads, T], the top-2048 index mask"));
+    assert_string_equal(CLI_PATH(&err), "--cache");
+    o.cache = VC_CACHE_DYNAMIC;
+    o.num_beams = 2;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--num-beams");
     vc_model_free(m);
     /* the same config read by the deepseek_v3 row: DeepSeek-V3's modules alone (the index keys unread) */
     char *at = strstr(js, "\"deepseek_v32\"");
@@ -110,6 +133,8 @@ static void test_tiny(void **state)
     vc_error err;
     assert_int_equal(load_js(js, &m, &err), VC_OK);
     assert_int_equal(vc_model_parameters(m), 199360);
+    /* the indexer's 2 x 1,168 parameters get no gradient (its forward is @torch.no_grad) */
+    assert_int_equal(vc_model_trainable_parameters(m), 199360 - 2 * 1168);
     static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER, VC_MODE_GENERATE};
     for (size_t i = 0; i < 3; i++) {
         vc_options o;
@@ -118,11 +143,15 @@ static void test_tiny(void **state)
         o.prompt = 8;
         o.new_tokens = 4;
         vc_result r;
-        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, "model_type");
-        assert_non_null(strstr(err.msg, "top-4 index mask"));
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+        vc_result_free(&r);
     }
     vc_model_free(m);
+    /* generate's cache after 8 + 4 tokens (11 cached, the last token's not): per layer and token the full per-head
+     * key (4 heads x (8 + 4)) and value (4 x 8) and the indexer's key (index_head_dim 8), 2 layers, 4 bytes (no
+     * torch_dtype: float32) (DynamicIndexedLayer: keys, values, indexer_keys by cat) */
+    tiny_js(js, sizeof js, NULL, NULL);
+    assert_int_equal(fam_kv_cache(js, 8, 4), 2 * 11 * (4 * (8 + 4) + 4 * 8 + 8) * 4);
     static const struct {
         const char *key, *value, *path;
     } bad[] = {
@@ -152,11 +181,46 @@ static void test_tiny(void **state)
     vc_model_free(m);
 }
 
+/* The estimate of a replica config at --attention math --workspace 0 (the CPU harness's) against the peak
+ * dsa_replica.py measured (measured.json), within 2% */
+static void near_measured(const char *cfg, vc_mode mode, int64_t batch, int64_t seq, vc_precision p, int64_t measured)
+{
+    vc_model *m = fam_load_file(cfg, seq);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = mode;
+    o.batch = batch;
+    o.precision = p;
+    o.attention = VC_ATTN_MATH;
+    o.workspace = 0;
+    o.optim = VC_OPTIM_ADAMW;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+    const double e = (double)r.memory.peak_allocated / (double)measured - 1.0;
+    if (e > 0.02 || e < -0.02) fail_msg("%s: %lld against the measured %lld", cfg, (long long)r.memory.peak_allocated, (long long)measured);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+static void test_replica(void **state)
+{
+    (void)state;
+    /* dsa_replica.py (measure_llm.py --experts grouped_mm): deepseek_v32_small (index_topk 24 < 64 keys: the index
+     * mask drops keys) --mode infer, batch 2, seq 64, fp32: 2,518,528 bytes; train adamw batch 2, seq 256, fp32 (the
+     * indexer's float32 scores and matmul's expanded key copy at the peak): 28,423,168; deepseek_v32_widek_small
+     * (index_topk 128 > 48 keys: topk over all of them) --mode infer, batch 2, seq 48, fp32: 2,105,344 */
+    near_measured(LLMCFG "deepseek_v32_small.json", VC_MODE_INFER, 2, 64, VC_PREC_FP32, 2518528);
+    near_measured(LLMCFG "deepseek_v32_small.json", VC_MODE_TRAIN, 2, 256, VC_PREC_FP32, 28423168);
+    near_measured(LLMCFG "deepseek_v32_widek_small.json", VC_MODE_INFER, 2, 48, VC_PREC_FP32, 2105344);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v32_count),
         cmocka_unit_test(test_tiny),
+        cmocka_unit_test(test_replica),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

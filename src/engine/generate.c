@@ -332,6 +332,14 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode)
     return g->ssm[g->cur_ssm++];
 }
 
+int32_t *vc_kv_indexer(vc_build *b)
+{
+    bool decode;
+    int32_t *s = vc_ssm_state(b, &decode);
+    if (s) b->gen.indexer = true;
+    return s;
+}
+
 static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;

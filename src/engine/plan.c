@@ -152,7 +152,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
                        int first_steps, vc_plan **out, vc_error *err)
 {
     /* DeepSeek-V3.2's indexer: vLLM's alone (src/hf/hf_deepseek_v32.c) */
-    vc_status qst = vc__dsa_check(m, profile || vc__quant_vllm_in(), err);
+    vc_status qst = vc__dsa_check(m, o, profile || vc__quant_vllm_in(), err);
     if (!qst) qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/policy/quant.c) */
     if (!qst) qst = vc__t5_check(m, o, err);    /* what a T5 model's estimate does not model (src/hf/hf_t5.c) */
     if (!qst) qst = vc__whisper_check(m, o, profile != NULL, err); /* a Whisper model's (src/hf/hf_whisper.c) */

@@ -271,6 +271,7 @@ typedef struct {
     int nmamba;               /* of them, the first nmamba: Mamba2 layers' (HybridMambaAttentionDynamicCache, layers/mamba2.c) */
     int nconv;                /* or LFM2's conv_cache entries, one per decoder layer (Lfm2HybridConvCache, layers/shortconv.c) */
     bool hybrid;              /* the model has them: the cache is Qwen3NextDynamicCache */
+    bool indexer;             /* the slots are DeepSeek-V3.2's indexer key caches (vc_kv_indexer, layers/mla.c): kv_cache's */
     const vc_model *twin[2];  /* the model at the prompt's length and at the head's rows (one token; --serve: the requests) (owned) */
     int64_t head_rows;        /* rows of the LM head's input: 1 (logits_to_keep=1), --serve: the requests */
     /* an encoder-decoder (generate.c "Encoder-decoders"): instances [0, enc_end) the encoder, run once;

@@ -1033,16 +1033,19 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
         }
         if (sl->latent > 0) sim->kv_mla++;
     }
-    /* Qwen3NextDynamicCache's conv_states and recurrent_states (layers/deltanet.c): a fixed size */
+    /* Qwen3NextDynamicCache's conv_states and recurrent_states (layers/deltanet.c): a fixed size; DeepSeek-V3.2's
+     * indexer keys (DynamicIndexedLayer.indexer_keys, vc_kv_indexer): the KV cache's */
+    int64_t *into = g->indexer ? &sim->kv_cache : &sim->ssm_state;
     for (int i = 0; i < g->nssm; i++)
         for (int j = 0; j < 2; j++) {
             if (g->ssm[i][j] < 0) continue;
             const tens_t *t = &b->t[g->ssm[i][j]];
             int64_t v;
             if (__builtin_mul_overflow(t->n.ps, batch, &v) || __builtin_mul_overflow(v, vc_dtype_size((vc_dtype)t->dt), &v) ||
-                __builtin_add_overflow(sim->ssm_state, v, &sim->ssm_state))
+                __builtin_add_overflow(*into, v, into))
                 return -1;
         }
+    if (g->indexer) return 0;
     sim->ssm_layers = g->nssm;
     sim->ssm_mamba = g->nmamba;
     sim->ssm_conv = g->nconv;

@@ -707,8 +707,8 @@ const hf_family vc__hf_families[] = {
     /* DeepseekV32Config (configuration_deepseek_v32.py @ 008e5743; DeepSeek-V3.2-Exp, DeepSeek-V3.2):
      * DeepSeek-V3's keys and modules plus the DeepSeek Sparse Attention indexer in every layer
      * (index_n_heads, index_head_dim, index_topk: src/hf/hf_deepseek_v32.c); the sizes DeepSeek-V3's
-     * (129280, 7168, 18432, 61 layers, 128 heads; num_key_value_heads shapes no MLA weight: the heads). DeepSeek-V3's layers with the indexer's parameters (hf_layers.c); its memory
-     * under --serve src/engine/serve.c's, other modes refused (vc__dsa_check) */
+     * (129280, 7168, 18432, 61 layers, 128 heads; num_key_value_heads shapes no MLA weight: the heads). DeepSeek-V3's layers with the indexer in MLAttention (hf_layers.c, layers/mla.c:
+     * transformers' forward); under --serve its memory src/engine/serve.c's */
     {.model_type = "deepseek_v32", .config_class = "DeepseekV32Config",
      .keys = {LLAMA_KEYS, LLAMA_SIZES(129280, 7168, 18432, 61, 128), [K_MAXPOS] = DEF("max_position_embeddings", 163840), [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),

@@ -218,7 +218,7 @@ typedef struct {
      * (topk_method) on DeepSeek-V3's modules (src/hf/hf_deepseek_v2.c) */
     bool ds_v2;
     /* issue 31 (deepseek_v32): DeepSeek Sparse Attention's indexer in every layer (src/hf/hf_deepseek_v32.c:
-     * the keys checked, its parameters layers; its memory vLLM's under --serve, refused otherwise) */
+     * the keys checked; its parameters and transformers' forward layers/mla.c's; its memory vLLM's under --serve) */
     bool dsa;
     /* issue 31 (glm4): Glm4's apply_rotary_pos_emb: cos / sin[..., :rotary_dim / 2].repeat_interleave(2) and
      * rotate_half over interleaved (even, odd) pairs (RotaryAttention rope_style glm4) */

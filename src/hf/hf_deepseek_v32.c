@@ -1,8 +1,8 @@
 /*
  * hf_deepseek_v32.c — DeepSeek-V3.2 (model_type deepseek_v32: DeepSeek-V3.2-Exp, DeepSeek-V3.2;
  * issue 31): DeepSeek-V3's modules plus DeepSeek Sparse Attention's indexer in every layer. The
- * keys the row's reading (hf_read.c) cannot check; the indexer's parameters are layers (hf_layers.c
- * mla_attention), its memory under vLLM src/engine/serve.c's, under transformers refused (vc__dsa_check).
+ * keys the row's reading (hf_read.c) cannot check; the indexer's parameters and its forward under transformers
+ * are layers/mla.c's (MLAttention with index_n_heads), its memory under vLLM src/engine/serve.c's.
  *
  * Sources:
  *  - huggingface/transformers configuration_deepseek_v32.py @ 008e574391258935f3ecc3035c882e73bbcac419,
@@ -31,8 +31,9 @@
  * (wq_b reading q_a_layernorm, wk and weights_proj the normed input, k_norm): the exact count. Its memory
  * is modelled under vLLM (--serve: src/engine/serve.c adds the top-k buffer, the profiling workspace and
  * the key cache from the sizes vc__hf_dsa_vllm reads; wk and weights_proj in the model dtype as vLLM's
- * wk_weights_proj, quant_config None); transformers' indexer (--mode train / infer / generate) is not:
- * vc__dsa_check refuses every plan but vLLM's, naming model_type.
+ * wk_weights_proj, quant_config None); transformers' indexer (--mode train / infer / generate) is layers/mla.c's
+ * (dsa_mask: DeepseekV32Indexer.forward, the index mask, DynamicIndexedLayer's key cache), in fp32 and bf16
+ * (vc__dsa_check refuses the other precisions, naming --precision).
  */
 #include <math.h>
 #include <stdio.h>
@@ -120,7 +121,7 @@ bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d)
     return true;
 }
 
-vc_status vc__dsa_check(const vc_model *m, bool serve, vc_error *err)
+vc_status vc__dsa_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err)
 {
     if (serve || !m->gen_json || !m->text) return VC_OK;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
@@ -128,7 +129,18 @@ vc_status vc__dsa_check(const vc_model *m, bool serve, vc_error *err)
     const bool v32 = root && vc__hf_dsa_vllm(root, &d);
     cJSON_Delete(root);
     if (!v32) return VC_OK;
-    return vc_set_error(err, VC_ERR_USAGE, "model_type", "deepseek_v32: under transformers DeepSeek Sparse Attention's "
-                        "indexer is not modelled (DeepseekV32Indexer's float32 scores [B, S, %lld heads, T], the top-%lld "
-                        "index mask, its key cache): only " O("serve") " (vLLM) is", (long long)d.nh, (long long)d.topk);
+    /* generate: DynamicIndexedLayer's key cache (cat per step) is modelled; StaticIndexedLayer (--cache static), the
+     * other caches' handling of the indexer keys and beam search's reorder_cache (index_select) are not */
+    if (o->mode == VC_MODE_GENERATE && o->cache != VC_CACHE_DYNAMIC)
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "deepseek_v32: the indexer's key cache is modelled as "
+                            "DynamicIndexedLayer's (" OV("cache", "dynamic") "), not StaticIndexedLayer's or the other caches'");
+    if (o->mode == VC_MODE_GENERATE && o->num_beams > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "deepseek_v32: beam search's reorder of the indexer's "
+                            "key cache (DynamicIndexedLayer.reorder_cache) is not modelled");
+    if (o->precision == VC_PREC_FP32 || o->precision == VC_PREC_BF16) return VC_OK;
+    /* DeepseekV32PreTrainedModel._keep_in_fp32_modules = ["indexer.weights_proj"] (float16 loads keep it float32) and
+     * autocast's casts around the indexer's no_grad linears are not modelled (layers/mla.c dsa_mask) */
+    return vc_set_error(err, VC_ERR_USAGE, O("precision"), "deepseek_v32: DeepSeek Sparse Attention's indexer under "
+                        "transformers is modelled in fp32 and bf16 (float16 keeps indexer.weights_proj float32, "
+                        "_keep_in_fp32_modules; autocast's casts around it are not modelled)");
 }

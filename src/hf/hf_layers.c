@@ -338,8 +338,9 @@ static void mla_attention(wr *w, const arch *a)
         cJSON *o = add_layer(w, "HFRMSNorm", "self_attn.q_a_layernorm");
         num(w, o, "hidden_size", (double)a->q_lora);
         num(w, o, "eps", 1e-6); /* DeepseekV3RMSNorm(config.q_lora_rank): its default eps */
-        if (a->f->dsa) { /* DeepseekV32Indexer's parameters (src/hf/hf_deepseek_v32.c; modeling_deepseek_v32.py @ 01f8fa55):
-                          * counted and stored; what the indexer computes is modelled under --serve alone (src/engine/serve.c) */
+        if (a->f->dsa && a->vllm) { /* DeepseekV32Indexer's parameters on vLLM's tensor-parallel split (src/hf/hf_deepseek_v32.c;
+                          * modeling_deepseek_v32.py @ 01f8fa55): counted and stored; what the indexer computes is
+                          * src/engine/serve.c's. Otherwise they are MLAttention's (layers/mla.c), which runs it under transformers */
             linear(w, "self_attn.indexer.wq_b", "self_attn.q_a_layernorm", a->q_lora, a->dsa.nh * a->dsa.hd, false);
             /* vLLM's wk_weights_proj (quant_config=None): wk and weights_proj in the model dtype */
             flag(w, linear(w, "self_attn.indexer.wk", "input_layernorm", a->H, a->dsa.hd, false), "quantizable", false);
@@ -361,6 +362,15 @@ static void mla_attention(wr *w, const arch *a)
     num(w, o, "qk_rope_head_dim", (double)a->D);
     num(w, o, "v_head_dim", (double)a->v_head);
     num(w, o, "kv_lora_rank", (double)a->kv_lora);
+    if (a->f->dsa && !a->vllm) { /* DeepseekV32Attention: the indexer reads q_resid and the normed hidden states */
+        cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "inputs");
+        if (in && (!cJSON_AddItemToArray(in, cJSON_CreateString("self_attn.q_a_layernorm")) ||
+                   !cJSON_AddItemToArray(in, cJSON_CreateString("input_layernorm"))))
+            w->r->oom = true;
+        num(w, o, "index_n_heads", (double)a->dsa.nh);
+        num(w, o, "index_head_dim", (double)a->dsa.hd);
+        num(w, o, "index_topk", (double)a->dsa.topk);
+    }
     if (a->f->ds_v2) flag(w, o, "complex_rope", true); /* DeepseekV2Attention: apply_rotary_emb on freqs_cis */
     else flag(w, o, "rope_interleave", a->rope_interleave);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);

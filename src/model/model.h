@@ -156,9 +156,9 @@ vc_status vc__dinov2_check(const vc_model *m, const vc_options *o, vc_error *err
 /* src/hf/hf_whisper.c: what a Whisper model's estimate refuses (generate and serve, precision, quantized
  * weights, pipeline stages). */
 vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err);
-/* DeepSeek-V3.2 (deepseek_v32; src/hf/hf_deepseek_v32.c): its indexer is modelled under vLLM alone (serve: a
- * --serve plan), every other plan refused naming model_type. */
-vc_status vc__dsa_check(const vc_model *m, bool serve, vc_error *err);
+/* DeepSeek-V3.2 (deepseek_v32; src/hf/hf_deepseek_v32.c): under transformers (serve false) its indexer is modelled
+ * in fp32 and bf16, other precisions refused naming --precision. */
+vc_status vc__dsa_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err);
 /* src/hf/hf_whisper.c: for a whisper config at path (a file, a directory, a Hugging Face id), what
  * WhisperGenerationMixin.generate decodes when --prompt / --new-tokens are not given: its forced decoder
  * prompt's length into *prompt, its new tokens into *new_tokens (those given are kept, and a given *prompt is

@@ -294,6 +294,10 @@ class DynamicCache:
         return (self.layer_types is not None and self.sliding_window is not None
                 and self.layer_types[layer_idx] == "sliding_attention")
 
+    def update_indexer(self, indexer_key_states, layer_idx):  # DynamicIndexedLayer's (dsa_replica.py)
+        import dsa_replica
+        return dsa_replica.update_indexer(self, indexer_key_states, layer_idx)
+
     def update(self, key_states, value_states, layer_idx):
         while len(self.keys) <= layer_idx:
             # lazy_initialization: torch.tensor([], dtype, device): no bytes
@@ -502,7 +506,7 @@ class DecoderLayer(nn.Module):
         Norm = Gemma2RMSNorm if t in ("gemma", "gemma2") else LlamaRMSNorm  # G1: GemmaRMSNorm, the same ops
         if t == "phimoe":  # PhimoeDecoderLayer (modeling_phimoe.py @ 0233e509): "Phimoe uses nn.LayerNorm"
             Norm = vctorch._LayerNorm2x
-        if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2"):
+        if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2", "deepseek_v32"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
         self.residual_multiplier = cfg.d.get("residual_multiplier", 1.0) if t in ("granitemoe", "granitemoeshared") else None
         self.shared_mlp = None
@@ -543,13 +547,18 @@ class DecoderLayer(nn.Module):
                 raise ValueError("minimax_m2 is replicated with transformers 5's experts: --experts grouped_mm")
             self.self_attn = minimax_replica.MiniMaxM2Attention(cfg, layer_idx, attn_impl)
             self.mlp = minimax_replica.MiniMaxM2SparseMoeBlock(cfg, act_fn(cfg.hidden_act))
-        elif t == "deepseek_v3":
+        elif t in ("deepseek_v3", "deepseek_v32"):
             # DeepseekV3DecoderLayer: MLA, DeepseekV3MLP below first_k_dense_replace, the MoE from
-            # it on (mla_replica.py); transformers 5's experts only
+            # it on (mla_replica.py); transformers 5's experts only. DeepseekV32DecoderLayer: the same with
+            # DeepseekV32Attention (dsa_replica.py: MLA with DeepSeek Sparse Attention's indexer)
             import mla_replica
             if cfg.d.get("_experts_implementation") != "grouped_mm":
                 raise ValueError("deepseek_v3 is replicated with transformers 5's experts: --experts grouped_mm")
-            self.self_attn = mla_replica.DeepseekV3Attention(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
+            if t == "deepseek_v32":
+                import dsa_replica
+                self.self_attn = dsa_replica.DeepseekV32Attention(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
+            else:
+                self.self_attn = mla_replica.DeepseekV3Attention(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
             if layer_idx < cfg.d.get("first_k_dense_replace", 3):
                 self.mlp = GatedMLP(cfg, cfg.hidden_act)
             else:
@@ -788,7 +797,7 @@ class CausalLM(nn.Module):
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
                      "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss", "ernie4_5",
                      "ernie4_5_moe", "cohere", "cohere2", "arcee", "hunyuan_v1_dense", "hunyuan_v1_moe",
-                     "nemotron", "apertus"):
+                     "nemotron", "apertus", "deepseek_v32"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -841,7 +850,7 @@ class CausalLM(nn.Module):
         if t == "phimoe":  # PhimoeModel.norm = nn.LayerNorm(hidden_size, eps=rms_norm_eps)
             self.norm = vctorch._LayerNorm2x(H, eps=cfg.rms_norm_eps)
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
-        if t in ("deepseek_v3", "deepseek_v2"):  # DeepseekV3Config / DeepseekV2Config: head_dim = qk_rope_head_dim
+        if t in ("deepseek_v3", "deepseek_v2", "deepseek_v32"):  # DeepseekV3Config / DeepseekV2Config: head_dim = qk_rope_head_dim
             head_dim = cfg.d["qk_rope_head_dim"]
         if t in ("qwen3_5", "qwen3_5_moe"):
             # Qwen3_5ForConditionalGeneration: model.visual (its weights, frozen; no image is run) beside
@@ -937,6 +946,9 @@ class CausalLM(nn.Module):
             if "sliding_attention" in lts:
                 sliding_mask = sliding_replica.create_sliding_window_causal_mask(
                     inputs_embeds, attention_mask, past_key_values, cfg.sliding_window, lts)
+        if cfg.model_type == "deepseek_v32":  # DeepseekV32Model.forward: allow_is_causal_skip=False (dsa_replica.py)
+            import dsa_replica
+            causal_mask = dsa_replica.create_causal_mask(inputs_embeds, past_seen)
         if cfg.model_type in ("granitemoe", "granitemoeshared"):  # GraniteMoeModel.forward: inputs_embeds * embedding_multiplier
             inputs_embeds = inputs_embeds * cfg.d.get("embedding_multiplier", 1.0)
         hidden_states = inputs_embeds

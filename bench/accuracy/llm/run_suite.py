@@ -2101,6 +2101,21 @@ def cases():
     train_cases(out, [("qwen3_moe_small", 2, 96, "sgd", "bf16", False, 0), ("qwen3_moe_small", 2, 64, "adamw", "fp32", True, 0),
                       ("qwen3_moe_small", 1, 128, "sgd", "fp32", False, 0)],
                 liger=True, liger_kernels="rope,rms_norm,swiglu", experts="per_expert")
+    # issue 31: DeepSeek-V3.2 under transformers (dsa_replica.py, modeling_deepseek_v32.py @ 01f8fa55): deepseek_v3_small's
+    # MLA and MoE with DeepSeek Sparse Attention's indexer (4 index heads of 16, index_topk 24 below the sequence, so the
+    # index mask drops keys); deepseek_v32_widek_small's index_topk 128 exceeds every sequence (topk of all T keys).
+    # Train fp32 / bf16 (seq 256: the indexer's float32 scores and matmul's expanded key copy at the peak), infer,
+    # generate (the indexer's key cache beside the full K/V). Every third held out.
+    mode_cases(out, [("train", "deepseek_v32_small", 2, 64, "adamw", "fp32", False, 0),
+                     ("train", "deepseek_v32_small", 2, 64, "adamw", "bf16", False, 0),
+                     ("infer", "deepseek_v32_small", 2, 64, None, "fp32", False, 0),
+                     ("infer", "deepseek_v32_small", 1, 96, None, "bf16", False, 0),
+                     ("generate", "deepseek_v32_small", 1, 64, 16, "fp32", False, 0),
+                     ("generate", "deepseek_v32_small", 2, 32, 24, "bf16", False, 0),
+                     ("train", "deepseek_v32_small", 2, 256, "adamw", "fp32", False, 0),
+                     ("infer", "deepseek_v32_widek_small", 2, 48, None, "fp32", False, 0),
+                     ("generate", "deepseek_v32_widek_small", 2, 40, 12, "fp32", False, 0),
+                     ("train", "deepseek_v32_widek_small", 2, 48, "adamw", "bf16", False, 0)], experts="grouped_mm")
     return out
 
 
