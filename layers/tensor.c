@@ -352,7 +352,7 @@ const vc_kind vc_kind_Matmul = {
  * all once per forward, not per sample; the sum with the embeddings broadcasts it over the batch. */
 /* mode: "expand" (above); "lookup", an nn.Embedding over a fixed [1, n] position_ids buffer (SiglipVisionEmbeddings:
  * self.position_embedding(self.position_ids), modeling_siglip.py @ efa7189c): a new [shape] tensor once per forward
- * (embedding; the ids a buffer, saved without a copy), its backward embedding_dense_backward's new parameter-sized
+ * (embedding; the ids a buffer of the layer's, int64, saved without a copy), its backward embedding_dense_backward's new parameter-sized
  * gradient, broadcast over the batch by its sum; "repeat", p.repeat(batch_size, 1, ...) (SiglipMultiheadAttention-
  * PoolingHead's probe): a new tensor per sample, its backward the sum over the repeats (a new parameter-sized one). */
 static const char *const parameter_modes[] = {"expand", "lookup", "repeat", NULL};
@@ -382,7 +382,9 @@ static int parameter_setup(vc_setup *s, void *p)
     }
     if (c->output && c->grid > 0) return vc_fail(s, "mode", "bicubic_from interpolates an expanded parameter only");
     if (c->output == 1) s->ops = 3; /* lookup: the autocast copy, embedding, expand */
-    return vc_param_shape(s, "weight", c->nd, c->shape, 0);
+    if (vc_param_shape(s, "weight", c->nd, c->shape, 0)) return -1;
+    /* lookup: the position_ids buffer, int64 [1, rows] (register_buffer(..., persistent=False): model memory) */
+    return c->output == 1 ? vc_buffer(s, "position_ids", c->shape[0], VC_DT_I64) : 0;
 }
 
 static void parameter_emit(vc_build *b, const void *p)

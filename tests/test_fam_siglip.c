@@ -9,7 +9,8 @@
  *    SiglipVisionConfig's defaults (configuration_siglip.py @ d5ab4d58), google/siglip-base-patch16-224's vision
  *    tower; siglip-so400m-patch14-384-vision.json is written from the so400m model card's sizes (1152 wide, 4304,
  *    27 layers, 16 heads, 384 x 384 of 14 x 14): neither read from the Hub.
- * 2. Refusals: exit 2 and one line naming the key or option.
+ * 2. The measured cases of bench/accuracy/llm/measured.json (siglip_replica.py), held within 1%.
+ * 3. Refusals: exit 2 and one line naming the key or option.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -62,6 +63,29 @@ static void test_counts(void **state)
     assert_false(emitted(js, "cls_token"));
 }
 
+/* bench/accuracy/llm/measured.json's siglip_vision_model cases (run_suite.py's `sg` rows; siglip_replica.py, torch
+ * 1.13 CPU, the allocator counter; --attention math, --workspace 0): the 9 equal the estimate, held within 1% */
+static void test_measured(void **state)
+{
+    (void)state;
+#define LQV " --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj"
+#define CK " --grad-ckpt --grad-ckpt-kind non-reentrant"
+    static const cli_measured c[] = {
+        {"siglip_vision_small.json --seq 64 -b 2 -o adamw -p fp32", 16621056},
+        {"siglip_vision_small.json --seq 64 -b 4 -o sgd -p bf16", 8333312},
+        {"siglip_vision_small.json --seq 64 -b 2 -o adamw -p fp32" CK, 16621056},
+        {"siglip_vision_small.json -m infer --seq 64 -b 4 -p fp32", 5074432},
+        {"siglip_vision_small.json --seq 64 -b 2 -o adamw -p bf16" LQV, 4721664},
+        {"siglip_vision_small.json -m infer --seq 64 -b 2 -p bf16", 2546688},
+        {"siglip_vision_nohead_small.json --seq 36 -b 3 -o adam -p fp32", 5014016},
+        {"siglip_vision_nohead_small.json -m infer --seq 36 -b 4 -p fp32", 1760768},
+        {"siglip_vision_small.json --seq 64 -b 4 -o sgd -p fp32", 13287424},
+    };
+#undef CK
+#undef LQV
+    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -111,6 +135,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_measured),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
