@@ -381,7 +381,6 @@ static int parameter_setup(vc_setup *s, void *p)
         return vc_param_shape(s, "weight", 2, w, 0);
     }
     if (c->output && c->grid > 0) return vc_fail(s, "mode", "bicubic_from interpolates an expanded parameter only");
-    if (c->output == 1) s->ops = 3; /* lookup: the autocast copy, embedding, expand */
     if (vc_param_shape(s, "weight", c->nd, c->shape, 0)) return -1;
     /* lookup: the position_ids buffer, int64 [1, rows] (register_buffer(..., persistent=False): model memory) */
     return c->output == 1 ? vc_buffer(s, "position_ids", c->shape[0], VC_DT_I64) : 0;
@@ -420,7 +419,7 @@ static void parameter_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Parameter = {
-    .ops = 2,
+    .ops = 3, /* the autocast copy, expand; lookup's embedding between them (bicubic_from: setup's 10) */
     .name = "Parameter", .summary = "a learned tensor of per-sample shape (class token, positional embedding)",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(tensor_cfg),
     .parse = parameter_parse, .setup = parameter_setup, .emit = parameter_emit,
