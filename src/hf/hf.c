@@ -1272,7 +1272,7 @@ const hf_family vc__hf_families[] = {
      * Conv2d, the position nn.Embedding over the position_ids buffer (no CLS token), pre-LN SiglipEncoderLayers on
      * sdpa (q/k/v/out_proj with biases, SiglipMLP fc1 / fc2), post_layernorm, SiglipMultiheadAttentionPoolingHead
      * (vision_use_head). No loss of its own: training is pooler_output.mean() (last_hidden_state's without the head).
-     * PEFT's mapping was not read for siglip_vision_model: --lora-targets. */
+     * PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no siglip_vision_model (nor siglip): --lora-targets. */
     {.model_type = "siglip_vision_model", .config_class = "SiglipVisionConfig",
      .keys = {[K_VOCAB] = FIXED(1), [K_HIDDEN] = DEF("hidden_size", 768), [K_LAYERS] = DEF("num_hidden_layers", 12),
               [K_HEADS] = DEF("num_attention_heads", 12), [K_KV_HEADS] = {.how = D_HEADS},

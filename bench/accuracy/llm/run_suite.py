@@ -2055,7 +2055,7 @@ def cases():
     # (probe.repeat, nn.MultiheadAttention(probe, h, h), layernorm, MLP); the training step's loss
     # pooler_output.mean() (the model returns none). siglip_vision_small: 64 x 64 images of 8 x 8 patches (--seq 64),
     # attention_dropout 0.1; siglip_vision_nohead_small: 48 x 48 of 8 x 8 (36), vision_use_head false. Train (full,
-    # every layer checkpointed, LoRA r=8 on q_proj,v_proj: PEFT's mapping was not read for the model_type), fp32 and
+    # every layer checkpointed, LoRA r=8 on q_proj,v_proj: PEFT's mapping, peft @ 00073fe8, has no siglip), fp32 and
     # bf16, and --mode infer. Every third held out.
     sg = [
         ("train", "siglip_vision_small", 2, 64, "adamw", "fp32", False, 0),
