@@ -350,10 +350,18 @@ const vc_kind vc_kind_Matmul = {
  * float32 gradient of its input's size), .to(dtype=target_dtype) (a copy unless float32), .permute(0, 2, 3, 1)
  * .view(1, -1, dim) (views), torch.cat((class_pos_embed, patch_pos_embed), dim=1) (a new tensor, saves nothing):
  * all once per forward, not per sample; the sum with the embeddings broadcasts it over the batch. */
+/* mode: "expand" (above); "lookup", an nn.Embedding over a fixed [1, n] position_ids buffer (SiglipVisionEmbeddings:
+ * self.position_embedding(self.position_ids), modeling_siglip.py @ efa7189c): a new [shape] tensor once per forward
+ * (embedding; the ids a buffer of the layer's, int64, saved without a copy), its backward embedding_dense_backward's new parameter-sized
+ * gradient, broadcast over the batch by its sum; "repeat", p.repeat(batch_size, 1, ...) (SiglipMultiheadAttention-
+ * PoolingHead's probe): a new tensor per sample, its backward the sum over the repeats (a new parameter-sized one). */
+static const char *const parameter_modes[] = {"expand", "lookup", "repeat", NULL};
+
 static int parameter_parse(vc_args *a, void *p)
 {
     tensor_cfg *c = p;
-    return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd) || vc_arg_int(a, "bicubic_from", 0, 1, &c->grid);
+    return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd) || vc_arg_int(a, "bicubic_from", 0, 1, &c->grid) ||
+           vc_arg_enum(a, "mode", parameter_modes, 0, &c->output);
 }
 
 static int parameter_setup(vc_setup *s, void *p)
@@ -372,7 +380,10 @@ static int parameter_setup(vc_setup *s, void *p)
         s->ops = 10; /* the autocast copy, 2 slices, 2 views, 2 casts, interpolate, cat, expand */
         return vc_param_shape(s, "weight", 2, w, 0);
     }
-    return vc_param_shape(s, "weight", c->nd, c->shape, 0);
+    if (c->output && c->grid > 0) return vc_fail(s, "mode", "bicubic_from interpolates an expanded parameter only");
+    if (vc_param_shape(s, "weight", c->nd, c->shape, 0)) return -1;
+    /* lookup: the position_ids buffer, int64 [1, rows] (register_buffer(..., persistent=False): model memory) */
+    return c->output == 1 ? vc_buffer(s, "position_ids", c->shape[0], VC_DT_I64) : 0;
 }
 
 static void parameter_emit(vc_build *b, const void *p)
@@ -394,6 +405,12 @@ static void parameter_emit(vc_build *b, const void *p)
         w = vc_op_out(k, vc_n_fixed(n + dim), dt);
         vc_op_end(k);
     }
+    if (c->output == 2) { /* repeat */
+        vc_set_output(b, vc__op_fresh(b, "repeat", w, out_numel(b)));
+        return;
+    }
+    if (c->output == 1) /* lookup */
+        w = vc__op_fresh(b, "embedding", w, vc_n_fixed(vc_shape_numel(vc_output_shape(b))));
     vc_op *o = vc_op_begin(b, "expand");
     int i = vc_op_in(o, w);
     vc_t y = vc_op_out_view(o, i, out_numel(b), false);
@@ -402,7 +419,7 @@ static void parameter_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Parameter = {
-    .ops = 2,
+    .ops = 3, /* the autocast copy, expand; lookup's embedding between them (bicubic_from: setup's 10) */
     .name = "Parameter", .summary = "a learned tensor of per-sample shape (class token, positional embedding)",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(tensor_cfg),
     .parse = parameter_parse, .setup = parameter_setup, .emit = parameter_emit,

@@ -1122,7 +1122,7 @@ static void test_family_table(void **state)
          * mamba_hidden_act (hf_granite4.c) */
         assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef || f->block == BLK_T5 || f->block == BLK_LFM2 ||
                     f->block == BLK_NEMOTRON_H);
-        assert_true(f->block <= BLK_DINOV2);
+        assert_true(f->block <= BLK_SIGLIP_VISION);
         assert_true(!f->moe || f->keys[K_EXPERTS].key);
         assert_true(!f->lora_targets || *f->lora_targets);
         char js[128];

@@ -110,12 +110,50 @@ static void test_parameter_bicubic_from(void **state)
     vc_result_free(&r);
 }
 
+/* Parameter's modes lookup and repeat (layers/tensor.c: SiglipVisionEmbeddings' position_embedding(position_ids) and
+ * SiglipMultiheadAttentionPoolingHead's probe.repeat(batch_size, 1, 1), modeling_siglip.py @ efa7189c); input [4, 64],
+ * Linear(64->64, no bias) -> h 2048 per batch of 2. Checked line by line against `vramcalc --trace`.
+ * lookup: Parameter [4, 64] (1024 B) and its position_ids buffer (4 int64, 512 B): weights 16384 + 1024 + 512 =
+ *   17920; Add(h, pos). infer: at the add, weights + x 2048 + h 2048 + the embedding's [4, 64] once (not per sample)
+ *   1024 + the sum 2048 = 25088. train (sgd): the peak at the mm's weight grad: weights + x + loss 512 + root grad
+ *   512 + dY 2048 + pos's grad (embedding_dense_backward, after the expand's sum_to 1024 is freed) 1024 + 16384 =
+ *   40448.
+ * repeat: Parameter [1, 64] (256 B -> 512), Cat(probe, h) on dim 1 -> [2, 5, 64] 2560: weights 16896. infer: weights +
+ *   x 2048 + h 2048 + the repeat [2, 1, 64] 512 + the cat 2560 = 24064. train: at the mm's weight grad: weights + x +
+ *   loss 512 + root 512 + dY 2560 + probe's grad (the sum over the repeats) 512 + 16384 = 39424. */
+static void test_parameter_lookup_repeat(void **state)
+{
+    (void)state;
+    static const char lk[] = "{\"input\": [4, 64], \"layers\": [{\"type\": \"Linear\", \"in_features\": 64, "
+                             "\"out_features\": 64, \"bias\": false, \"name\": \"x\"}, {\"type\": \"Parameter\", \"shape\": "
+                             "[4, 64], \"mode\": \"lookup\", \"name\": \"pos\"}, {\"type\": \"Add\", \"inputs\": [\"x\", \"pos\"]}]}";
+    static const char rp[] = "{\"input\": [4, 64], \"layers\": [{\"type\": \"Linear\", \"in_features\": 64, "
+                             "\"out_features\": 64, \"bias\": false, \"name\": \"x\"}, {\"type\": \"Parameter\", \"shape\": "
+                             "[1, 64], \"mode\": \"repeat\", \"name\": \"probe\"}, {\"type\": \"Cat\", \"inputs\": "
+                             "[\"probe\", \"x\"], \"dim\": 1}]}";
+    vc_result r = mem_run(lk, 2, VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.weights, 17920);
+    assert_int_equal(r.memory.peak_allocated, 25088);
+    vc_result_free(&r);
+    r = mem_run(lk, 2, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 40448);
+    vc_result_free(&r);
+    r = mem_run(rp, 2, VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.weights, 16896);
+    assert_int_equal(r.memory.peak_allocated, 24064);
+    vc_result_free(&r);
+    r = mem_run(rp, 2, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 39424);
+    vc_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_topk_values),
         cmocka_unit_test(test_topk_indices_gather),
         cmocka_unit_test(test_parameter_bicubic_from),
+        cmocka_unit_test(test_parameter_lookup_repeat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1264,6 +1264,23 @@ const hf_family vc__hf_families[] = {
               [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = FIXED(0)},
      LLAMA_BLOCK, .mlp = MLP_PLAIN, .up_down = true, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
+    /* SiglipVisionConfig (configuration_siglip.py @ d5ab4d58: hidden_size 768, intermediate_size 3072,
+     * num_hidden_layers 12, num_attention_heads 12, num_channels 3, image_size 224, patch_size 16, hidden_act
+     * gelu_pytorch_tanh, layer_norm_eps 1e-6, attention_dropout 0.0; vision_use_head is no key of the class: absent,
+     * SiglipVisionTransformer's hasattr gives the head) and SiglipVisionModel (modeling_siglip.py @ efa7189c, the
+     * classes as hf_vision.c's Gemma 3 tower reads them; hf_layers.c build_siglip_vision / siglip_layer): the patch
+     * Conv2d, the position nn.Embedding over the position_ids buffer (no CLS token), pre-LN SiglipEncoderLayers on
+     * sdpa (q/k/v/out_proj with biases, SiglipMLP fc1 / fc2), post_layernorm, SiglipMultiheadAttentionPoolingHead
+     * (vision_use_head). No loss of its own: training is pooler_output.mean() (last_hidden_state's without the head).
+     * PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no siglip_vision_model (nor siglip): --lora-targets. */
+    {.model_type = "siglip_vision_model", .config_class = "SiglipVisionConfig",
+     .keys = {[K_VOCAB] = FIXED(1), [K_HIDDEN] = DEF("hidden_size", 768), [K_LAYERS] = DEF("num_hidden_layers", 12),
+              [K_HEADS] = DEF("num_attention_heads", 12), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = DEF("layer_norm_eps", 1e-6), [K_MAXPOS] = FIXED(1), [K_INTER] = DEF("intermediate_size", 3072),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_pytorch_tanh"), [K_QKV_BIAS] = FIXED(1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = FIXED(0)},
+     .block = BLK_SIGLIP_VISION, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .head = HEAD_CLS, .head_class = "SiglipVisionModel", .prefix = "vision_model", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1648,13 +1665,15 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
-    const bool vit = a.f->block == BLK_VIT || a.f->block == BLK_DINOV2; /* pixel_values in (hf_read.c read_vit) */
+    const bool siglip_v = a.f->block == BLK_SIGLIP_VISION; /* SiglipVisionModel: no CLS token */
+    const bool vit = a.f->block == BLK_VIT || a.f->block == BLK_DINOV2 || siglip_v; /* pixel_values in (hf_read.c read_vit) */
     if (vit) { /* ViTForImageClassification / Dinov2ForImageClassification: the image is the input */
-        if (o && o->image_w > 0 && a.f->block == BLK_VIT && (o->image_w != a.vit.img || o->image_h != a.vit.img))
+        if (o && o->image_w > 0 && a.f->block != BLK_DINOV2 && (o->image_w != a.vit.img || o->image_h != a.vit.img))
             return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: %s runs the config's image_size (%lld x %lld; "
-                                "ViTPatchEmbeddings raises ValueError on another size unless interpolate_pos_encoding, "
-                                "which is not modelled)", (long long)o->image_w, (long long)o->image_h, r.fam,
-                                (long long)a.vit.img, (long long)a.vit.img);
+                                "%s another size unless interpolate_pos_encoding, which is not modelled)",
+                                (long long)o->image_w, (long long)o->image_h, r.fam, (long long)a.vit.img,
+                                (long long)a.vit.img, siglip_v ? "SiglipVisionEmbeddings' position ids do not fit"
+                                                               : "ViTPatchEmbeddings raises ValueError on");
         if (o && o->image_w > 0 && a.f->block == BLK_DINOV2) { /* Dinov2Embeddings.forward at any height x width: the
                                                                  * patch grid (height // patch_size) x (width // patch_size),
                                                                  * the position embeddings interpolated (hf_layers.c) */
@@ -1674,7 +1693,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (o && o->images > 1)
             return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: %s takes one image per sample (" O("batch") " "
                                 "is the images)", (long long)o->images, r.fam);
-        if (o && o->seq > 0 && o->seq != a.vit.patches + 1)
+        if (siglip_v && o && o->seq > 0 && o->seq != a.vit.patches)
+            return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld: %s's sequence is the image's patches ((image_size / "
+                                "patch_size)^2 = %lld, no CLS token)", (long long)o->seq, r.fam, (long long)a.vit.patches);
+        if (o && o->seq > 0 && o->seq != a.vit.patches + 1 && !siglip_v)
             return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld: %s's sequence is the image's %lld patches and the "
                                 "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq, r.fam,
                                 (long long)a.vit.patches, (long long)(a.vit.patches + 1));
@@ -1685,7 +1707,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
                                                                       : 0;
-    a.seq = o && o->seq > 0 ? o->seq : vit ? a.vit.patches + 1 : VC_HF_DEFAULT_SEQ;
+    a.seq = o && o->seq > 0 ? o->seq : vit ? a.vit.patches + !siglip_v : VC_HF_DEFAULT_SEQ;
     if (a.f->block == BLK_WHISPER && o && o->target_seq > 0) /* the labels' tokens: --target-seq or --seq (hf_whisper.c) */
         a.seq = o->target_seq;
     if (!(o && (o->seq > 0 || (a.f->block == BLK_WHISPER && o->target_seq > 0))) && npos > 0 && npos < a.seq) a.seq = npos;
@@ -1762,6 +1784,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     /* --liger-kernels cross_entropy: ForCausalLMLoss with LigerCrossEntropyFunction (src/engine/loss.c) */
     int lrow = o && o->liger && (a.liger & LIGER_CE) ? VC_LOSS_LIGER_CE : vc__loss_from_option(loss_opts[li]);
+    if (siglip_v && li != VC_LOSS_IMPL_HF) /* SiglipVisionModel returns no loss: pooler_output.mean() (below) */
+        return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s: SiglipVisionModel returns no loss; training is modelled "
+                            "as its pooled output's mean, " OV("loss", "hf") " only", loss_opts[li]);
     if (encoder && li != VC_LOSS_IMPL_HF)
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s is a causal-LM loss; %s is an encoder with a classification "
                             "head (cross_entropy)", loss_opts[li], r.fam);
@@ -1790,6 +1815,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     const char *loss_name = wh_dec ? "causal_lm"
                             : a.f->block == BLK_T5 || a.f->block == BLK_WHISPER || a.f->block == BLK_BART
                                 ? "seq2seq_lm" /* T5ForConditionalGeneration's / WhisperForConditionalGeneration's CrossEntropyLoss */
+                            : siglip_v ? "logits_mean" /* loss = outputs.pooler_output.mean() (no .float()) */
                             : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
@@ -1810,8 +1836,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld, target %lld)", r.fam, an[0] ? " " : "", an,
                  (long long)a.seq, (long long)a.tgt);
     if (vit)
-        snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld x %lld image, %lld patches + CLS)", r.fam, an[0] ? " " : "",
-                 an, (long long)a.vit.w, (long long)a.vit.h, (long long)a.vit.patches);
+        snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld x %lld image, %lld patches%s)", r.fam, an[0] ? " " : "",
+                 an, (long long)a.vit.w, (long long)a.vit.h, (long long)a.vit.patches, siglip_v ? "" : " + CLS");
     if (a.f->block == BLK_WHISPER) { /* a.tgt: the decoder's tokens; the encoder's input is fixed (hf_whisper.c) */
         a.tgt = a.seq;
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld mel bins x %lld frames, target %lld)", r.fam,

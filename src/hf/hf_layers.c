@@ -928,6 +928,31 @@ static void dinov2_layer(wr *w, const arch *a)
     str(w, ls1, "held_until", "output.residual"); /* self_attention_output, never rebound after layer_scale1 */
 }
 
+/* SiglipEncoderLayer.forward (modeling_siglip.py @ efa7189c): residual = hidden_states; layer_norm1, its output the
+ * argument of self_attn until it returns; SiglipAttention: q_proj, k_proj, v_proj (in that order, with biases), view +
+ * transpose, the sdpa interface (no mask, not causal, dropout attention_dropout in training), reshape, contiguous,
+ * out_proj; + residual; layer_norm2, its output SiglipMLP's argument until it returns (fc1, ACT2FN[hidden_act], fc2);
+ * + residual. */
+static void siglip_layer(wr *w, const arch *a)
+{
+    const int64_t q = a->NH * a->D;
+    cJSON *ln = layernorm(w, a, "layer_norm1", NULL);
+    linear(w, "self_attn.q_proj", "layer_norm1", a->H, q, true);
+    linear(w, "self_attn.k_proj", "layer_norm1", a->H, q, true);
+    linear(w, "self_attn.v_proj", "layer_norm1", a->H, q, true);
+    attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", NULL,
+              false, 0);
+    linear(w, "self_attn.out_proj", NULL, q, a->H, true);
+    str(w, ln, "held_until", "self_attn.out_proj");
+    ins(w, add_layer(w, "Add", "attn_residual"), "self_attn.out_proj", "input", NULL, NULL);
+    ln = layernorm(w, a, "layer_norm2", NULL);
+    linear(w, "mlp.fc1", NULL, a->H, a->I, true);
+    act_layer(w, a, "mlp.activation_fn");
+    linear(w, "mlp.fc2", NULL, a->I, a->H, true);
+    str(w, ln, "held_until", "mlp.fc2");
+    ins(w, add_layer(w, "Add", "mlp_residual"), "mlp.fc2", "attn_residual", NULL, NULL);
+}
+
 /* Whether decoder layer i (from 0) is checkpointed. model.gradient_checkpointing_enable(
  * gradient_checkpointing_kwargs={"use_reentrant": False}): each decoder layer's __call__
  * through torch.utils.checkpoint, non-reentrant (GradientCheckpointingLayer). With
@@ -1033,6 +1058,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_FALCON: falcon_layer(&inner, a); break;
         case BLK_VIT: vit_layer(&inner, a); break;
         case BLK_DINOV2: dinov2_layer(&inner, a); break;
+        case BLK_SIGLIP_VISION: siglip_layer(&inner, a); break;
         case BLK_LFM2: lfm2_layer(&inner, a, i); break;
         default: decoder_layer(&inner, a, i); break;
         }
@@ -1216,6 +1242,63 @@ static void build_vit(wr *w, const arch *a)
     if (dino) str(w, seq_out, "held_until", "classifier"); /* Dinov2ForImageClassification's sequence_output */
 }
 
+/* SiglipVisionModel.forward (modeling_siglip.py @ efa7189c) on pixel_values [num_channels, image_size, image_size]
+ * float32, the training step's loss its pooler_output.mean() (the model returns no loss):
+ *  - SiglipVisionEmbeddings.forward: patch_embedding(pixel_values.to(dtype=target_dtype)) (the cast a copy unless
+ *    float32, dead when the Conv2d returns), flatten(2).transpose(1, 2) (views), + position_embedding(position_ids)
+ *    (an nn.Embedding over the [1, num_patches] buffer: Parameter's lookup, layers/tensor.c); no CLS token;
+ *  - SiglipEncoder: the SiglipEncoderLayers (siglip_layer); SiglipVisionTransformer.forward keeps the embeddings'
+ *    output (hidden_states) until it returns (encoder_outputs too: not held here, the difference is inference's);
+ *    post_layernorm;
+ *  - with vision_use_head, SiglipMultiheadAttentionPoolingHead: probe.repeat(batch_size, 1, 1) (Parameter's
+ *    repeat), nn.MultiheadAttention(probe, h, h)[0] (batch_first, need_weights True: the explicit path, layers/
+ *    attention.c), residual = that, layernorm, + mlp (fc1, act, fc2), [:, 0]. */
+static void build_siglip_vision(wr *w, const arch *a)
+{
+    cJSON *cast = add_layer(w, "Cast", "vision_model.embeddings.pixel_values");
+    str(w, cast, "dtype", "parameters");
+    cJSON *o = add_layer(w, "Conv2d", "vision_model.embeddings.patch_embedding");
+    num(w, o, "in_channels", (double)a->vit.cin);
+    num(w, o, "out_channels", (double)a->H);
+    num(w, o, "kernel_size", (double)a->vit.P);
+    num(w, o, "stride", (double)a->vit.P);
+    str(w, cast, "held_until", "vision_model.embeddings.patch_embedding");
+    shape2(w, add_layer(w, "Reshape", "vision_model.embeddings.flatten"), a->H, a->vit.patches);
+    o = add_layer(w, "Transpose", "vision_model.embeddings.transpose");
+    num(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
+    num(w, o, "dim1", 2);
+    o = add_layer(w, "Parameter", "vision_model.embeddings.position_embedding");
+    shape2(w, o, a->vit.patches, a->H);
+    str(w, o, "mode", "lookup");
+    cJSON *emb = add_layer(w, "Add", "vision_model.embeddings");
+    ins(w, emb, "vision_model.embeddings.transpose", "vision_model.embeddings.position_embedding", NULL, NULL);
+    layer_stack(w, a, "vision_model.encoder.layers", "vision_model.embeddings");
+    cJSON *post = layernorm(w, a, "vision_model.post_layernorm", NULL);
+    const char *end = "vision_model.post_layernorm";
+    if (a->vit.head) {
+        o = add_layer(w, "Parameter", "vision_model.head.probe");
+        shape2(w, o, 1, a->H);
+        str(w, o, "mode", "repeat");
+        o = add_layer(w, "MultiheadAttention", "vision_model.head.attention");
+        ins(w, o, "vision_model.head.probe", "vision_model.post_layernorm", "vision_model.post_layernorm", NULL);
+        num(w, o, "embed_dim", (double)a->H);
+        num(w, o, "num_heads", (double)a->NH);
+        cJSON *ln = layernorm(w, a, "vision_model.head.layernorm", NULL);
+        linear(w, "vision_model.head.mlp.fc1", NULL, a->H, a->I, true);
+        act_layer(w, a, "vision_model.head.mlp.activation_fn");
+        linear(w, "vision_model.head.mlp.fc2", NULL, a->I, a->H, true);
+        ins(w, add_layer(w, "Add", "vision_model.head.residual"), "vision_model.head.attention", "vision_model.head.mlp.fc2",
+            NULL, NULL);
+        str(w, ln, "held_until", "vision_model.head.residual");
+        o = add_layer(w, "Select", "vision_model.head.first"); /* hidden_state[:, 0] */
+        num(w, o, "dim", 1);
+        num(w, o, "index", 0);
+        end = "vision_model.head.first";
+        str(w, post, "held_until", end); /* last_hidden_state, returned */
+    }
+    str(w, emb, "held_until", end); /* encoder_outputs (the last layer's output) is post_layernorm's saved input */
+}
+
 /* What a DINOv2 model's estimate does not model, refused before the plan (src/engine/plan.c): autocast. Under
  * torch.autocast Dinov2LayerScale's hidden_state * lambda1 (a float32 parameter, elementwise mul on no autocast
  * list) promotes the half-precision attention and MLP outputs to float32, and with them the residual stream, where
@@ -1269,6 +1352,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_VIT:
     case BLK_DINOV2:
         build_vit(w, a);
+        return;
+    case BLK_SIGLIP_VISION:
+        build_siglip_vision(w, a);
         return;
     case BLK_BART: /* BartForConditionalGeneration (hf_bart.c) */
         vc__hf_bart_write(w->r, w->arr, a);

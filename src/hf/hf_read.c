@@ -411,6 +411,9 @@ static int read_vit(rd *r, arch *a)
     if (get_int(r, "image_size", 224, 1, &a->vit.img) || get_int(r, "patch_size", dino ? 14 : 16, 1, &a->vit.P) ||
         get_int(r, "num_channels", 3, 1, &a->vit.cin) || (dino && read_dinov2(r, a)))
         return -1;
+    /* siglip_vision_model: SiglipVisionTransformer's use_head, True unless the config has vision_use_head
+     * (hasattr; modeling_siglip.py @ efa7189c) */
+    if (a->f->block == BLK_SIGLIP_VISION && get_bool(r, "vision_use_head", true, &a->vit.head)) return -1;
     if (a->vit.P > a->vit.img)
         return vc__hf_bad(r, "patch_size", "%lld: larger than image_size (%lld), no patch", (long long)a->vit.P,
                           (long long)a->vit.img);
@@ -521,7 +524,7 @@ static int read_family(rd *r, arch *a)
         return vc__hf_bad(r, "sliding_window", "null without layer_types: Exaone4Config divides by the pattern it zeroes");
     if (f->block == BLK_LFM2 && vc__hf_lfm2_read(r, a)) return -1; /* layer_types, conv_L_cache and the rest (hf_lfm2.c) */
     if (f->block == BLK_NEMOTRON_H && vc__hf_nemotron_h_read(r, a)) return -1; /* the pattern and the rest (hf_granite4.c) */
-    if ((f->block == BLK_VIT || f->block == BLK_DINOV2) && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
+    if ((f->block == BLK_VIT || f->block == BLK_DINOV2 || f->block == BLK_SIGLIP_VISION) && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
     if (f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_read(r, a)) return -1; /* the mamba_* keys, the multipliers (hf_granite4.c) */
     if (f->qk_norm_rope && vc__hf_hunyuan_read(r, a)) return -1; /* moe_topk and the checkpoints' other keys (hf_hunyuan.c) */
     if (f->moe == MOE_HUNYUAN && a->K > a->E)

@@ -38,8 +38,10 @@ import torch.nn.functional as F
 
 import vctorch
 
-ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet", "vit", "dinov2")  # modernbert_replica.py,
-# mpnet_replica.py, vision_encoder_replica.py (vit: pixel_values in, measure_llm.py pixels()), dinov2_replica.py
+ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet", "vit", "dinov2",
+            "siglip_vision_model")  # modernbert_replica.py,
+# mpnet_replica.py, vision_encoder_replica.py (vit: pixel_values in, measure_llm.py pixels()), dinov2_replica.py,
+# siglip_replica.py (SiglipVisionModel: no labels, its loss pooler_output.mean())
 
 
 def _act(name):
@@ -234,6 +236,9 @@ class BertForSequenceClassification(nn.Module):
 
 
 def build(cfg):
+    if cfg["model_type"] == "siglip_vision_model":
+        import siglip_replica
+        return siglip_replica.build(cfg)
     if cfg["model_type"] == "dinov2":
         import dinov2_replica
         return dinov2_replica.build(cfg)

@@ -454,7 +454,7 @@ def main(argv):
     trainable = [p for p in params if p.requires_grad]
     n_train = sum(p.numel() for p in trainable)
     weights_bytes = sum(rounded(p) for p in params) + sum(rounded(b) for b in model.buffers())
-    V = 0 if cfg.model_type in ("vit", "dinov2") else cfg.vocab_size  # vit, dinov2: pixel_values, no token ids
+    V = 0 if cfg.model_type in ("vit", "dinov2", "siglip_vision_model") else cfg.vocab_size  # pixel_values, no token ids
     result = {"config": os.path.relpath(args.config, ROOT), "model_type": cfg.model_type,
               "mode": args.mode, "batch": args.batch, "precision": args.precision,
               "attn_implementation": model.attn_impl, "params": n_params,
@@ -518,10 +518,12 @@ def main(argv):
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     whisper = cfg.model_type == "whisper"
-    vit = cfg.model_type in ("vit", "dinov2")  # ViTForImageClassification (vision_encoder_replica.py), dinov2_replica.py
+    vit = cfg.model_type in ("vit", "dinov2", "siglip_vision_model")  # ViTForImageClassification
+    # (vision_encoder_replica.py), dinov2_replica.py, siglip_replica.py
     if vit:
         import vision_encoder_replica
         import dinov2_replica
+        import siglip_replica
     t5 = cfg.model_type in ("t5", "mt5", "umt5", "bart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
@@ -530,7 +532,8 @@ def main(argv):
     def pixels():
         # vit: ViTImageProcessor's pixel_values [B, num_channels, image_size, image_size] float32 (the model casts
         # them to its dtype: vision_encoder_replica.py); resident like input_ids
-        vc = (dinov2_replica if cfg.model_type == "dinov2" else vision_encoder_replica).resolve(cfg.d)
+        vc = {"dinov2": dinov2_replica, "siglip_vision_model": siglip_replica}.get(
+            cfg.model_type, vision_encoder_replica).resolve(cfg.d)
         if args.image and cfg.model_type == "dinov2":  # --image WxH: pixel_values [B, C, H, W]
             W, Hh = (int(x) for x in args.image.lower().split("x"))
             return torch.randn(args.batch, vc["num_channels"], Hh, W)
@@ -630,7 +633,9 @@ def main(argv):
             labels = None if whisper else input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
             if t5:  # DataCollatorForSeq2Seq: the target's ids, [B, target_seq]
                 labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
-        if encoder:  # a class index per sequence (single_label_classification)
+        if encoder and cfg.model_type == "siglip_vision_model":  # SiglipVisionModel: no labels (siglip_replica.py)
+            labels = None
+        elif encoder:  # a class index per sequence (single_label_classification)
             labels = torch.randint(0, encoder_replica._labels(cfg.d), (args.batch,), dtype=torch.int64)
         if args.loss == "chunked-nll":
             # TRL's DataCollatorForLanguageModeling also returns the attention_mask (all ones: no

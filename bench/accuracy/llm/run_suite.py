@@ -2116,6 +2116,25 @@ def cases():
                      ("infer", "deepseek_v32_widek_small", 2, 48, None, "fp32", False, 0),
                      ("generate", "deepseek_v32_widek_small", 2, 40, 12, "fp32", False, 0),
                      ("train", "deepseek_v32_widek_small", 2, 48, "adamw", "bf16", False, 0)], experts="grouped_mm")
+    # issue 31 (towers): SiglipVisionModel (siglip_replica.py, modeling_siglip.py @ efa7189c): the patch Conv2d, the
+    # position nn.Embedding (no CLS token), pre-LN SiglipEncoderLayers, post_layernorm, the pooling head
+    # (probe.repeat, nn.MultiheadAttention(probe, h, h), layernorm, MLP); the training step's loss
+    # pooler_output.mean() (the model returns none). siglip_vision_small: 64 x 64 images of 8 x 8 patches (--seq 64),
+    # attention_dropout 0.1; siglip_vision_nohead_small: 48 x 48 of 8 x 8 (36), vision_use_head false. Train (full,
+    # every layer checkpointed, LoRA r=8 on q_proj,v_proj: PEFT's mapping, peft @ 00073fe8, has no siglip), fp32 and
+    # bf16, and --mode infer. Every third held out.
+    sg = [
+        ("train", "siglip_vision_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "siglip_vision_small", 4, 64, "sgd", "bf16", False, 0),
+        ("train", "siglip_vision_small", 2, 64, "adamw", "fp32", True, 0),
+        ("infer", "siglip_vision_small", 4, 64, None, "fp32", False, 0),
+        ("train", "siglip_vision_small", 2, 64, "adamw", "bf16", False, 8),
+        ("infer", "siglip_vision_small", 2, 64, None, "bf16", False, 0),
+        ("train", "siglip_vision_nohead_small", 3, 36, "adam", "fp32", False, 0),
+        ("infer", "siglip_vision_nohead_small", 4, 36, None, "fp32", False, 0),
+        ("train", "siglip_vision_small", 4, 64, "sgd", "fp32", False, 0),
+    ]
+    mode_cases(out, sg, lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     return out
 
 

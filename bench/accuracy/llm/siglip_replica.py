@@ -1,0 +1,214 @@
+"""siglip_replica.py -- SiglipVisionModel (issue 31, towers) as a PyTorch module, written from the transformers
+source (not from vramcalc's engine), measured by measure_llm.py (--mode train / infer) and counted by
+`python3 siglip_replica.py CONFIG...`.
+
+Sources read (huggingface/transformers):
+  S = models/siglip/modeling_siglip.py @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e (the version gemma3vl_replica.py
+      cites; the shapes checked against @ 1c51a62f5861390e994db1464e8a51f6d7fbacbc's __init__s):
+      SiglipVisionEmbeddings (patch_embedding nn.Conv2d(num_channels, hidden_size, kernel_size=patch_size,
+      stride=patch_size, padding="valid"); position_embedding nn.Embedding(num_patches, hidden_size) over the
+      position_ids buffer torch.arange(num_patches).expand((1, -1)); forward: target_dtype =
+      patch_embedding.weight.dtype, patch_embedding(pixel_values.to(dtype=target_dtype)), .flatten(2).transpose(1, 2),
+      + position_embedding(position_ids); no CLS token);
+      SiglipAttention (q_proj, k_proj, v_proj, out_proj nn.Linear(H, H) with biases; forward: q, k, v each
+      .view(B, L, -1, head_dim).transpose(1, 2), the sdpa interface (no mask, is_causal False, dropout
+      attention_dropout in training, scaling head_dim ** -0.5; attn_output.transpose(1, 2).contiguous()),
+      .reshape(B, L, H).contiguous(), out_proj);
+      SiglipMLP (fc1, ACT2FN[hidden_act] -- gelu_pytorch_tanh: gelu(approximate="tanh") -- fc2);
+      SiglipEncoderLayer.forward (residual; layer_norm1; self_attn; + residual; residual; layer_norm2; mlp; + residual;
+      a GradientCheckpointingLayer: with gradient checkpointing each layer's __call__ through the checkpoint
+      function, non-reentrant);
+      SiglipVisionTransformer.forward (embeddings, encoder, post_layernorm, pooler_output = head(last_hidden_state)
+      if use_head, use_head = True unless the config has vision_use_head);
+      SiglipMultiheadAttentionPoolingHead (probe nn.Parameter [1, 1, H]; attention torch.nn.MultiheadAttention(H,
+      num_attention_heads, batch_first=True); layernorm; mlp SiglipMLP; forward: probe.repeat(batch_size, 1, 1),
+      attention(probe, h, h)[0], residual, layernorm, residual + mlp(.), [:, 0]).
+  configuration_siglip.py @ d5ab4d58c4e44f1a6463fd4037fcdefb355ea468: SiglipVisionConfig's defaults (DEFAULTS).
+SiglipVisionModel returns no loss: a training step here is loss = outputs.pooler_output.mean() (last_hidden_state's
+mean without the head), in the output's dtype, as vramcalc models it (loss logits_mean).
+Linears are vctorch._Linear2x, LayerNorms vctorch._LayerNorm2x, the Conv2d vctorch's 2.x convolution, SDPA
+vctorch._sdpa_math_2x, nn.MultiheadAttention vctorch._MHA2x (2.x's F.multi_head_attention_forward), dropout
+vctorch.dropout2x, as the harness's other replicas (dinov2_replica.py).
+"""
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools"))
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import vctorch
+from vision_encoder_replica import Conv2d
+
+DEFAULTS = {  # SiglipVisionConfig.__init__
+    "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+    "num_channels": 3, "image_size": 224, "patch_size": 16, "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": 1e-6,
+    "attention_dropout": 0.0,
+}
+
+
+def resolve(raw):
+    """config.json with SiglipVisionConfig's defaults filled in."""
+    d = dict(DEFAULTS)
+    d.update({k: v for k, v in raw.items() if v is not None})
+    return d
+
+
+def _act(name):  # activations.py ACT2FN
+    return {"gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "relu": F.relu,
+            "silu": F.silu}[name]
+
+
+class SiglipAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        H = c["hidden_size"]
+        self.NH, self.D = c["num_attention_heads"], H // c["num_attention_heads"]
+        self.dropout = c["attention_dropout"]
+        self.k_proj = vctorch._Linear2x(H, H)
+        self.v_proj = vctorch._Linear2x(H, H)
+        self.q_proj = vctorch._Linear2x(H, H)
+        self.out_proj = vctorch._Linear2x(H, H)
+
+    def forward(self, hidden_states):
+        batch_size, seq_length, embed_dim = hidden_states.shape
+        queries = self.q_proj(hidden_states)
+        keys = self.k_proj(hidden_states)
+        values = self.v_proj(hidden_states)
+        queries = queries.view(batch_size, seq_length, self.NH, self.D).transpose(1, 2)
+        keys = keys.view(batch_size, seq_length, self.NH, self.D).transpose(1, 2)
+        values = values.view(batch_size, seq_length, self.NH, self.D).transpose(1, 2)
+        o = vctorch._sdpa_math_2x(queries, keys, values, attn_mask=None,
+                                  dropout_p=self.dropout if self.training else 0.0, is_causal=False, scale=self.D ** -0.5)
+        attn_output = o.transpose(1, 2).contiguous()  # sdpa_attention_forward's return
+        del o, queries, keys, values
+        attn_output = attn_output.reshape(batch_size, seq_length, embed_dim).contiguous()
+        return self.out_proj(attn_output)
+
+
+class SiglipMLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.activation_fn = _act(c["hidden_act"])
+        self.fc1 = vctorch._Linear2x(c["hidden_size"], c["intermediate_size"])
+        self.fc2 = vctorch._Linear2x(c["intermediate_size"], c["hidden_size"])
+
+    def forward(self, hidden_states):
+        hidden_states = self.fc1(hidden_states)
+        hidden_states = self.activation_fn(hidden_states)
+        hidden_states = self.fc2(hidden_states)
+        return hidden_states
+
+
+class SiglipEncoderLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        H, eps = c["hidden_size"], c["layer_norm_eps"]
+        self.layer_norm1 = vctorch._LayerNorm2x(H, eps=eps)
+        self.self_attn = SiglipAttention(c)
+        self.layer_norm2 = vctorch._LayerNorm2x(H, eps=eps)
+        self.mlp = SiglipMLP(c)
+
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.layer_norm1(hidden_states)
+        hidden_states = self.self_attn(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.layer_norm2(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
+
+
+class SiglipMultiheadAttentionPoolingHead(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        H = c["hidden_size"]
+        self.probe = nn.Parameter(torch.randn(1, 1, H))
+        self.attention = vctorch._MHA2x(H, c["num_attention_heads"], batch_first=True)
+        self.layernorm = vctorch._LayerNorm2x(H, eps=c["layer_norm_eps"])
+        self.mlp = SiglipMLP(c)
+
+    def forward(self, hidden_state):
+        batch_size = hidden_state.shape[0]
+        probe = self.probe.repeat(batch_size, 1, 1)
+        hidden_state = self.attention(probe, hidden_state, hidden_state)  # _MHA2x returns [0] itself
+        residual = hidden_state
+        hidden_state = self.layernorm(hidden_state)
+        hidden_state = residual + self.mlp(hidden_state)
+        return hidden_state[:, 0]
+
+
+class SiglipVisionModel(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        c = resolve(c)
+        self.c = c
+        H, P, img = c["hidden_size"], c["patch_size"], c["image_size"]
+        self.patch_embedding = Conv2d(c["num_channels"], H, kernel_size=P, stride=P, padding="valid")
+        n = (img // P) ** 2
+        self.position_embedding = nn.Embedding(n, H)
+        self.register_buffer("position_ids", torch.arange(n).expand((1, -1)), persistent=False)
+        self.layers = nn.ModuleList(SiglipEncoderLayer(c) for _ in range(c["num_hidden_layers"]))
+        self.post_layernorm = vctorch._LayerNorm2x(H, eps=c["layer_norm_eps"])
+        self.use_head = c.get("vision_use_head", True)
+        if self.use_head:
+            self.head = SiglipMultiheadAttentionPoolingHead(c)
+        self.gradient_checkpointing = False
+
+    def get_input_embeddings(self):
+        return self.patch_embedding
+
+    def _embeddings(self, pixel_values):  # SiglipVisionEmbeddings.forward (interpolate_pos_encoding False)
+        target_dtype = self.patch_embedding.weight.dtype
+        patch_embeds = self.patch_embedding(pixel_values.to(dtype=target_dtype))
+        embeddings = patch_embeds.flatten(2).transpose(1, 2)
+        embeddings = embeddings + self.position_embedding(self.position_ids)
+        return embeddings
+
+    def _transformer(self, pixel_values):  # SiglipVisionTransformer.forward
+        hidden_states = self._embeddings(pixel_values)
+        h = hidden_states
+        for blk in self.layers:  # SiglipEncoder.forward
+            if self.gradient_checkpointing and self.training:
+                h = vctorch._checkpoint2x(blk.__call__, h)
+            else:
+                h = blk(h)
+        encoder_outputs = h
+        last_hidden_state = self.post_layernorm(encoder_outputs)
+        pooler_output = self.head(last_hidden_state) if self.use_head else None
+        return last_hidden_state, pooler_output
+
+    def forward(self, pixel_values, labels=None):
+        last_hidden_state, pooler_output = self._transformer(pixel_values)
+        out = pooler_output if self.use_head else last_hidden_state
+        del last_hidden_state, pooler_output  # the BaseModelOutputWithPooling dropped after .pooler_output
+        loss = out.mean() if self.training else None  # the training step's loss (no loss of the model's own)
+        return loss, out
+
+
+def build(cfg):
+    return SiglipVisionModel(cfg)
+
+
+def counts(cfg):
+    """{class: parameters}: SiglipVisionModel built here (meta device)."""
+    from check_params import MetaMode
+    with MetaMode():
+        m = build(cfg)
+    return {"SiglipVisionModel": sum(p.numel() for p in m.parameters())}
+
+
+def main(paths):
+    for p in paths:
+        print(p, json.dumps(counts(json.load(open(p)))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
