@@ -44,6 +44,29 @@ static void test_cli_refusals(void **state)
      * expert-parallel MoELayer */
     assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger --ep 2 --gpus 2",
                  "--ep: expert parallelism is not modelled with liger's LigerFusedMoEFunction");
+    /* qwen3_moe with a dense layer: the swiglu patch reads mlp.experts on every layer (monkey_patch.py l.1776-1781);
+     * a copy of qwen3-30b-a3b.json with mlp_only_layers [0] (its [] replaced) */
+    {
+        char path[] = "/tmp/vc_liger_qwen3_moe_XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        FILE *in = fopen(HF "qwen3-30b-a3b.json", "r"), *out = fdopen(fd, "w");
+        assert_non_null(in);
+        assert_non_null(out);
+        char buf[8192];
+        size_t n = fread(buf, 1, sizeof buf - 1, in);
+        fclose(in);
+        buf[n] = 0;
+        static const char key[] = "\"mlp_only_layers\": []";
+        char *at = strstr(buf, key);
+        assert_non_null(at);
+        fprintf(out, "%.*s\"mlp_only_layers\": [0]%s", (int)(at - buf), buf, at + strlen(key));
+        fclose(out);
+        char args[512];
+        snprintf(args, sizeof args, "%s --seq 64 --liger", path);
+        assert_usage(args, "--liger: qwen3_moe: swiglu patches decoder_layer.mlp.experts on every layer");
+        unlink(path);
+    }
     /* gemma3_text's rms_norm patches q_norm / k_norm on the transposed heads (copies not modelled); rope with it */
     assert_usage(HF "gemma-3-1b-it.json --seq 64 --liger", "--liger: gemma3_text: rope and rms_norm");
     /* --liger-kernels: transformers' liger_kernel_config, read only with use_liger_kernel=True */

@@ -1427,6 +1427,14 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
                                 "cross_entropy sets modeling_mistral.CrossEntropyLoss, which MistralForCausalLM's loss "
                                 "(transformers' ForCausalLMLoss) does not call: it would change nothing");
     }
+    /* apply_liger_kernel_to_qwen3_moe's swiglu reads decoder_layer.mlp.experts on every layer (l.1776-1781, both
+     * transformers branches): a dense layer's Qwen3MoeMLP has none, and nn.Module raises AttributeError */
+    if ((m & LIGER_SWIGLU) && !strcmp(fam, "qwen3_moe") &&
+        (a->sparse_step != 1 || a->E < 1 || cJSON_GetArraySize(a->mlp_only) > 0))
+        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "qwen3_moe: swiglu patches decoder_layer.mlp.experts on "
+                            "every layer, which a dense layer (mlp_only_layers, decoder_sparse_step) lacks: "
+                            "apply_liger_kernel_to_qwen3_moe raises AttributeError; " O("liger_kernels") " without "
+                            "swiglu leaves it out");
     if ((m & (LIGER_ROPE | LIGER_RMS_NORM)) && !strcmp(fam, "gemma3_text"))
         return vc_set_error(err, VC_ERR_USAGE, O("liger"), "gemma3_text: rope and rms_norm (q_norm / k_norm on the "
                             "transposed heads, copied by the Functions' contiguous()) are not modelled; "
