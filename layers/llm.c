@@ -2027,8 +2027,11 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_float(a, "input_jitter_noise", 0.0, 0.0, 1.0, &c->jitter) || vc_arg_bool(a, "router_f32", false, &c->router_f32) ||
         vc_arg_bool(a, "expert_bias", c->style == MOE_LFM2, &c->expert_bias) || vc_arg_bool(a, "liger", false, &c->liger))
         return -1;
-    if (c->liger && (c->impl != MOE_PER_EXPERT || c->act != ACT_SILU))
-        return vc_arg_fail(a, "liger", "is LigerSiLUMulFunction in each expert module of per_expert's loop (silu)");
+    if (c->liger && (c->act != ACT_SILU || (c->impl == MOE_GROUPED_MM && ((c->style != MOE_MIXTRAL &&
+                                                                           c->style != MOE_QWEN2) || c->shared))))
+        return vc_arg_fail(a, "liger", "is LigerSiLUMulFunction in each expert module of per_expert's loop, or "
+                           "LigerExperts.forward (LigerFusedMoEFunction) on grouped_mm's stacked experts of style mixtral "
+                           "or qwen2_moe without a shared expert (silu)");
     if (c->style != MOE_LFM2 && vc_arg_type(a, "expert_bias"))
         return vc_arg_fail(a, "expert_bias", "only style lfm2_moe (Lfm2MoeSparseMoeBlock) has an expert_bias buffer");
     if (c->style != MOE_MINIMAX && c->style != MOE_ERNIE && c->style != MOE_HUNYUAN && c->router_f32)
@@ -2169,6 +2172,8 @@ static int moe_setup(vc_setup *s, void *p)
     if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
         vc_mul(s, t, c->inter > c->hidden ? 2 * c->inter : c->hidden, &t))
         return -1;
+    if (s->ep > 1 && c->liger && c->impl == MOE_GROUPED_MM) /* moe_ep.c's MoELayer, not LigerFusedMoEFunction */
+        return vc_fail(s, "ep", "expert parallelism is not modelled with liger's LigerFusedMoEFunction");
     if (s->ep > 1 && c->style == MOE_GEMMA4) /* moe_ep.c's MoELayer routes with softmax top-k, no per_expert_scale */
         return vc_fail(s, "ep", "expert parallelism is not modelled for style gemma4 (Gemma4TextRouter's normed input, "
                        "scale and per_expert_scale)");
@@ -2538,6 +2543,70 @@ static vc_t experts_grouped(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_
     return out;
 }
 
+/* --liger at transformers >= 5: apply_liger_kernel_to_mixtral / _qwen3_moe bind LigerExperts.forward to the stacked
+ * experts (Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c, monkey_patch.py l.862-863 / l.1777-1778,
+ * _patch_swiglu_module l.136-138; transformers/swiglu.py LigerExperts.forward l.67-77): x = hidden_states.view(-1,
+ * H), top_k_index.view(-1, K).to(torch.int32) (an int32 [T, K] copy, a local until it returns), top_k_weights.view
+ * (no copy), LigerFusedMoEFunction.apply(x, gate_up_proj, down_proj, index, weights) (ops/fused_moe.py l.160-434;
+ * ensure_contiguous copies nothing here: every argument is contiguous). Its forward, in order:
+ *   compute_routing_metadata (l.35-133, under no_grad): tile_expert_counts int32 [E, n_tiles] (l.64; n_tiles =
+ *     cdiv(T, max(1, 1024 // next_pow2(K))), l.58-61) and expert_tile_offset int32 [E + 1] (l.81), its locals;
+ *     expert_token_count int32 [E] (l.77), bound to forward's `_` to its end; expert_start_idx int32 [E + 1]
+ *     (l.80), tile_row_start / tile_expert int32 [num_m_tiles] (l.98-99), s_scatter_idx / s_reverse_scatter_idx /
+ *     x_gather_idx int32 [TK] (l.102-104), all saved (l.258-270). num_m_tiles = sum over the experts of
+ *     cdiv(tokens, 64) (BLOCK_M_TOKEN, l.27) follows the routing: at most floor((TK + 63 E) / 64), taken here;
+ *   pre_act [TK, 2I] (l.206, saved), post_act [TK, I] (l.207) and Y [TK, H] (l.233), locals to its return, all of
+ *     x's dtype; topk_weights_flat = top_k_weights.flatten().contiguous() (l.255, a view, saved); out [T, H]
+ *     (_token_aggregation l.138), the output. x and both weights are saved too.
+ * Its backward (l.285-434; ctx.set_materialize_grads(False)): d_pre_act [TK, 2I] (l.312), weighted_act [TK, I]
+ *   (l.313), dS zeros [TK] (l.314, the weights' gradient, dO's dtype), ddown_proj zeros_like(down_proj) (l.347),
+ *   dx_expanded [TK, H] (l.371), dx zeros [T, H] (l.394), dgate_up_proj zeros_like(gate_up_proj) (l.411): all
+ *   locals alive to its return, the weights' gradients made whether or not they require grad (frozen experts under
+ *   LoRA: returned and dropped by the engine). The engine casts dS to the weights' float32 (Mixtral's router scores)
+ *   in validate_outputs. */
+static vc_t liger_fused_moe(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_t rw, int wgu, int wd)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E, K = c->k, kp = 1;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * K);
+    while (kp < K) kp *= 2;
+    const int64_t tpb = 1024 / kp > 1 ? 1024 / kp : 1; /* TOKENS_PER_BLOCK */
+    const vc_dtype xdt = vc_dt_of(b, x);
+    vc_t i32 = vc__op_nograd(b, "_to_copy", idx, -1, S, VC_DT_I32); /* top_k_index...to(torch.int32) */
+    vc_t w1 = vc_weight(b, wgu), w2 = vc_weight(b, wd);
+    vc_op *o = vc_op_begin(b, "LigerFusedMoEFunction");
+    vc_op_in(o, x);
+    vc_op_in(o, w1);
+    vc_op_in(o, w2);
+    vc_op_in_nodiff(o, i32);
+    vc_op_in(o, rw);
+    vc_t out = vc_op_out(o, vc_n_scale(T, H), xdt);
+    vc_op_save(o, x);
+    vc_op_save(o, w1);
+    vc_op_save(o, w2);
+    vc_op_save(o, rw);
+    vc_op_extra(o, vc_n_fixed(E + 1), VC_DT_I32); /* expert_start_idx */
+    for (int i = 0; i < 3; i++) vc_op_extra(o, S, VC_DT_I32); /* x_gather_idx, s_scatter_idx, s_reverse_scatter_idx */
+    for (int i = 0; i < 2; i++) vc_op_extra(o, vc_n_floor(L * K, 63 * E, 64), VC_DT_I32); /* tile_row_start, tile_expert */
+    vc_op_extra(o, vc_n_scale(S, 2 * I), xdt); /* pre_act */
+    int cnt = vc_op_ftemp_keep(o, vc_n_scale(vc_n_floor(L, tpb - 1, (int32_t)tpb), E), VC_DT_I32); /* tile_expert_counts */
+    vc_op_ftemp_keep(o, vc_n_fixed(E), VC_DT_I32);                 /* expert_token_count (`_`) */
+    int off = vc_op_ftemp_keep(o, vc_n_fixed(E + 1), VC_DT_I32);   /* expert_tile_offset */
+    vc_op_ftemp_free(o, cnt);
+    vc_op_ftemp_free(o, off);
+    vc_op_ftemp_keep(o, vc_n_scale(S, I), xdt); /* post_act */
+    vc_op_ftemp_keep(o, vc_n_scale(S, H), xdt); /* Y */
+    vc_op_btemp_held(o, vc_n_scale(S, 2 * I), xdt); /* d_pre_act */
+    vc_op_btemp_held(o, vc_n_scale(S, I), xdt);     /* weighted_act */
+    if (vc_dt_of(b, rw) != xdt) vc_op_btemp_held(o, S, xdt); /* dS before validate_outputs' cast */
+    vc_op_btemp_held(o, vc_n_scale(S, H), xdt);     /* dx_expanded */
+    const vc_t ws[2] = {w2, w1};
+    const int64_t wn[2] = {E * H * I, E * 2 * I * H};
+    for (int i = 0; i < 2; i++) /* a frozen weight's zeros_like: made and dropped */
+        if (!vc_requires_grad(b, ws[i])) vc_op_btemp_held(o, vc_n_fixed(wn[i]), vc_dt_of(b, ws[i]));
+    vc_op_end(o);
+    return out;
+}
+
 /* x + y in the promoted dtype dt (a float32 buffer added to 16-bit scores). */
 static vc_t add_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
 {
@@ -2880,7 +2949,7 @@ static void moe_minimax_emit(vc_build *b, const moe_cfg *c)
     for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
     vc_hold(b, rw);
     vc_hold(b, idx);
-    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_t out = c->liger ? liger_fused_moe(b, c, x, idx, rw, 1, 2) : experts_grouped(b, c, x, idx, rw, 1, 2);
     vc_release(b, rw);
     vc_release(b, idx);
     vc_release(b, logits);
@@ -3030,7 +3099,7 @@ static void moe_phimoe_emit(vc_build *b, const moe_cfg *c)
     for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
     vc_hold(b, rw);
     vc_hold(b, idx);
-    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_t out = c->liger ? liger_fused_moe(b, c, x, idx, rw, 1, 2) : experts_grouped(b, c, x, idx, rw, 1, 2);
     vc_release(b, rw);
     vc_release(b, idx);
     vc_set_output(b, out);
@@ -3127,7 +3196,7 @@ static void moe_lfm2_emit(vc_build *b, const moe_cfg *c)
     if (top >= 0) vc_release(b, top);
     vc_hold(b, rw);
     vc_hold(b, idx);
-    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_t out = c->liger ? liger_fused_moe(b, c, x, idx, rw, 1, 2) : experts_grouped(b, c, x, idx, rw, 1, 2);
     vc_release(b, rw);
     vc_release(b, idx);
     vc_release(b, logits);
@@ -3199,7 +3268,7 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     if (c->style != MOE_MIXTRAL) rw = vc__op_cast(b, rw, vc_dt_of(b, logits)); /* .to(router_logits.dtype) */
     vc_hold(b, rw);
     vc_hold(b, idx);
-    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_t out = c->liger ? liger_fused_moe(b, c, x, idx, rw, 1, 2) : experts_grouped(b, c, x, idx, rw, 1, 2);
     vc_release(b, rw);
     vc_release(b, idx);
     vc_release(b, logits);

@@ -40,13 +40,33 @@ static void test_cli_refusals(void **state)
                  "--liger: gpt_neox: Liger-Kernel has no apply_liger_kernel_to_gpt_neox");
     /* apply_liger_kernel_to_gemma4_text exists (LigerRMSNormForGemma4, offset 0): not modelled here */
     assert_usage(HF "gemma-4-31b-it.json --seq 64 --liger", "--liger: gemma4: apply_liger_kernel_to_gemma4's patch set is not modelled");
-    /* mixtral / qwen3_moe: swiglu (a default) binds LigerExperts.forward (LigerFusedMoEFunction) at transformers 5 */
-    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger", "--liger: mixtral: swiglu binds LigerExperts.forward");
-    assert_usage(HF "qwen3-30b-a3b.json --seq 64 --liger --liger-kernels swiglu,rope",
-                 "--liger: qwen3_moe: swiglu binds LigerExperts.forward");
-    /* the layer argument: LigerSiLUMulFunction in each expert module of 4.x's loop only */
-    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger --experts-implementation grouped_mm",
-                 "--liger: mixtral: swiglu binds LigerExperts.forward");
+    /* mixtral / qwen3_moe at transformers 5: LigerExperts.forward (LigerFusedMoEFunction), not layers/moe_ep.c's
+     * expert-parallel MoELayer */
+    assert_usage(HF "mixtral-8x7b-v0.1.json --seq 64 --liger --ep 2 --gpus 2",
+                 "--ep: expert parallelism is not modelled with liger's LigerFusedMoEFunction");
+    /* qwen3_moe with a dense layer: the swiglu patch reads mlp.experts on every layer (monkey_patch.py l.1776-1781);
+     * a copy of qwen3-30b-a3b.json with mlp_only_layers [0] (its [] replaced) */
+    {
+        char path[] = "/tmp/vc_liger_qwen3_moe_XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        FILE *in = fopen(HF "qwen3-30b-a3b.json", "r"), *out = fdopen(fd, "w");
+        assert_non_null(in);
+        assert_non_null(out);
+        char buf[8192];
+        size_t n = fread(buf, 1, sizeof buf - 1, in);
+        fclose(in);
+        buf[n] = 0;
+        static const char key[] = "\"mlp_only_layers\": []";
+        char *at = strstr(buf, key);
+        assert_non_null(at);
+        fprintf(out, "%.*s\"mlp_only_layers\": [0]%s", (int)(at - buf), buf, at + strlen(key));
+        fclose(out);
+        char args[512];
+        snprintf(args, sizeof args, "%s --seq 64 --liger", path);
+        assert_usage(args, "--liger: qwen3_moe: swiglu patches decoder_layer.mlp.experts on every layer");
+        unlink(path);
+    }
     /* gemma3_text's rms_norm patches q_norm / k_norm on the transposed heads (copies not modelled); rope with it */
     assert_usage(HF "gemma-3-1b-it.json --seq 64 --liger", "--liger: gemma3_text: rope and rms_norm");
     /* --liger-kernels: transformers' liger_kernel_config, read only with use_liger_kernel=True */
@@ -265,6 +285,66 @@ static void test_moe_per_expert(void **state)
     };
 #undef MX
     assert_measured(c, sizeof c / sizeof *c, "", 0.5);
+    /* transformers 5's stacked experts (grouped_mm, the default): LigerExperts.forward, LigerFusedMoEFunction,
+     * measured with liger_patch_replica.py's on moe_v5_replica.py's MixtralExperts (the issue-26 mixtral_small
+     * grouped_mm --liger cases: measure_llm.py configs/mixtral_small.json --experts grouped_mm --liger ...) */
+#define MG " --attention math --workspace 0 --liger"
+    static const cli_measured g[] = {
+        {"mixtral_small.json --seq 64 -b 2 -o sgd -p fp32" MG, 3452416},
+        {"mixtral_small.json --seq 64 -b 2 -o adamw -p fp32 --lora 8" MG, 3314176},
+        {"mixtral_small.json --seq 96 -b 2 -o sgd -p bf16 --grad-ckpt --grad-ckpt-kind non-reentrant" MG, 2193408},
+    };
+#undef MG
+    assert_measured(g, sizeof g / sizeof *g, "", 0.5);
+}
+
+/* LigerExperts.forward on transformers 5's stacked experts (LigerFusedMoEFunction, layers/llm.c liger_fused_moe,
+ * which cites ops/fused_moe.py's lines): x [16, 32] fp32 -> w0 (32 -> 32) -> SparseMoE (style mixtral, grouped_mm,
+ * hidden 32, intermediate 64, 4 experts, top 2), the default loss output.mean(). Batch 1, sgd, no workspace. T 16,
+ * K 2, TK 32. Bytes, each rounded up to 512.
+ * Weights: w0 4096, the router [4, 32] 512, gate_up_proj [4, 128, 32] 65536, down_proj [4, 32, 64] 32768: 102912.
+ * Forward (MixtralSparseMoeBlock, MixtralTopKRouter): x 2048 (saved by w0); a = w0(x) [16, 32] 2048 (saved by the
+ *   router's linear and by the Function); router_logits [16, 4] 512 (the block's local); softmax's output 512
+ *   (saved); topk's values [16, 2] 512 (renormalised in place, saved by div_) and int64 indices 512 (saved); the
+ *   sum [16, 1] 512 (saved by div_); LigerExperts.forward's top_k_index.to(int32) [32] 512 (its local); the
+ *   Function: out [16, 32] 2048; saved: expert_start_idx [5], x_gather_idx / s_scatter_idx / s_reverse_scatter_idx
+ *   [32], tile_row_start / tile_expert [floor((32 + 63 x 4) / 64) = 4] (int32, 512 each: 3072), pre_act [32, 128]
+ *   16384; its locals tile_expert_counts [4, cdiv(16, 512) = 1], expert_token_count [4], expert_tile_offset [5]
+ *   (512 each), post_act [32, 64] 8192, Y [32, 32] 4096. Held after it: x, a, softmax's output, the top-k values,
+ *   indices and sum, the Function's saved ones: 2048 + 2048 + 4 x 512 + 3072 + 16384 = 25600.
+ * Backward, the Function's (ops/fused_moe.py l.285-434), the peak: weights 102912 + activations 25600 + the
+ *   weights' gradients ddown_proj 32768 and dgate_up_proj 65536 (98304) + temporaries: the root gradient 512, the
+ *   loss 512, mean's gradient dO [16, 32] 2048, dx [16, 32] 2048, dS [32] 512, d_pre_act [32, 128] 16384,
+ *   weighted_act [32, 64] 8192, dx_expanded [32, 32] 4096 (34304) = 261120.
+ * transformers 5's grouped_mm_experts_forward on the same block (no liger) peaks at 234496: the Function's
+ * saved pre_act and its backward's buffers cost more at this width. */
+#define MOE_TINY(liger)                                                                                               \
+    "{\"input\": {\"shape\": [16, 32], \"dtype\": \"float32\"}, \"layers\": ["                                       \
+    "{\"type\": \"Linear\", \"name\": \"w0\", \"in_features\": 32, \"out_features\": 32, \"bias\": false},"          \
+    "{\"type\": \"SparseMoE\", \"name\": \"moe\", \"hidden_size\": 32, \"intermediate_size\": 64, \"num_experts\": 4, " \
+    "\"top_k\": 2, \"style\": \"mixtral\", \"experts_implementation\": \"grouped_mm\"" liger "}]}"
+
+static void test_fused_moe_bytes(void **state)
+{
+    (void)state;
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(MOE_TINY(", \"liger\": true"), &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 261120);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_string_equal(r.peak.kind, "SparseMoE");
+    assert_int_equal(r.peak.weights, 102912);
+    assert_int_equal(r.peak.activations, 25600);
+    assert_int_equal(r.peak.gradients, 98304);
+    assert_int_equal(r.peak.temporaries, 34304);
+    vc_result_free(&r);
+    assert_int_equal(estimate(MOE_TINY(""), &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 234496);
+    vc_result_free(&r);
 }
 
 static void test_bad_args(void **state)
@@ -280,6 +360,12 @@ static void test_bad_args(void **state)
     static const char copy_only[] = TINY(", \"liger_in_place\": false", "");
     assert_int_equal(estimate(copy_only, &o, &r, &err), VC_ERR_MODEL);
     assert_non_null(strstr(err.path, "liger_in_place"));
+    /* LigerExperts binds to the stacked experts of mixtral / qwen3_moe only (no shared expert, no other router) */
+    static const char ds[] = "{\"input\": {\"shape\": [16, 32], \"dtype\": \"float32\"}, \"layers\": [{\"type\": "
+                             "\"SparseMoE\", \"hidden_size\": 32, \"intermediate_size\": 64, \"num_experts\": 4, \"style\": "
+                             "\"deepseek_v3\", \"experts_implementation\": \"grouped_mm\", \"liger\": true}]}";
+    assert_int_equal(estimate(ds, &o, &r, &err), VC_ERR_MODEL);
+    assert_non_null(strstr(err.path, "liger"));
     static const char relu[] = TINY("", ", \"activation\": \"relu\", \"liger\": true");
     assert_int_equal(estimate(relu, &o, &r, &err), VC_ERR_MODEL);
     assert_non_null(strstr(err.path, "liger"));
@@ -295,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_moe_per_expert),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_cross_entropy_bytes),
+        cmocka_unit_test(test_fused_moe_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1374,10 +1374,10 @@ bool vc_hf_is_config(const cJSON *root)
  *     copies that view, and LigerRopeFunction's transpose(1, 2).contiguous() then copies the norm's [B, heads, L, D]
  *     output (ops/rope.py rope_forward): neither copy is modelled, so rope and rms_norm are refused there.
  * mixtral and qwen3_moe's swiglu at transformers >= 5 binds LigerExperts.forward to decoder_layer.mlp.experts
- * (LigerFusedMoEFunction, ops/fused_moe.py: its own routing buffers, pre- and post-activation saves), whatever the
- * experts_implementation; below 5 it rebinds each expert module (LigerBlockSparseTop2MLP /
+ * (LigerFusedMoEFunction, ops/fused_moe.py: layers/llm.c liger_fused_moe), whatever the experts_implementation
+ * (its forward replaces the decorated one); below 5 it rebinds each expert module (LigerBlockSparseTop2MLP /
  * LigerQwen3MoeSwiGLUMLP: LigerSiLUMulFunction in each expert of 4.x's loop, modelled with --experts-implementation
- * per_expert). The fused MoE Function is not modelled: refused unless --liger-kernels leaves swiglu out.
+ * per_expert). Both through the SparseMoE layer's "liger" flag.
  * cross_entropy (False by default; --liger-kernels) sets transformers.loss.loss_utils' nn.functional.cross_entropy
  * = liger_cross_entropy (_llama l.259-262, _gemma l.960-963, _gemma2 l.1032-1035, _gemma3_text l.1113-1116,
  * _mixtral l.834-837, _qwen2 l.1633-1636, _qwen3 l.1691-1694, _qwen3_moe l.1749-1752): ForCausalLMLoss with
@@ -1444,11 +1444,14 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
                                 "cross_entropy sets modeling_mistral.CrossEntropyLoss, which MistralForCausalLM's loss "
                                 "(transformers' ForCausalLMLoss) does not call: it would change nothing");
     }
-    if ((m & LIGER_SWIGLU) && (!strcmp(fam, "mixtral") || !strcmp(fam, "qwen3_moe")) && a->experts_impl != EXPERTS_PER_EXPERT)
-        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "%s: swiglu binds LigerExperts.forward (LigerFusedMoEFunction) "
-                            "to the experts at transformers 5, whatever " O("experts_implementation") ", and is not "
-                            "modelled; " O("liger_kernels") " rope,rms_norm,fused_linear_cross_entropy leaves it out, "
-                            OV("experts_implementation", "per_expert") " is 4.x's per-expert patch", fam);
+    /* apply_liger_kernel_to_qwen3_moe's swiglu reads decoder_layer.mlp.experts on every layer (l.1776-1781, both
+     * transformers branches): a dense layer's Qwen3MoeMLP has none, and nn.Module raises AttributeError */
+    if ((m & LIGER_SWIGLU) && !strcmp(fam, "qwen3_moe") &&
+        (a->sparse_step != 1 || a->E < 1 || cJSON_GetArraySize(a->mlp_only) > 0))
+        return vc_set_error(err, VC_ERR_USAGE, O("liger"), "qwen3_moe: swiglu patches decoder_layer.mlp.experts on "
+                            "every layer, which a dense layer (mlp_only_layers, decoder_sparse_step) lacks: "
+                            "apply_liger_kernel_to_qwen3_moe raises AttributeError; " O("liger_kernels") " without "
+                            "swiglu leaves it out");
     if ((m & (LIGER_ROPE | LIGER_RMS_NORM)) && !strcmp(fam, "gemma3_text"))
         return vc_set_error(err, VC_ERR_USAGE, O("liger"), "gemma3_text: rope and rms_norm (q_norm / k_norm on the "
                             "transposed heads, copied by the Functions' contiguous()) are not modelled; "

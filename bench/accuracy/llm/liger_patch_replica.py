@@ -21,6 +21,9 @@ Source: github.com/linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab6
   src/liger_kernel/transformers/swiglu.py        LigerSwiGLUMLP.forward
   src/liger_kernel/transformers/rope.py          liger_rotary_pos_emb
   src/liger_kernel/ops/utils.py                  ensure_contiguous (x.contiguous() of each tensor argument)
+  src/liger_kernel/ops/fused_moe.py              LigerFusedMoEFunction (l.160-434), compute_routing_metadata
+                                                 (l.35-133), _token_aggregation (l.136-152)
+  src/liger_kernel/transformers/swiglu.py        LigerExperts.forward (l.67-77)
   src/liger_kernel/ops/cross_entropy.py          LigerCrossEntropyFunction, cross_entropy_forward / _backward
   src/liger_kernel/transformers/functional.py    liger_cross_entropy
 
@@ -206,6 +209,127 @@ def _rms_forward(self, hidden_states):
     return LigerRMSNormFunction.apply(hidden_states, self.weight, self.variance_epsilon, self.in_place)
 
 
+BLOCK_M_TOKEN = 64  # ops/fused_moe.py l.27
+
+
+def _next_pow2(n):
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def compute_routing_metadata(topk_indices, E, block_m_token=BLOCK_M_TOKEN):
+    """ops/fused_moe.py compute_routing_metadata (l.35-133): the tensors it allocates, in its order. The three
+    Triton kernels (histogram, prefix sum, scatter) only write into them: replaced by Python over the indices'
+    values (a list, not torch memory) and element writes into those tensors (no allocation)."""
+    T, K = topk_indices.shape
+    TK = T * K
+    dev = topk_indices.device
+    n_tiles = -(-T // max(1, 1024 // _next_pow2(K)))                                   # l.58-61
+    idx = topk_indices.tolist()
+    tile_expert_counts = torch.empty(E, n_tiles, dtype=torch.int32, device=dev)       # l.64 (kernel 1 writes it)
+    tile_expert_counts.zero_()
+    counts = [0] * E
+    for row in idx:
+        for e in row:
+            counts[e] += 1
+    for e in range(E):
+        tile_expert_counts[e, 0] = counts[e]                                         # kernel 1
+    expert_token_count = tile_expert_counts.sum(dim=1, dtype=torch.int32)              # l.77: a real torch op
+    expert_start_idx = torch.empty(E + 1, dtype=torch.int32, device=dev)               # l.80 (kernel 2)
+    expert_tile_offset = torch.empty(E + 1, dtype=torch.int32, device=dev)             # l.81 (kernel 2)
+    starts, tiles = [0], [0]
+    for c in counts:
+        starts.append(starts[-1] + c)
+        tiles.append(tiles[-1] + -(-c // block_m_token))
+    for i in range(E + 1):
+        expert_start_idx[i] = starts[i]
+        expert_tile_offset[i] = tiles[i]
+    num_m_tiles = int(expert_tile_offset[-1].item())                                  # l.96
+    tile_row_start = torch.empty(num_m_tiles, dtype=torch.int32, device=dev)          # l.98 (kernel 3)
+    tile_expert = torch.empty(num_m_tiles, dtype=torch.int32, device=dev)             # l.99 (kernel 3)
+    s_scatter_idx = torch.empty(TK, dtype=torch.int32, device=dev)                    # l.102 (kernel 3)
+    s_reverse_scatter_idx = torch.empty(TK, dtype=torch.int32, device=dev)            # l.103 (kernel 3)
+    x_gather_idx = torch.empty(TK, dtype=torch.int32, device=dev)                     # l.104 (kernel 3)
+    for t in (tile_row_start, tile_expert, s_scatter_idx, s_reverse_scatter_idx, x_gather_idx):
+        t.zero_()
+    return (expert_token_count, expert_start_idx, x_gather_idx, s_scatter_idx, s_reverse_scatter_idx,
+            tile_row_start, tile_expert)                                              # l.125-133
+
+
+class LigerFusedMoEFunction(torch.autograd.Function):
+    """ops/fused_moe.py LigerFusedMoEFunction (l.160-434), ensure_contiguous on both. Every torch.empty / zeros /
+    zeros_like below is the Python wrapper's; the Triton kernels (_fused_up_proj_swiglu_kernel writes pre_act and
+    post_act, _fused_down_proj_kernel Y, _token_gather_weighted_sum_kernel out / dx, _moe_bwd_down_proj_kernel
+    d_pre_act, weighted_act and dS, _moe_bwd_dW2_kernel ddown_proj, _moe_bwd_dX_expanded_kernel dx_expanded,
+    _moe_bwd_dW1_kernel dgate_up_proj) only write into those: replaced by in-place fills (the values are not
+    the kernels')."""
+
+    @staticmethod
+    def forward(ctx, x, gate_up_proj, down_proj, top_k_index, top_k_weights):
+        x, gate_up_proj, down_proj = x.contiguous(), gate_up_proj.contiguous(), down_proj.contiguous()
+        top_k_index, top_k_weights = top_k_index.contiguous(), top_k_weights.contiguous()  # ensure_contiguous
+        T, K = top_k_index.shape
+        E = gate_up_proj.shape[0]
+        H = x.shape[1]
+        inter = gate_up_proj.shape[1] // 2
+        TK = T * K
+        with torch.no_grad():                                                           # l.193-202
+            (_, expert_start_idx, x_gather_idx, s_scatter_idx, s_reverse_scatter_idx, tile_row_start,
+             tile_expert) = compute_routing_metadata(top_k_index, E)
+        pre_act = torch.empty(TK, 2 * inter, dtype=x.dtype, device=x.device)            # l.206
+        post_act = torch.empty(TK, inter, dtype=x.dtype, device=x.device)               # l.207
+        pre_act.fill_(0.01)                                                             # _fused_up_proj_swiglu_kernel
+        post_act.fill_(0.01)
+        Y = torch.empty(TK, H, dtype=x.dtype, device=x.device)                          # l.233
+        Y.fill_(0.01)                                                                   # _fused_down_proj_kernel
+        topk_weights_flat = top_k_weights.flatten().contiguous()                        # l.255 (a view)
+        out = torch.empty(T, H, dtype=Y.dtype, device=Y.device)                         # l.138 _token_aggregation
+        out.copy_(x)                                                                    # the gather-sum kernel
+        # top_k_weights saved in topk_weights_flat's place (its storage; flattened again in backward): torch 1.13's
+        # non-reentrant checkpoint cannot unpack a view made under forward's no_grad of a tensor that requires grad
+        # ("No grad accumulator for a saved leaf")
+        ctx.save_for_backward(x, gate_up_proj, down_proj, pre_act, top_k_weights, expert_start_idx,
+                              x_gather_idx, s_scatter_idx, s_reverse_scatter_idx, tile_row_start,
+                              tile_expert)                                              # l.258-270
+        ctx.T, ctx.K = T, K
+        ctx.mark_non_differentiable(top_k_index)
+        ctx.set_materialize_grads(False)
+        return out
+
+    @staticmethod
+    def backward(ctx, dO):
+        if dO is None:
+            return None, None, None, None, None
+        dO = dO.contiguous()                                                            # ensure_contiguous
+        x, gate_up_proj, down_proj, pre_act, top_k_weights = ctx.saved_tensors[:5]
+        topk_weights_flat = top_k_weights.flatten()  # noqa: F841 (the kernels' input)
+        T, K = ctx.T, ctx.K
+        TK = T * K
+        inter = pre_act.shape[1] // 2
+        H = x.shape[1]
+        d_pre_act = torch.empty(TK, 2 * inter, dtype=dO.dtype, device=dO.device)        # l.312
+        weighted_act = torch.empty(TK, inter, dtype=dO.dtype, device=dO.device)         # l.313
+        dS = torch.zeros(TK, dtype=dO.dtype, device=dO.device)                          # l.314
+        d_pre_act.fill_(0.01)                                                           # _moe_bwd_down_proj_kernel
+        weighted_act.fill_(0.01)
+        ddown_proj = torch.zeros_like(down_proj)                                        # l.347 (_moe_bwd_dW2_kernel)
+        dx_expanded = torch.empty(TK, H, dtype=dO.dtype, device=dO.device)              # l.371
+        dx_expanded.fill_(0.01)                                                         # _moe_bwd_dX_expanded_kernel
+        dx = torch.zeros(T, H, dtype=dO.dtype, device=dO.device)                        # l.394 (gather-sum kernel)
+        dgate_up_proj = torch.zeros_like(gate_up_proj)                                  # l.411 (_moe_bwd_dW1_kernel)
+        return dx, dgate_up_proj, ddown_proj, None, dS.view(T, K)                       # l.434
+
+
+def _experts_forward(self, hidden_states, top_k_index, top_k_weights):
+    """transformers/swiglu.py LigerExperts.forward (l.67-77), bound to the stacked experts by _patch_swiglu_module
+    at transformers >= 5 (monkey_patch.py l.862-863 mixtral, l.1777-1778 qwen3_moe)."""
+    orig_shape = hidden_states.shape
+    x = hidden_states.view(-1, self.hidden_dim)
+    top_k_index_2d = top_k_index.view(-1, top_k_index.shape[-1]).to(torch.int32)
+    top_k_weights_2d = top_k_weights.view(-1, top_k_weights.shape[-1])
+    out = LigerFusedMoEFunction.apply(x, self.gate_up_proj, self.down_proj, top_k_index_2d, top_k_weights_2d)
+    return out.view(orig_shape)
+
+
 def _top2_forward(self, x):
     """transformers/swiglu.py LigerBlockSparseTop2MLP.forward (l.37-38), bound to each MixtralBlockSparseTop2MLP."""
     return self.w2(LigerSiLUMulFunction.apply(self.w1(x), self.w3(x)))
@@ -242,8 +366,8 @@ def apply(model, reference, kernels=None):
       llama / mistral / qwen2 / qwen3 (l.221-286 and alike): norm, input_layernorm, post_attention_layernorm
         (offset 0, "llama", in_place True); mlp -> LigerSwiGLUMLP.forward.
       mixtral (l.799-869), qwen3_moe (l.1722-1784): the same norms; swiglu at 4.x (reference.py's per-expert
-        MixtralSparseMoeBlock): each expert's forward LigerBlockSparseTop2MLP's; LigerExperts (transformers 5) not
-        replicated: refused.
+        MixtralSparseMoeBlock): each expert's forward LigerBlockSparseTop2MLP's; at transformers 5 (moe_v5_replica.py's
+        stacked experts) LigerExperts.forward bound to the experts (LigerFusedMoEFunction).
       gemma (l.921-987): offset 1.0, "gemma", in_place True on norm, input_layernorm, post_attention_layernorm;
         mlp -> LigerGEGLUMLP.forward.
       gemma2 (l.990-1061): offset 1.0, "gemma", in_place False on norm and the four layer norms; mlp ->
@@ -259,11 +383,6 @@ def apply(model, reference, kernels=None):
     on = set(kernels) if kernels is not None else {"rope", "rms_norm", mlp, "fused_linear_cross_entropy"}
     if on - set(KERNELS) or (on & {"swiglu", "geglu"}) - {mlp}:
         raise SystemExit("liger_patch_replica.py: kernels %s for %s" % (sorted(on), t))
-    if t in ("mixtral", "qwen3_moe") and "swiglu" in on and not all(
-            isinstance(getattr(getattr(layer, "block_sparse_moe", None) or layer.mlp, "experts", None), torch.nn.ModuleList)
-            for layer in model.layers):
-        raise SystemExit("liger_patch_replica.py: LigerExperts (LigerFusedMoEFunction, transformers 5) is not "
-                         "replicated; 4.x's per-expert modules are (--experts per_expert)")
     if "cross_entropy" in on and ("fused_linear_cross_entropy" in on or t == "mistral"):
         raise SystemExit("liger_patch_replica.py: cross_entropy with the fused loss, or on mistral (l.723-724: "
                          "modeling_mistral.CrossEntropyLoss, which no loss reads)")
@@ -277,7 +396,12 @@ def apply(model, reference, kernels=None):
     if "rms_norm" in on:
         _patch_rms(model.norm, in_place)
     for layer in model.layers:
-        if mlp in on and t == "mixtral":  # 4.x: each expert (l.858-862: LigerBlockSparseTop2MLP)
+        moe = getattr(layer, "block_sparse_moe", None) or getattr(layer, "mlp", None)
+        experts = getattr(moe, "experts", None)
+        if mlp in on and t in ("mixtral", "qwen3_moe") and experts is not None and not isinstance(
+                experts, torch.nn.ModuleList):  # transformers 5 (l.862-863, l.1777-1778): LigerExperts.forward
+            experts.forward = types.MethodType(_experts_forward, experts)
+        elif mlp in on and t == "mixtral":  # 4.x: each expert (l.858-862: LigerBlockSparseTop2MLP)
             for expert in layer.block_sparse_moe.experts:
                 expert.forward = types.MethodType(_top2_forward, expert)
         elif mlp in on and t == "qwen3_moe":  # 4.x: each expert (l.1777-1781: LigerQwen3MoeSwiGLUMLP)

@@ -2135,6 +2135,14 @@ def cases():
         ("train", "siglip_vision_small", 4, 64, "sgd", "fp32", False, 0),
     ]
     mode_cases(out, sg, lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    # issue 26: mixtral at transformers 5's stacked experts with --liger: LigerExperts.forward bound to the experts
+    # (LigerFusedMoEFunction, liger_patch_replica.py, Liger-Kernel @ ead96b61 ops/fused_moe.py l.160-434; the
+    # experts of moe_v5_replica.py), train fp32 / bf16, --grad-ckpt, LoRA (PEFT over the patched model: the experts
+    # frozen). Every third held out.
+    train_cases(out, [("mixtral_small", 2, 64, "sgd", "fp32", False, 0), ("mixtral_small", 2, 64, "adamw", "bf16", False, 0),
+                      ("mixtral_small", 2, 64, "sgd", "fp32", True, 0), ("mixtral_small", 2, 64, "adamw", "fp32", False, 8),
+                      ("mixtral_small", 2, 96, "sgd", "bf16", True, 0), ("mixtral_small", 1, 128, "sgd", "bf16", False, 0)],
+                liger=True, experts="grouped_mm")
     return out
 
 
