@@ -906,7 +906,8 @@ static void dinov2_layer(wr *w, const arch *a)
     shape2(w, add_layer(w, "Parameter", "layer_scale1.lambda1"), 1, a->H);
     cJSON *ls1 = add_layer(w, "Mul", "layer_scale1");
     ins(w, ls1, prev, "layer_scale1.lambda1", NULL, NULL);
-    ins(w, add_layer(w, "Add", "attention_residual"), drop_path(w, a, "drop_path.attention"), "input", NULL, NULL);
+    const char *dp = drop_path(w, a, "drop_path.attention"); /* before add_layer: it reads w->last */
+    ins(w, add_layer(w, "Add", "attention_residual"), dp, "input", NULL, NULL);
     cJSON *n2 = layernorm(w, a, "norm2", NULL);
     if (a->vit.swiglu) {
         linear(w, "mlp.weights_in", NULL, a->H, 2 * a->I, true);
@@ -923,7 +924,8 @@ static void dinov2_layer(wr *w, const arch *a)
     prev = w->last;
     shape2(w, add_layer(w, "Parameter", "layer_scale2.lambda1"), 1, a->H);
     ins(w, add_layer(w, "Mul", "layer_scale2"), prev, "layer_scale2.lambda1", NULL, NULL);
-    ins(w, add_layer(w, "Add", "output.residual"), drop_path(w, a, "drop_path.mlp"), "attention_residual", NULL, NULL);
+    dp = drop_path(w, a, "drop_path.mlp");
+    ins(w, add_layer(w, "Add", "output.residual"), dp, "attention_residual", NULL, NULL);
     str(w, n1, "held_until", "output.residual"); /* hidden_states_norm */
     str(w, ls1, "held_until", "output.residual"); /* self_attention_output, never rebound after layer_scale1 */
 }
