@@ -99,8 +99,13 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * the leading dims cannot merge */
     vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
     /* gqa_bcast: at::matmul expands the [B, Hkv, ..] operand to the query's heads and reshapes it
-     * to 3-D: a [B*H, D, S] copy, made in the call (and saved by its bmm) */
-    vc_t km = g->gqa_bcast ? vc__op_fresh(b, "expand_reshape", ks, vc_n_sample(H * S * g->D)) : g->fold_k ? copy_op(b, ks) : ks;
+     * to 3-D (LinearAlgebra.cpp _matmul_impl, tensor2.expand(tensor2_expand_size).reshape(
+     * {expand_batch_product, m2, p})): a [B*H, D, S] copy, made in the call (and saved by its bmm),
+     * unless the batch is one: the size-1 batch dim merges with the stride-0 head dim, a view
+     * (TensorUtils.cpp computeStride_impl skips size-1 dims; measured: falcon_replica.py's decode
+     * at --batch 1 on torch 1.13 runs expand, _reshape_alias, bmm with no copy) */
+    const bool bcast_copy = g->gqa_bcast && g->N != 1;
+    vc_t km = bcast_copy ? vc__op_fresh(b, "expand_reshape", ks, vc_n_sample(H * S * g->D)) : g->fold_k ? copy_op(b, ks) : ks;
     /* inside scaled_dot_product_attention the autocast key is excluded: no casts */
     vc_t attn = vc__op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
     vc_release(b, ks); /* a temporary argument of matmul: alive until it returns */
@@ -119,7 +124,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * matmul result, its cast and the discarded second output (a copy for
      * fp16/bf16) are alive together whatever the evaluation order */
     vc_t second = is_half(odt) ? vc__op_cast(b, attn, odt) : -1;
-    vc_t vm = g->gqa_bcast ? vc__op_fresh(b, "expand_reshape", ve, vc_n_sample(H * S * Dv)) : g->fold_v ? copy_op(b, ve) : ve;
+    vc_t vm = bcast_copy ? vc__op_fresh(b, "expand_reshape", ve, vc_n_sample(H * S * Dv)) : g->fold_v ? copy_op(b, ve) : ve;
     vc_t o = vc__op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
     o = vc__op_cast(b, o, odt);
     /* C++ locals live until the function returns: `attn` too (a named local of

@@ -1518,10 +1518,19 @@ static void build_layers(wr *w, const arch *a)
         bool local = false;
         for (int64_t i = 0; i < a->N && a->f->local_rope; i++) local |= vc__hf_layer_window(a, i) > 0;
         if (local) { /* Gemma3TextModel: the sliding layers' cos/sin (rope_local_base_freq), alive with the global pair */
+            /* Gemma3TextModel.forward (models/gemma3/modeling_gemma3.py @ 0018aa64): `position_embeddings[layer_type]
+             * = self.rotary_emb(hidden_states, position_ids, layer_type)` for each type before the decoder loop, a local
+             * dict: both pairs alive until forward returns, after self.norm (measured: gemma3_small's prefill keeps
+             * the local pair through the full layer after the last sliding one). Not in the forward that runs an
+             * image (Gemma3Model.forward's image path, its own masks above; its locals around language_model not
+             * checked against the rope's lifetime): left as it was; its decoding steps hold them as the text-only */
+            const bool hold = !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode);
+            if (hold) str(w, o, "held_until", "model.norm");
             o = add_layer(w, "RotaryEmbedding", "model.rotary_emb_local");
             ins(w, o, "input", NULL, NULL, NULL);
             num(w, o, "head_dim", (double)a->D);
             num(w, o, "rotary_dim", (double)a->R);
+            if (hold) str(w, o, "held_until", "model.norm");
         }
     }
     layer_stack(w, a, "model.layers", first);
