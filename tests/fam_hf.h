@@ -2,8 +2,8 @@
  * fam_hf.h — what the family tests (tests/test_fam_*.c) share: a config given as a JSON string loaded
  * as vramcalc's Hugging Face reader loads config.json (no options), its parameter count, how often a
  * string occurs in the model JSON it becomes (--emit-model), a config refused naming a key, generate()'s
- * KV cache, a config written to a temporary file, and a config file or string loaded at a --seq (the
- * encoder-decoders' tests).
+ * KV cache, a config written to a temporary file, a config file or string loaded at a --seq (the
+ * encoder-decoders' tests), and tables of config edits and options the CLI must refuse.
  * Static: each test program its own copy.
  * Include after <cmocka.h> (fail_msg).
  */
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_run.h"
 #include "cli_spelt.h"
 
 static inline vc_status load_js(const char *js, vc_model **m, vc_error *err)
@@ -116,6 +117,34 @@ static inline void fam_write(char *path, const char *body)
     size_t n = strlen(body);
     assert_int_equal(write(fd, body, n), (ssize_t)n);
     close(fd);
+}
+
+/* A refusal table's row: a config edit (or command-line options) and what the CLI's one-line error must contain. */
+typedef struct {
+    const char *in, *want;
+} fam_refusal;
+
+/* Each row's edit spliced after head (a config's opening keys, "{... , " without the closing brace) into a
+ * temporary file, which the CLI must refuse: exit 2, its line containing the row's want. */
+static inline void fam_refuse_edits(const char *head, const fam_refusal *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[] = "/tmp/vc_famXXXXXX", body[1024];
+        assert_true(snprintf(body, sizeof body, "%s%s}", head, c[i].in) < (int)sizeof body);
+        fam_write(path, body);
+        assert_usage(path, c[i].want);
+        remove(path);
+    }
+}
+
+/* Each row's options after file, which the CLI must refuse: exit 2, its line containing the row's want. */
+static inline void fam_refuse_options(const char *file, const fam_refusal *o, size_t n)
+{
+    char a[1024];
+    for (size_t i = 0; i < n; i++) {
+        assert_true(snprintf(a, sizeof a, "%s %s", file, o[i].in) < (int)sizeof a);
+        assert_usage(a, o[i].want);
+    }
 }
 
 #endif

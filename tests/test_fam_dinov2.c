@@ -167,9 +167,7 @@ static void test_measured(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    static const struct {
-        const char *edit, *want;
-    } c[] = {
+    static const fam_refusal c[] = {
         {"\"mlp_ratio\": 0", "mlp_ratio: 0: int(hidden_size (64) * mlp_ratio) is 0"},
         {"\"mlp_ratio\": \"4\"", "mlp_ratio"},
         {"\"mlp_ratio\": 1e14", "mlp_ratio"},
@@ -189,19 +187,11 @@ static void test_refusals(void **state)
         {"\"layer_norm_eps\": \"x\"", "layer_norm_eps"},
         {"\"id2label\": {}", "id2label"},
     };
-    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        char path[] = "/tmp/vc_dinoXXXXXX", body[600];
-        snprintf(body, sizeof body, "{\"model_type\": \"dinov2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
-                                    "\"num_attention_heads\": 4, %s}", c[i].edit);
-        fam_write(path, body);
-        assert_usage(path, c[i].want);
-        remove(path);
-    }
+    fam_refuse_edits("{\"model_type\": \"dinov2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                     "\"num_attention_heads\": 4, ", c, sizeof c / sizeof *c);
     static const char f[] = HF "dinov2-small.json";
     char a[600];
-    static const struct {
-        const char *opts, *want;
-    } o[] = {
+    static const fam_refusal o[] = {
         {"-m generate", "--mode: generate: dinov2 is an encoder (Dinov2ForImageClassification)"},
         {"--serve --gpu h100-80gb", "generate needs a causal language model"},
         {"--image 13x224", "--image: 13x224: smaller than dinov2's patch_size (14), no patch"},
@@ -213,10 +203,7 @@ static void test_refusals(void **state)
         {"-p amp-fp16", "--precision: dinov2: under autocast"},
         {"--lora 8", "--lora needs --lora-targets"},
     };
-    for (size_t i = 0; i < sizeof o / sizeof *o; i++) {
-        snprintf(a, sizeof a, "%s %s", f, o[i].opts);
-        assert_usage(a, o[i].want);
-    }
+    fam_refuse_options(f, o, sizeof o / sizeof *o);
     /* what is honoured: --image at the config's size and --seq at its patches + 1 give the default's estimate */
     snprintf(a, sizeof a, "%s -f json", f);
     const long long d = cli_json_field(a, "\"peak_allocated\": ");

@@ -89,9 +89,7 @@ static void test_measured(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    static const struct {
-        const char *edit, *want;
-    } c[] = {
+    static const fam_refusal c[] = {
         {"\"vision_use_head\": 1", "vision_use_head: expected true or false"},
         {"\"image_size\": 8, \"patch_size\": 16", "patch_size: 16: larger than image_size (8)"},
         {"\"num_attention_heads\": 5", "num_attention_heads"},
@@ -99,19 +97,11 @@ static void test_refusals(void **state)
         {"\"attention_dropout\": 2", "attention_dropout"},
         {"\"layer_norm_eps\": \"x\"", "layer_norm_eps"},
     };
-    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        char path[] = "/tmp/vc_siglipXXXXXX", body[600];
-        snprintf(body, sizeof body, "{\"model_type\": \"siglip_vision_model\", \"hidden_size\": 64, "
-                                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, %s}", c[i].edit);
-        fam_write(path, body);
-        assert_usage(path, c[i].want);
-        remove(path);
-    }
+    fam_refuse_edits("{\"model_type\": \"siglip_vision_model\", \"hidden_size\": 64, "
+                     "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, ", c, sizeof c / sizeof *c);
     static const char f[] = HF "siglip-base-patch16-224-vision.json";
     char a[600];
-    static const struct {
-        const char *opts, *want;
-    } o[] = {
+    static const fam_refusal o[] = {
         {"-m generate", "--mode: generate: siglip_vision_model is an encoder (SiglipVisionModel)"},
         {"--loss liger", "--loss: liger: SiglipVisionModel returns no loss"},
         {"--image 256x256", "--image: 256x256: siglip_vision_model runs the config's image_size (224 x 224"},
@@ -120,10 +110,7 @@ static void test_refusals(void **state)
         {"--tp 2 --gpus 2", "--tp: siglip_vision_model: tensor parallelism is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
     };
-    for (size_t i = 0; i < sizeof o / sizeof *o; i++) {
-        snprintf(a, sizeof a, "%s %s", f, o[i].opts);
-        assert_usage(a, o[i].want);
-    }
+    fam_refuse_options(f, o, sizeof o / sizeof *o);
     /* honoured: --image at the config's size and --seq at its 196 patches give the default's estimate */
     snprintf(a, sizeof a, "%s -f json", f);
     const long long d = cli_json_field(a, "\"peak_allocated\": ");

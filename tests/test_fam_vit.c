@@ -137,9 +137,7 @@ static void test_measured(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    static const struct {
-        const char *edit, *want;
-    } c[] = {
+    static const fam_refusal c[] = {
         {"\"image_size\": 8, \"patch_size\": 16", "patch_size: 16: larger than image_size (8)"},
         {"\"image_size\": 0", "image_size"},
         {"\"image_size\": [224, 224]", "image_size: expected an integer"},
@@ -157,19 +155,11 @@ static void test_refusals(void **state)
         {"\"id2label\": {}", "id2label"},
         {"\"intermediate_size\": 0", "intermediate_size"},
     };
-    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        char path[] = "/tmp/vc_vitXXXXXX", body[600];
-        snprintf(body, sizeof body, "{\"model_type\": \"vit\", \"hidden_size\": 64, \"intermediate_size\": 96, "
-                                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, %s}", c[i].edit);
-        fam_write(path, body);
-        assert_usage(path, c[i].want);
-        remove(path);
-    }
+    fam_refuse_edits("{\"model_type\": \"vit\", \"hidden_size\": 64, \"intermediate_size\": 96, "
+                     "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, ", c, sizeof c / sizeof *c);
     static const char f[] = HF "vit-base-patch16-224.json";
     char a[600];
-    static const struct {
-        const char *opts, *want;
-    } o[] = {
+    static const fam_refusal o[] = {
         {"-m generate", "--mode: generate: vit is an encoder (ViTForImageClassification)"},
         {"--serve --gpu h100-80gb", "generate needs a causal language model"},
         {"--image 384x384", "--image: 384x384: vit runs the config's image_size (224 x 224"},
@@ -178,10 +168,7 @@ static void test_refusals(void **state)
         {"--tp 2 --gpus 2", "--tp: vit: tensor parallelism is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
     };
-    for (size_t i = 0; i < sizeof o / sizeof *o; i++) {
-        snprintf(a, sizeof a, "%s %s", f, o[i].opts);
-        assert_usage(a, o[i].want);
-    }
+    fam_refuse_options(f, o, sizeof o / sizeof *o);
     /* what is honoured: --image at the config's size and --seq at its patches + 1 give the default's estimate */
     snprintf(a, sizeof a, "%s -f json", f);
     const long long d = cli_json_field(a, "\"peak_allocated\": ");
