@@ -1033,16 +1033,30 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         so_dsa.block_size = DSA_BLOCK_SIZE;
         so = &so_dsa;
     }
-    /* vLLM's FBGEMMFp8Config.get_quant_method (vllm-project/vllm @ 04843c7c, vllm/model_executor/layers/
-     * quantization/fbgemm_fp8.py) quantizes LinearBase layers only, not FusedMoE: what it makes of Llama 4's
-     * FP8 experts (transformers' FbgemmFp8Llama4TextExperts, src/policy/quant.c) is not modelled */
+    /* vLLM cannot serve Llama 4 under fbgemm_fp8 (issue 31); it has no FP8 MoE method for this format:
+     * - FBGEMMFp8Config.get_quant_method (vllm-project/vllm @ 04843c7c and @ 5deacad0, vllm/model_executor/
+     *   layers/quantization/fbgemm_fp8.py) returns FBGEMMFp8LinearMethod (fp8 weight, fp32 weight_scale
+     *   [out, 1], input_scale_ub) or UnquantizedLinearMethod for a LinearBase alone, None for anything else,
+     *   FusedMoE included (modules_to_not_convert is read only for LinearBase);
+     * - FusedMoE.__init__ (vllm/model_executor/layers/fused_moe/layer.py @ 0014ec6c) then hits
+     *   `assert quant_method is not None`: Llama4MoE's experts (a FusedMoE built with the config) fail the
+     *   model's construction, the experts named in modules_to_not_convert or not;
+     * - later releases fall back to UnquantizedFusedMoEMethod (bf16 w13_weight / w2_weight, no scales; seen
+     *   in vLLM's FusedMoE through the search tool, not read at a stored commit), and then
+     *   Llama4Model.load_moe_expert_weights (vllm/model_executor/models/llama4.py @ 0121c95e) maps the
+     *   checkpoint's experts.gate_up_proj_scale to experts.w13_weight_scale (name.replace of
+     *   "experts.gate_up_proj") and indexes params_dict with it: a KeyError, as no such parameter exists.
+     * So no per-rank weight bytes are modelled; the refusal says what vLLM does */
     const vc_quant *wq = m->has_quant ? &m->quant : &m->cfg_quant;
     if (wq->format == VC_WEIGHTS_FP8_CHANNEL)
         for (size_t i = 0; i < m->npar; i++)
             if (m->par[i].flags & VC_PARAM_LLAMA4_EXPERTS)
                 return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
-                                    "fbgemm_fp8: vLLM's FBGEMMFp8Config quantizes Linear layers, not FusedMoE; "
-                                    "Llama 4's FP8 experts under " O("serve") " are not modelled");
+                                    "fbgemm_fp8: vLLM cannot load Llama 4 under " O("serve") ": "
+                                    "FBGEMMFp8Config.get_quant_method returns None for FusedMoE (fbgemm_fp8.py), "
+                                    "which FusedMoE.__init__ asserts against; where FusedMoE falls back to unquantized "
+                                    "bf16 experts, Llama4Model.load_moe_expert_weights finds no w13_weight_scale for the "
+                                    "checkpoint's gate_up_proj_scale (KeyError)");
     if ((st = vc__quant_vllm_check(m, gpu->preset, err))) return st; /* vLLM's compressed-tensors schemes (src/policy/quant.c) */
     vc_options dev_o; /* compressed-tensors weight-only: vLLM's kernel and its workspace follow the GPU (quant.c) */
     if (vc__quant_vllm_needs_device(m) && o->device != gpu->preset) {
