@@ -1010,7 +1010,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
      * vllm/model_executor/models/granitemoehybrid.py), but ModelConfig.is_hybrid (vllm/config/model.py @
      * 0052a5b818980ce8a0477706aaf9f75bd5af72cd: "Handle granite-4.0-micro case which uses hybrid config but does not
      * actually contain any non-attention layers") is False when every hf_config.layer_types entry is "attention", so
-     * VllmConfig.try_verify_and_update_config (vllm/config/vllm.py, stored version, commit not shown by the reader:
+     * VllmConfig.try_verify_and_update_config (vllm/config/vllm.py @ 09f030eaf851400a83ad3d99f730868f76df0ca7:
      * "if self.model_config.is_hybrid: HybridAttentionMambaModelConfig.verify_and_update_config(self)") never raises
      * the block size to the Mamba page of the config's mamba_* keys (vllm/model_executor/models/config.py @ 0144dd5b
      * would compute one from them, no layer count consulted); no GraniteMoeHybridMambaDecoderLayer is built, so no
