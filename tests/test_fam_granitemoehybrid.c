@@ -46,6 +46,7 @@
  * 4. Every bad value of a new key exits 2 naming the key; what is not modelled is refused in one line;
  *    the two new kinds (Mamba2Mixer, GraniteMoE) written by hand: their bad values named, Mamba2Mixer's
  *    parameters by hand.
+ * 5. --serve of Micro on h200: vLLM's plain-decoder pages (block size 16, a block 1,310,720 B), by hand.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -314,11 +315,43 @@ static void test_bad_keys(void **state)
     remove(path);
 }
 
+/* --serve of Granite-4.0-Micro (every layer_types entry "attention") on h200: vLLM serves it as a plain decoder.
+ * GraniteMoeHybridForCausalLM is IsHybrid (vllm/model_executor/models/granitemoehybrid.py @ 0195c9ec), but
+ * ModelConfig.is_hybrid (vllm/config/model.py @ 0052a5b8, "Handle granite-4.0-micro case") is False when every
+ * layer_types entry is "attention", so VllmConfig.try_verify_and_update_config skips
+ * HybridAttentionMambaModelConfig.verify_and_update_config: the block size is not raised to the Mamba page of the
+ * config's default mamba_* keys (that page would be (3 x 5,632 + 128 x 40 x 256) x 2 B = 2,655,232 B, a block size
+ * of 16 x cdiv(2,655,232, 16 x 2,048) = 1,312), no Mamba layer is built, no MambaSpec: one group of the 40
+ * FullAttentionSpec layers (src/engine/serve.c). */
+static void test_serve_micro(void **state)
+{
+    (void)state;
+    const char *a = MICRO " --serve --gpu h200";
+    /* CacheConfig's default block size, 16 tokens, left as it is */
+    assert_int_equal(cli_json_num(a, "serve", "block_size"), 16);
+    /* a block of every layer (one KV cache group, get_num_blocks: available // page // 40 layers): 40 layers x K and V
+     * x 8 kv heads x head_dim 64 (GraniteMoeHybridAttention: hidden_size 2560 // 40 heads) x 2 B (bf16) x 16 tokens */
+    const int64_t page = INT64_C(40) * 2 * 8 * 64 * 2 * 16;
+    assert_int_equal(page, 1310720);
+    assert_int_equal(cli_json_num(a, "serve", "page_bytes"), page);
+    const int64_t kv = cli_json_num(a, "serve", "kv_cache"), blocks = kv / page;
+    assert_true(kv > 0);
+    assert_int_equal(cli_json_num(a, "serve", "blocks"), blocks);
+    /* _report_kv_cache_config: blocks x 16 tokens; get_max_concurrency_for_kv_cache_config: a request of 1,024 +
+     * 256 tokens (the defaults) holds cdiv(1,280, 16) = 80 blocks */
+    assert_int_equal(cli_json_num(a, "serve", "request_tokens"), 1280);
+    assert_int_equal(cli_json_num(a, "serve", "tokens"), blocks * 16);
+    assert_int_equal(cli_json_num(a, "serve", "concurrency"), blocks / 80);
+    /* no state pages: the JSON names no hybrid cache kind */
+    char j[256];
+    snprintf(j, sizeof j, "%s -f json", a);
+    assert_null(strstr(cli_output(j), "kv_cache_kind"));
+}
+
 static void test_refused(void **state)
 {
     (void)state;
-    /* --serve of the H models: tests/test_serve_granite4.c; Micro's block size comes from mamba_* keys no layer uses */
-    assert_usage(MICRO " --serve --gpu h100-80gb", "granitemoehybrid without Mamba layers under vLLM is not modelled");
+    /* --serve of the H models: tests/test_serve_granite4.c; of Micro: test_serve_micro below */
     /* --serve --tp: vLLM's split (tests/test_serve_mamba2_tp.c); 3 ranks do not divide mamba_n_heads (128) */
     assert_usage(H_SMALL " --serve --gpu h100-80gb --tp 3 --gpus 3", "3 tensor-parallel ranks do not divide mamba_n_heads (128)");
     assert_usage(H_MICRO " --tp 2", "tensor parallelism of the Mamba2 layers is modelled only as vLLM splits them");
@@ -381,7 +414,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters), cmocka_unit_test(test_layers), cmocka_unit_test(test_generate_state),
-        cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_refused), cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_bad_keys), cmocka_unit_test(test_refused), cmocka_unit_test(test_serve_micro), cmocka_unit_test(test_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

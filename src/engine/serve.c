@@ -1005,22 +1005,23 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     for (size_t i = 0; i < m->ninst && m2_n > 0 && !attn; i++) attn = !strcmp(m->inst[i].kind->name, "RotaryAttention");
     vc_hf_dsa dsa;
     bool v32 = false;
-    /* vllm-project/vllm @ 0195c9ec, vllm/model_executor/models/granitemoehybrid.py: GraniteMoeHybridForCausalLM is
-     * IsHybrid, so HybridAttentionMambaModelConfig raises the attention block size to the Mamba page computed from
-     * the config's mamba_* keys even where no layer is a Mamba layer (Granite-4.0-Micro): not modelled */
+    /* granitemoehybrid whose layer_types are all "attention" (Granite-4.0-Micro: m2_n 0 below) is served as a plain
+     * decoder. GraniteMoeHybridForCausalLM is IsHybrid whatever its layers (vllm-project/vllm @ 0195c9ec,
+     * vllm/model_executor/models/granitemoehybrid.py), but ModelConfig.is_hybrid (vllm/config/model.py @
+     * 0052a5b818980ce8a0477706aaf9f75bd5af72cd: "Handle granite-4.0-micro case which uses hybrid config but does not
+     * actually contain any non-attention layers") is False when every hf_config.layer_types entry is "attention", so
+     * VllmConfig.try_verify_and_update_config (vllm/config/vllm.py @ 09f030eaf851400a83ad3d99f730868f76df0ca7:
+     * "if self.model_config.is_hybrid: HybridAttentionMambaModelConfig.verify_and_update_config(self)") never raises
+     * the block size to the Mamba page of the config's mamba_* keys (vllm/model_executor/models/config.py @ 0144dd5b
+     * would compute one from them, no layer count consulted); no GraniteMoeHybridMambaDecoderLayer is built, so no
+     * MambaSpec: the attention layers' FullAttentionSpec pages of block_size alone, as any decoder's. */
     if (m2_n > 0 && !attn) r->state_mamba = 2; /* attention-free (mamba_alone); vllm_non_torch reads it */
     int m2_ssm_size = 0; /* the temporal state's bytes an element: 0 the model's dtype (mamba_ssm_cache_dtype "auto") */
     if (m2_n > 0 && (st = nemotron_h_ssm_dtype(m, &m2_ssm_size, err))) return st;
     if (m2_n == 0) {
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
-        const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
-        const bool granite4 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "granitemoehybrid");
         v32 = root && vc__hf_dsa_vllm(vc__vllm_text_config(root), &dsa); /* DeepSeek-V3.2's indexer (dsa_memory) */
         cJSON_Delete(root);
-        if (granite4)
-            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "granitemoehybrid without Mamba layers under vLLM is not "
-                                "modelled: vLLM still runs it as a hybrid model, the attention block size raised to a "
-                                "Mamba page computed from the config's mamba_* keys");
     }
     vc_serve_options so_dsa; /* DeepSeek-V3.2: FlashMLASparse's block size (dsa_memory's sources) */
     if (v32) {

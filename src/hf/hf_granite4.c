@@ -37,8 +37,8 @@
  * Written here: every model for training, LoRA, inference and generate (the Mamba2 layers' kernel path,
  * layers/mamba2.c; the routed experts' per-expert loop, layers/granitemoe.c); --serve of the H models (vLLM's
  * MambaMixer2 profiling run, layers/mamba2.c; GraniteMoeMoE's FusedMoE, layers/granitemoe.c; the Mamba state
- * pages, src/engine/serve.c mamba_state). Refused in one line: --tp, --ep, --moe-imbalance, --serve of
- * Granite-4.0-Micro (no Mamba layer: src/engine/serve.c).
+ * pages, src/engine/serve.c mamba_state); --serve of Granite-4.0-Micro (no Mamba layer: vLLM's ModelConfig.is_hybrid
+ * is False, a plain decoder's pages, src/engine/serve.c). Refused in one line: --tp, --ep, --moe-imbalance.
  */
 #include <math.h>
 #include <stdio.h>

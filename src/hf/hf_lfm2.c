@@ -182,7 +182,9 @@ static int lf_vllm(const arch *a, const cJSON *cfg, vc_error *err)
                             O("serve"), moe ? "Lfm2MoeForCausalLM" : "Lfm2ForCausalLM");
     bool conv = false;
     for (int64_t i = 0; i < a->N && !conv; i++) conv = vc__hf_lfm2_conv(a, i);
-    if (!conv) /* as granitemoehybrid without Mamba layers (src/engine/serve.c) */
+    /* unlike granitemoehybrid without Mamba layers (src/engine/serve.c): ModelConfig.is_hybrid's all-"attention"
+     * check (vllm/config/model.py @ 0052a5b8) does not match lfm2's "full_attention", so vLLM stays hybrid */
+    if (!conv)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "lfm2 without ShortConv layers under vLLM is not modelled: vLLM "
                             "still runs it as a hybrid model (IsHybrid), the attention block size raised to a conv state "
                             "page computed from the config");
