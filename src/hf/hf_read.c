@@ -454,8 +454,10 @@ static int read_family(rd *r, arch *a)
         const bool kv_def = role == K_KV_HEADS && f->keys[K_KV_HEADS].key &&
                             (f->keys[K_KV_HEADS].how == D_KV_NULL || f->keys[K_KV_HEADS].how == D_VALUE) &&
                             !cJSON_GetObjectItemCaseSensitive(r->cfg, f->keys[K_KV_HEADS].key);
+        /* the path is a key the config has: the heads' where the kv heads are the class's default */
         if (role == K_KV_HEADS && a->NH % a->KV)
-            return vc__hf_bad(r, kv_def ? f->keys[K_KV_HEADS].key : role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"),
+            return vc__hf_bad(r, kv_def ? role_key(r, a, K_HEADS, -1, "num_attention_heads")
+                                        : role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"),
                        "%s (%lld) must be divisible by %s (%lld%s%s)", role_key(r, a, K_HEADS, -1, "num_attention_heads"),
                        (long long)a->NH, kv_def ? f->keys[K_KV_HEADS].key : role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"),
                        (long long)a->KV, kv_def ? ": absent, the default of " : "", kv_def ? f->config_class : "");
