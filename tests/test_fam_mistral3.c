@@ -206,11 +206,11 @@ static void test_bad_keys(void **state)
         assert_string_equal(err.path, "text_config.model_type");
     }
     /* the language model's keys are text_config's, named so: 3 heads and no num_key_value_heads, whose
-     * MistralConfig default (8) does not divide them */
+     * MistralConfig default (8) does not divide them (refused at the heads, the key the config has) */
     snprintf(js, sizeof js, "{\"model_type\":\"mistral3\",\"text_config\":{\"vocab_size\":1000,\"hidden_size\":256,"
              "\"intermediate_size\":512,\"num_hidden_layers\":2,\"num_attention_heads\":3}}");
     assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "text_config.num_key_value_heads");
+    assert_string_equal(err.path, "text_config.num_attention_heads");
     /* with images only the last hidden state (vision_feature_layer -1) is modelled */
     vc_hf_options ho;
     vc_hf_options_init(&ho);
