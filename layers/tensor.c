@@ -19,7 +19,7 @@ typedef struct {
     int64_t dim0, dim1, dim, index, start, end, step;
     bool has_end, keepdim, contiguous;
     int sel; /* per-sample dim index, set by setup */
-    int output; /* TopK: 0 values, 1 indices */
+    int output; /* TopK: 0 values, 1 indices; Parameter: its mode (0 expand, 1 lookup, 2 repeat) */
     int64_t grid; /* Parameter: bicubic_from (0: none) */
     bool reduce[VC_MAX_DIMS];
 } tensor_cfg;
