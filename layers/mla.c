@@ -241,8 +241,9 @@ static vc_t dsa_mask(vc_build *b, const mla_cfg *c, int64_t L, int64_t T, vc_dty
      * then scores and weights */
     vc_t il[6] = {qi, kn, q_rot, k_rot, -1, -1};
     for (int i = 0; i < 4; i++) vc_hold(b, il[i]);
-    /* past_key_values.update_indexer(k) (cache_utils DynamicIndexedLayer: indexer_keys = cat([indexer_keys, k],
-     * dim=1), the whole returned; the first a copy of k): a slot generate keeps to the end */
+    /* past_key_values.update_indexer(k) (cache_utils DynamicIndexedLayer, read through the code search without a
+     * pinned commit: indexer_keys = cat([indexer_keys, k], dim=1), the whole returned; the first a copy of k): a slot
+     * generate keeps to the end */
     int32_t *slot = vc_kv_indexer(b);
     if (slot) {
         slot[0] = ng(b, "cat", slot[0], k, T * HD, dt);

@@ -423,7 +423,8 @@ struct loop_state {
     vc_t scores; /* next_token_scores when a logits processor made a tensor of its own (logits_processors), -1 */
 };
 
-/* LogitsProcessorList.__call__ (generation/logits_process.py, the form of transformers 4.4x to 5: `for processor in
+/* LogitsProcessorList.__call__ (generation/logits_process.py, read through the code index without a pinned commit;
+ * the form of transformers 4.4x to 5: `for processor in
  * self: scores = processor(input_ids, scores)`) over `scores`, the step's [rows, V] float32 (next_token_logits in
  * _sample, log_softmax's log_probs in _beam_search), at cur_len tokens of max_length, for the processors the config's
  * keys make (vc_hf_logits_processors, _get_logits_processor's order): NoRepeatNGramLogitsProcessor's
