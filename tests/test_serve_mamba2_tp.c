@@ -29,18 +29,11 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "load_file.h"
 #include "cli_run.h"
 #include "model.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-static vc_model *load_file(const char *name)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file(name, &m, &err)) fail_msg("load %s: %s", name, err.msg);
-    return m;
-}
 
 /* vc_serve at tp ranks on an H200, bf16 (the configs' torch_dtype), requests of 1024 + 256 tokens */
 static vc_serve_result serve_tp(const vc_model *m, int64_t tp)

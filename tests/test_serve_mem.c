@@ -23,19 +23,12 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "load_file.h"
 #include "cli_run.h"
 #include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
 #define MIB(n) ((int64_t)(n) << 20)
-
-static vc_model *load_file(const char *name)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file(name, &m, &err)) fail_msg("load %s: %s", name, err.msg);
-    return m;
-}
 
 static void serve_on(const vc_model *m, const vc_options *o, const char *gpu, vc_serve_result *r)
 {

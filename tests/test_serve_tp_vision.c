@@ -30,18 +30,11 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "load_file.h"
 #include "cli_run.h"
 #include "model.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-static vc_model *load_file(const char *name)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file(name, &m, &err)) fail_msg("load %s: %s", name, err.msg);
-    return m;
-}
 
 /* The parameters (weights and biases) of the tower's layers ("visual." ...) in the model vLLM's split makes at
  * tp ranks (vc__model_at_vllm, as vc_serve takes it); tp 1: the model as loaded. */

@@ -48,18 +48,11 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "load_file.h"
 #include "cli_run.h"
 #include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-static vc_model *load_file(const char *name)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_file(name, &m, &err)) fail_msg("load %s: %s", name, err.msg);
-    return m;
-}
 
 static void serve_h100_at(const char *file, vc_precision prec, int64_t tp, vc_serve_result *r)
 {
