@@ -19,7 +19,8 @@ typedef struct {
     int64_t dim0, dim1, dim, index, start, end, step;
     bool has_end, keepdim, contiguous;
     int sel; /* per-sample dim index, set by setup */
-    int output; /* TopK: 0 values, 1 indices; Parameter: its mode (0 expand, 1 lookup, 2 repeat) */
+    int output; /* TopK: 0 values, 1 indices; Cast: its dtype */
+    int mode;   /* Parameter: PARAM_EXPAND, PARAM_LOOKUP or PARAM_REPEAT */
     int64_t grid; /* Parameter: bicubic_from (0: none) */
     bool reduce[VC_MAX_DIMS];
 } tensor_cfg;
@@ -356,12 +357,13 @@ const vc_kind vc_kind_Matmul = {
  * gradient, broadcast over the batch by its sum; "repeat", p.repeat(batch_size, 1, ...) (SiglipMultiheadAttention-
  * PoolingHead's probe): a new tensor per sample, its backward the sum over the repeats (a new parameter-sized one). */
 static const char *const parameter_modes[] = {"expand", "lookup", "repeat", NULL};
+enum { PARAM_EXPAND, PARAM_LOOKUP, PARAM_REPEAT };
 
 static int parameter_parse(vc_args *a, void *p)
 {
     tensor_cfg *c = p;
     return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd) || vc_arg_int(a, "bicubic_from", 0, 1, &c->grid) ||
-           vc_arg_enum(a, "mode", parameter_modes, 0, &c->output);
+           vc_arg_enum(a, "mode", parameter_modes, PARAM_EXPAND, &c->mode);
 }
 
 static int parameter_setup(vc_setup *s, void *p)
@@ -370,6 +372,8 @@ static int parameter_setup(vc_setup *s, void *p)
     s->out = vc_shape_make(c->nd, c->shape);
     int64_t n = vc_shape_numel(&s->out);
     if (n < 0) return vc_fail(s, "shape", "the shape overflows 64-bit arithmetic");
+    if (c->mode != PARAM_EXPAND && c->grid > 0)
+        return vc_fail(s, "mode", "bicubic_from interpolates an expanded parameter only");
     if (c->grid > 0) {
         int64_t t, w[2];
         if (c->nd != 2 || c->shape[0] < 2)
@@ -380,10 +384,9 @@ static int parameter_setup(vc_setup *s, void *p)
         s->ops = 10; /* the autocast copy, 2 slices, 2 views, 2 casts, interpolate, cat, expand */
         return vc_param_shape(s, "weight", 2, w, 0);
     }
-    if (c->output && c->grid > 0) return vc_fail(s, "mode", "bicubic_from interpolates an expanded parameter only");
     if (vc_param_shape(s, "weight", c->nd, c->shape, 0)) return -1;
     /* lookup: the position_ids buffer, int64 [1, rows] (register_buffer(..., persistent=False): model memory) */
-    return c->output == 1 ? vc_buffer(s, "position_ids", c->shape[0], VC_DT_I64) : 0;
+    return c->mode == PARAM_LOOKUP ? vc_buffer(s, "position_ids", c->shape[0], VC_DT_I64) : 0;
 }
 
 static void parameter_emit(vc_build *b, const void *p)
@@ -405,11 +408,11 @@ static void parameter_emit(vc_build *b, const void *p)
         w = vc_op_out(k, vc_n_fixed(n + dim), dt);
         vc_op_end(k);
     }
-    if (c->output == 2) { /* repeat */
+    if (c->mode == PARAM_REPEAT) {
         vc_set_output(b, vc__op_fresh(b, "repeat", w, out_numel(b)));
         return;
     }
-    if (c->output == 1) /* lookup */
+    if (c->mode == PARAM_LOOKUP)
         w = vc__op_fresh(b, "embedding", w, vc_n_fixed(vc_shape_numel(vc_output_shape(b))));
     vc_op *o = vc_op_begin(b, "expand");
     int i = vc_op_in(o, w);
