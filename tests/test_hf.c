@@ -1316,6 +1316,84 @@ static void test_mla(void **state)
     assert_string_equal(CLI_PATH(&err), "--experts-implementation");
 }
 
+/* glm4_moe_lite (GLM-4.7-Flash; modular_glm4_moe_lite.py @ 008e5743): DeepseekV3Attention (MLA) and Glm4MoeMoE
+ * (DeepSeek-V3's routing, shared experts), a layer MoE where mlp_layer_types says "sparse" (default: all but the
+ * first). tests/data/hf/glm-4.7-flash.json is NOT the Hub's file (no network here): it is written from public test
+ * fixtures of GLM-4.7-Flash's config (vLLM's tests/transformers_utils glm4_moe_lite minimal config and two
+ * checkpoint-inventory tests carry the same sizes), which equal Glm4MoeLiteConfig's defaults. By hand: a layer's
+ * MLA q_a 2048 x 768 = 1,572,864 + q_a_layernorm 768 + q_b 768 x 20 x 256 = 3,932,160 + kv_a 2048 x 576 =
+ * 1,179,648 + kv_a_layernorm 512 + kv_b 512 x 20 x 448 = 4,587,520 + o 5120 x 2048 = 10,485,760 = 21,759,232,
+ * norms 4,096; layer 0's MLP 3 x 2048 x 10240 = 62,914,560; a MoE layer's experts 64 x 3 x 2048 x 1536 =
+ * 603,979,776 + shared 9,437,184 + router 131,072 (e_score_correction_bias a buffer); 84,677,888 + 46 x
+ * 635,311,360 + embed and lm_head 2 x 154880 x 2048 + norm 2048 = 29,943,390,976 ("30B-A3B"; the MTP layer,
+ * model.layers.47, not built). The tiny config of test_mla has the same modules: 197,024; with two dense layers
+ * (mlp_layer_types) its MoE layer's 28,160 become the dense MLP's 24,576: 193,440. */
+/* test_mla's tiny config as glm4_moe_lite, key k (NULL: none) set to v, and extra (NULL: none) appended; its
+ * num_key_value_heads 4, as Glm4MoeLiteConfig's default 20 does not divide 4 heads (heads // kv_heads is the
+ * attention's num_key_value_groups) */
+static void lite_js(char *js, size_t n, const char *k, const char *v, const char *extra)
+{
+    mla_js(js, n, "glm4_moe_lite", k, v);
+    size_t l = strlen(js);
+    snprintf(js + l - 1, n - l + 1, ",\"num_key_value_heads\":4%s%s}", extra ? "," : "", extra ? extra : "");
+}
+
+static void test_glm4_moe_lite(void **state)
+{
+    (void)state;
+    vc_model *m = load("glm-4.7-flash.json", NULL);
+    assert_int_equal(vc_model_parameters(m), INT64_C(29943390976));
+    vc_model_free(m);
+    assert_int_equal(count_of("{\"model_type\":\"glm4_moe_lite\"}"), INT64_C(29943390976)); /* the class's defaults */
+    char js[1024];
+    lite_js(js, sizeof js, NULL, NULL, NULL);
+    assert_int_equal(count_of(js), 197024);
+    lite_js(js, sizeof js, "mlp_layer_types", "[\"dense\",\"sparse\"]", NULL);
+    assert_int_equal(count_of(js), 197024);
+    lite_js(js, sizeof js, "mlp_layer_types", "null", NULL);
+    assert_int_equal(count_of(js), 197024);
+    lite_js(js, sizeof js, "first_k_dense_replace", "2", "\"mlp_layer_types\":[\"dense\",\"dense\"]");
+    assert_int_equal(count_of(js), 193440);
+    static const struct {
+        const char *key, *value, *path;
+    } bad[] = {
+        {"mlp_layer_types", "[\"sparse\",\"dense\"]", "mlp_layer_types"}, /* a dense layer after a MoE one */
+        {"mlp_layer_types", "[\"dense\",\"moe\"]", "mlp_layer_types"},
+        {"mlp_layer_types", "[\"dense\"]", "mlp_layer_types"},              /* one string for two layers */
+        {"mlp_layer_types", "\"dense\"", "mlp_layer_types"},
+        {"mlp_layer_types", "[\"dense\",\"dense\"]", "first_k_dense_replace"}, /* 2 dense layers, the config's 1 */
+        {"first_k_dense_replace", "0", "first_k_dense_replace"}, /* mlp_layer_types absent: one dense layer */
+        {"q_lora_rank", "0", "q_lora_rank"},                      /* DeepSeek-V3's keys, read by the same roles */
+        {"n_group", "3", "n_group"},
+    };
+    vc_error err;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        lite_js(js, sizeof js, bad[i].key, bad[i].value, NULL);
+        assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s %s: path %s (%s)", bad[i].key, bad[i].value, err.path, err.msg);
+    }
+    /* generate: transformers' DynamicCache keeps the full heads (test_mla's 19 tokens x 2 layers x 4 x 20 x 4 B);
+     * --serve: vLLM's MLA latent, kv_lora_rank + qk_rope_head_dim = 20 per token and layer */
+    lite_js(js, sizeof js, NULL, NULL, NULL);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.kv_cache, 19 * 2 * 4 * 20 * 4);
+    assert_int_equal(r.generate.kv_mla, 2);
+    vc_result_free(&r);
+    vc_serve_result sr;
+    serve_bf16_h100(m, &sr);
+    assert_int_equal(sr.page_bytes, 16 * 2 * 20 * 2);
+    assert_int_equal(sr.latent, 20);
+    vc_model_free(m);
+}
+
 /* glm4_moe (GLM-4.5 / 4.5-Air / 4.6): Glm4MoeAttention (q/k/v biased by
  * attention_bias, o_proj not; q_norm / k_norm per head with use_qk_norm;
  * partial rotary) and DeepSeek-V3's MoE (modeling_glm4_moe.py @ 000c33fd).
@@ -2328,6 +2406,7 @@ int main(void)
         cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
         cmocka_unit_test(test_fp8_stacked_experts),
         cmocka_unit_test(test_loop_keep),
+        cmocka_unit_test(test_glm4_moe_lite),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_gpt_oss_gemma3),
         cmocka_unit_test(test_text_encoders),

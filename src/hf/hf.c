@@ -259,6 +259,31 @@ const hf_family vc__hf_families[] = {
               [K_FIRST_DENSE] = DEF("first_k_dense_replace", 1), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
               [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 1.0), [K_USE_QK_NORM] = DEF("use_qk_norm", 0)},
      LLAMA_BLOCK, .moe = MOE_DEEPSEEK, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
+    /* Glm4MoeLiteConfig (GLM-4.7-Flash; models/glm4_moe_lite/modular_glm4_moe_lite.py @ 008e5743, the class's
+     * defaults are GLM-4.7-Flash's: vocab_size 154880, hidden_size 2048, intermediate_size 10240,
+     * num_hidden_layers 47, num_attention_heads 20, num_key_value_heads 20 (shapes no MLA weight),
+     * moe_intermediate_size 1536, n_routed_experts 64 (attribute_map num_local_experts), n_shared_experts 1,
+     * num_experts_per_tok 4, norm_topk_prob True, routed_scaling_factor 1.8, n_group / topk_group 1,
+     * q_lora_rank 768, kv_lora_rank 512, qk_nope_head_dim 192, qk_rope_head_dim 64 (head_dim by attribute_map),
+     * v_head_dim 256, rope_interleave True, max_position_embeddings 202752, rms_norm_eps 1e-5, untied):
+     * Glm4MoeLiteAttention is DeepseekV3Attention (MLA), Glm4MoeLiteMoE is Glm4MoeMoE (DeepSeek-V3's sigmoid
+     * routing with e_score_correction_bias and shared experts, stacked experts), and a layer is MoE where
+     * mlp_layer_types says "sparse" (__post_init__: ["dense"] + ["sparse"] * (num_hidden_layers - 1); the
+     * class has no first_k_dense_replace: src/hf/hf_deepseek_v32.c vc__hf_glm4_moe_lite_read). The
+     * checkpoint's MTP layer (model.layers.47) is read, not built (_keys_to_ignore_on_load_unexpected) */
+    {.model_type = "glm4_moe_lite", .config_class = "Glm4MoeLiteConfig",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(154880, 2048, 10240, 47, 20), [K_KV_HEADS] = DEF("num_key_value_heads", 20),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 202752),
+              [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_EXPERTS] = DEF_ALT("n_routed_experts", "num_local_experts", 64),
+              [K_TOPK] = DEF("num_experts_per_tok", 4), [K_MOE_INTER] = DEF("moe_intermediate_size", 1536),
+              [K_NORM_TOPK] = DEF("norm_topk_prob", 1), [K_Q_LORA] = OFF_IF_NULL("q_lora_rank", 768),
+              [K_KV_LORA] = DEF("kv_lora_rank", 512), [K_QK_NOPE] = DEF("qk_nope_head_dim", 192),
+              [K_V_HEAD] = DEF("v_head_dim", 256), [K_N_SHARED] = DEF("n_shared_experts", 1),
+              [K_N_GROUP] = DEF("n_group", 1), [K_TOPK_GROUP] = DEF("topk_group", 1),
+              [K_FIRST_DENSE] = DEF("first_k_dense_replace", 1), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
+              [K_ROPE_INTERLEAVE] = DEF("rope_interleave", 1), [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 1.8)},
+     LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL},
     /* Qwen3NextConfig (configuration_qwen3_next.py at 008e5743; the class's defaults are
      * Qwen/Qwen3-Next-80B-A3B's): Qwen3NextDecoderLayer (modeling_qwen3_next.py at 7515843b)
      * is a Gated DeltaNet (linear_attn) or a gated full attention (self_attn: q_proj gives

@@ -445,7 +445,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -551,6 +551,9 @@ int vc__hf_deepseek_v2_read(rd *r, arch *a);
  * the checks the row's reading cannot make (q_lora_rank null, mlp_layer_types, layer_types); -1 with
  * r->err naming the key. */
 int vc__hf_deepseek_v32_read(rd *r, arch *a);
+/* hf_deepseek_v32.c: glm4_moe_lite's mlp_layer_types (leading "dense", then "sparse") into a->first_dense, and
+ * first_k_dense_replace, where the config has it, checked against it; -1 with r->err naming the key. */
+int vc__hf_glm4_moe_lite_read(rd *r, arch *a);
 
 /* hf_glm4.c: glm4's partial_rotary_factor (and rope_parameters' copy of it) checked against head_dim: an even
  * number of rotary dimensions above 0, a->R set; -1 with r->err naming the key. */

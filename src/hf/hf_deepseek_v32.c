@@ -34,6 +34,7 @@
  * wk_weights_proj, quant_config None); transformers' indexer (--mode train / infer / generate) is layers/mla.c's
  * (dsa_mask: DeepseekV32Indexer.forward, the index mask, DynamicIndexedLayer's key cache), in fp32 and bf16
  * (vc__dsa_check refuses the other precisions, naming --precision).
+ * GLM-4.7-Flash's glm4_moe_lite reads its dense layers from mlp_layer_types as DeepSeek-V3.2 does (the check below).
  */
 #include <math.h>
 #include <stdio.h>
@@ -100,6 +101,37 @@ int vc__hf_deepseek_v32_read(rd *r, arch *a)
         return vc__hf_bad(r, "index_head_dim", "wk and weights_proj ((%lld + %lld) x %lld) are more than 2^48 elements",
                           (long long)a->dsa.hd, (long long)a->dsa.nh, (long long)a->H);
     return v32_list(r, "mlp_layer_types", a, NULL) || v32_list(r, "layer_types", a, "deepseek_sparse_attention") ? -1 : 0;
+}
+
+/* GLM-4.7-Flash (model_type glm4_moe_lite, the row in src/hf/hf.c): Glm4MoeLiteDecoderLayer builds Glm4MoeLiteMoE where
+ * config.mlp_layer_types[layer_idx] == "sparse", else Glm4MoeLiteMLP (modular_glm4_moe_lite.py @ 008e5743); the class
+ * has no first_k_dense_replace, and __post_init__ fills mlp_layer_types with ["dense"] + ["sparse"] *
+ * (num_hidden_layers - 1). The leading dense layers are a->first_dense (the MoE test of hf_layers.c, DeepSeek-V3's).
+ * vLLM's Glm4MoeLiteDecoderLayer (vllm/model_executor/models/glm4_moe_lite.py @ 055e47c2) reads first_k_dense_replace
+ * instead (a MoE layer where layer_idx >= first_k_dense_replace): where the config has it (GLM-4.7-Flash's says 1) it
+ * must give the same number, as vramcalc models one model for both. */
+int vc__hf_glm4_moe_lite_read(rd *r, arch *a)
+{
+    const cJSON *v = v32_raw(r, "mlp_layer_types"), *fk = v32_raw(r, "first_k_dense_replace");
+    int64_t dense = 1, i = 0;
+    if (v && !cJSON_IsNull(v)) {
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
+            return vc__hf_bad(r, "mlp_layer_types", "expected a list of %lld strings (one per layer)", (long long)a->N);
+        dense = 0;
+        for (const cJSON *e = v->child; e; e = e->next, i++) {
+            const bool is_dense = cJSON_IsString(e) && !strcmp(e->valuestring, "dense");
+            if (is_dense && dense == i) dense++;
+            else if (!cJSON_IsString(e) || strcmp(e->valuestring, "sparse"))
+                return vc__hf_bad(r, "mlp_layer_types", "layer %lld: expected \"%s\" (dense layers first, then MoE "
+                                  "layers; interleaved ones are not modelled)", (long long)i, dense == i ? "dense\" or \"sparse" : "sparse");
+        }
+    }
+    if (fk && !cJSON_IsNull(fk) && a->first_dense != dense)
+        return vc__hf_bad(r, "first_k_dense_replace", "%lld, but Glm4MoeLiteConfig builds %lld dense layer%s from "
+                          "mlp_layer_types%s", (long long)a->first_dense, (long long)dense, dense == 1 ? "" : "s",
+                          v && !cJSON_IsNull(v) ? "" : " (absent: one)");
+    a->first_dense = dense;
+    return 0;
 }
 
 /* An integer key of the config (vc_hf_build checked it), def when absent or null. */

@@ -504,6 +504,7 @@ static int read_family(rd *r, arch *a)
     if (f->moe == MOE_DEEPSEEK && !f->ds_v2 && read_deepseek(r, a)) return -1;
     if (f->ds_v2 && vc__hf_deepseek_v2_read(r, a)) return -1; /* topk_method and the rest (hf_deepseek_v2.c) */
     if (f->dsa && vc__hf_deepseek_v32_read(r, a)) return -1; /* the indexer's keys (hf_deepseek_v32.c) */
+    if (!strcmp(f->model_type, "glm4_moe_lite") && vc__hf_glm4_moe_lite_read(r, a)) return -1; /* mlp_layer_types */
     if (f->block == BLK_T5 && vc__hf_t5_read(r, a)) return -1; /* feed_forward_proj and the rest (hf_t5.c) */
     if (f->block == BLK_WHISPER && vc__hf_whisper_read(r, a)) return -1; /* the decoder's heads and the rest (hf_whisper.c) */
     if (f->moe == MOE_LLAMA4 && vc__hf_llama4_read(r, a)) return -1; /* moe_layers and the rest (hf_llama4.c) */
