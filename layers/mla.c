@@ -73,7 +73,16 @@ typedef struct {
     bool interleave, causal, complex;
     double dropout, eps;
     int64_t inh, ihd, itopk; /* DeepSeek-V3.2's indexer: index_n_heads (0: none), index_head_dim, index_topk */
+    int dsa_rope;            /* with the indexer: DSA_ROPE_V32 or DSA_ROPE_GLM (dsa_rope_names) */
 } mla_cfg;
+
+/* The rotations of an MLAttention with an indexer: "deepseek_v32" (DeepseekV32Attention: even / odd slices in the
+ * attention, apply_rotary_pos_emb's half split in DeepseekV32Indexer) or "glm_moe_dsa" (GlmMoeDsaAttention and
+ * GlmMoeDsaIndexer, modular_glm_moe_dsa.py @ 01f8fa55: DeepSeek-V3's apply_rotary_pos_emb_interleave in both, whose
+ * view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d) copies q and k before rotate_half; the copies are the
+ * function's locals, freed when it returns). */
+static const char *const dsa_rope_names[] = {"deepseek_v32", "glm_moe_dsa", NULL};
+enum { DSA_ROPE_V32, DSA_ROPE_GLM };
 
 static int mla_parse(vc_args *a, void *p)
 {
@@ -84,8 +93,10 @@ static int mla_parse(vc_args *a, void *p)
         vc_arg_bool(a, "causal", true, &c->causal) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
         vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_bool(a, "complex_rope", false, &c->complex) ||
         vc_arg_int(a, "index_n_heads", 0, 0, &c->inh) || vc_arg_int(a, "index_head_dim", c->inh ? VC_REQUIRED : 0, 0, &c->ihd) ||
-        vc_arg_int(a, "index_topk", c->inh ? VC_REQUIRED : 0, 0, &c->itopk))
+        vc_arg_int(a, "index_topk", c->inh ? VC_REQUIRED : 0, 0, &c->itopk) ||
+        vc_arg_enum(a, "dsa_rope", dsa_rope_names, DSA_ROPE_V32, &c->dsa_rope))
         return -1;
+    if (!c->inh && vc_arg_type(a, "dsa_rope")) return vc_arg_fail(a, "dsa_rope", "applies to an indexer (index_n_heads)");
     if (c->inh && (c->ihd < c->rope || c->itopk < 1 || c->complex))
         return vc_arg_fail(a, "index_head_dim", "the indexer needs index_head_dim >= qk_rope_head_dim, index_topk >= 1 "
                            "and DeepSeek-V3's rotation");
@@ -127,7 +138,7 @@ static int mla_setup(vc_setup *s, void *p)
         vc_param_shape(s, "kv_b_proj.weight", 2, (int64_t[2]){kv, c->kvl}, VC_PARAM_LINEAR))
         return -1;
     if (!c->inh) return 0;
-    s->ops += 48; /* the indexer's ops and the index mask (dsa_mask) */
+    s->ops += 48 + (c->dsa_rope == DSA_ROPE_GLM ? 4 : 0); /* the indexer's ops and the index mask (dsa_mask); GLM-MoE-DSA's four reshape copies */
     /* DeepseekV32Indexer.__init__: wq_b nn.Linear(q_lora_rank, index_n_heads x index_head_dim), wk nn.Linear(hidden,
      * index_head_dim), k_norm nn.LayerNorm(index_head_dim), weights_proj nn.Linear(hidden, index_n_heads), no biases;
      * wk and weights_proj unquantized (vLLM's wk_weights_proj, quant_config None: src/engine/serve.c) */
@@ -232,7 +243,12 @@ static vc_t dsa_mask(vc_build *b, const mla_cfg *c, int64_t L, int64_t T, vc_dty
     vc_op_out(o, vc_n_sample(L), VC_DT_F32);
     vc_op_end(o);
     vc_t k_rot = vc__op_view(b, kn, vc_n_sample(L * R), false), k_pass = vc__op_view(b, kn, vc_n_sample(L * (HD - R)), false);
-    /* apply_rotary_pos_emb (rotate_half, unsqueeze_dim=2) on the rotary parts; cat([rot, pass]) */
+    /* apply_rotary_pos_emb (rotate_half, unsqueeze_dim=2) on the rotary parts; GLM-MoE-DSA's indexer
+     * apply_rotary_pos_emb_interleave, its reshape copy first (dsa_rope_names); cat([rot, pass]) */
+    if (c->dsa_rope == DSA_ROPE_GLM) {
+        q_rot = vc__op_clone(b, q_rot);
+        k_rot = vc__op_clone(b, k_rot);
+    }
     q_rot = vc__rope_apply(b, q_rot, cs, NH, L, R, R);
     k_rot = vc__rope_apply(b, k_rot, cs, 1, L, R, R);
     vc_t q = ng(b, "cat", q_rot, q_pass, L * NH * HD, dt);
@@ -311,10 +327,11 @@ static void mla_emit(vc_build *b, const void *p)
     k_rot = vc__op_view(b, k_rot, vc_numel_of(b, k_rot), false);
     if (c->complex) {
         mla_rope_complex(b, c, &q_rot, &k_rot, cs, L);
-    } else if (c->inh) { /* DeepSeek-V3.2's apply_rotary_pos_emb_interleave: even / odd slices, no copy; the
-                          * rotated q_rot and k_rot locals alive to forward's return */
-        q_rot = vc__rope_apply_half(b, q_rot, cs, H, L, c->rope);
-        k_rot = vc__rope_apply_half(b, k_rot, cs, 1, L, c->rope);
+    } else if (c->inh) { /* DeepSeek-V3.2's apply_rotary_pos_emb_interleave: even / odd slices, no copy (GLM-MoE-DSA:
+                          * DeepSeek-V3's, the reshape copy first: mla_rope); the rotated q_rot and k_rot locals alive
+                          * to forward's return */
+        q_rot = c->dsa_rope == DSA_ROPE_GLM ? mla_rope(b, c, q_rot, cs, H, L) : vc__rope_apply_half(b, q_rot, cs, H, L, c->rope);
+        k_rot = c->dsa_rope == DSA_ROPE_GLM ? mla_rope(b, c, k_rot, cs, 1, L) : vc__rope_apply_half(b, k_rot, cs, 1, L, c->rope);
         vc_hold(b, q_rot);
         vc_hold(b, k_rot);
     } else {

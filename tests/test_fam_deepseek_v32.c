@@ -107,11 +107,13 @@ static const char *const tiny[][2] = {
     {"qk_rope_head_dim", "4"}, {"v_head_dim", "8"}, {"n_routed_experts", "8"}, {"num_experts_per_tok", "2"},
     {"n_group", "2"}, {"topk_group", "1"}, {"moe_intermediate_size", "16"}, {"first_k_dense_replace", "1"},
     {"index_n_heads", "2"}, {"index_head_dim", "8"}, {"index_topk", "4"},
+    {"num_key_value_heads", "4"}, /* shapes no MLA weight; GlmMoeDsaConfig's default 64 does not divide 4 heads */
 };
 
-static void tiny_js(char *js, size_t n, const char *k, const char *v)
+/* the tiny config as model_type mt, key k (NULL: none) set to v */
+static void tiny_mt(char *js, size_t n, const char *mt, const char *k, const char *v)
 {
-    size_t at = (size_t)snprintf(js, n, "{\"model_type\":\"deepseek_v32\"");
+    size_t at = (size_t)snprintf(js, n, "{\"model_type\":\"%s\"", mt);
     bool seen = false;
     for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++) {
         bool mine = k && !strcmp(k, tiny[i][0]);
@@ -121,6 +123,8 @@ static void tiny_js(char *js, size_t n, const char *k, const char *v)
     if (k && !seen) at += (size_t)snprintf(js + at, n - at, ",\"%s\":%s", k, v);
     snprintf(js + at, n - at, "}");
 }
+
+static void tiny_js(char *js, size_t n, const char *k, const char *v) { tiny_mt(js, n, "deepseek_v32", k, v); }
 
 static void test_tiny(void **state)
 {
@@ -215,12 +219,78 @@ static void test_replica(void **state)
     near_measured(LLMCFG "deepseek_v32_widek_small.json", VC_MODE_INFER, 2, 48, VC_PREC_FP32, 2105344);
 }
 
+/* GLM-5, model_type glm_moe_dsa (src/hf/hf.c's row; configuration_glm_moe_dsa.py @ 008e5743, modular_glm_moe_dsa.py
+ * @ 01f8fa55): DeepSeek-V3.2's layer with DeepSeek-V3's apply_rotary_pos_emb_interleave in the attention and the
+ * indexer. tests/data/hf/glm-5.json is NOT the Hub's file (no network here): GlmMoeDsaConfig's defaults, whose
+ * sizes public test fixtures of GLM-5.x configs repeat (hidden 6144, 78 layers, 256 experts of 2048, top-8, 64
+ * heads, q_lora_rank 2048, kv_lora_rank 512, first_k_dense_replace 3, index_topk 2048). By hand: a layer's MLA
+ * q_a 6144 x 2048 = 12,582,912 + q_a_layernorm 2,048 + q_b 2048 x 64 x 256 = 33,554,432 + kv_a 6144 x 576 =
+ * 3,538,944 + kv_a_layernorm 512 + kv_b 512 x 64 x 448 = 14,680,064 + o 16384 x 6144 = 100,663,296 = 165,022,208;
+ * the indexer wq_b 2048 x 32 x 128 = 8,388,608 + wk 6144 x 128 = 786,432 + k_norm 256 + weights_proj 6144 x 32 =
+ * 196,608 = 9,371,904; norms 12,288; a dense layer's MLP 3 x 6144 x 12288 = 226,492,416 (3 of them); a MoE layer's
+ * experts 256 x 3 x 6144 x 2048 = 9,663,676,416 + shared 37,748,736 + router 1,572,864 (75 of them); embeddings and
+ * lm_head 2 x 154880 x 6144 = 1,903,165,440, norm 6,144: 743,911,199,232 ("744B"), of which 78 x 9,371,904 (the
+ * indexers, @torch.no_grad) are not trained. The estimates of glm_moe_dsa_small (deepseek_v32_small's sizes) are
+ * within 2% of what dsa_replica.py's GlmMoeDsaAttention measured. */
+static void test_glm5(void **state)
+{
+    (void)state;
+    vc_model *m = fam_load_file(HF "glm-5.json", 0);
+    assert_int_equal(vc_model_parameters(m), INT64_C(743911199232));
+    assert_int_equal(vc_model_trainable_parameters(m), INT64_C(743911199232) - 78 * INT64_C(9371904));
+    vc_model_free(m);
+    assert_int_equal(count_of("{\"model_type\":\"glm_moe_dsa\"}"), INT64_C(743911199232)); /* the class's defaults */
+    char js[1024];
+    tiny_mt(js, sizeof js, "glm_moe_dsa", NULL, NULL); /* test_tiny's 199,360: the same modules */
+    assert_int_equal(count_of(js), 199360);
+    assert_int_equal(emitted(js, "\"dsa_rope\":\t\"glm_moe_dsa\""), 2); /* GlmMoeDsaAttention's rotations, 2 layers */
+    tiny_js(js, sizeof js, NULL, NULL);
+    assert_int_equal(emitted(js, "\"dsa_rope\""), 0);
+    /* every layer "full" is accepted however it is said; a "shared" layer (no indexer, the previous full layer's
+     * top-k) is refused naming the key that makes one: index_topk_freq 2 with index_skip_topk_offset 2 makes layer
+     * i >= 2 with max(i - 1, 0) odd shared, none of the tiny config's two */
+    static const char *const full[][2] = {{"indexer_types", "[\"full\",\"full\"]"}, {"index_topk_pattern", "\"FF\""},
+                                          {"index_topk_pattern", "[\"full\",\"full\"]"}, {"index_topk_freq", "2"}};
+    for (size_t i = 0; i < sizeof full / sizeof *full; i++) {
+        tiny_mt(js, sizeof js, "glm_moe_dsa", full[i][0], full[i][1]);
+        assert_int_equal(count_of(js), 199360);
+    }
+    static const struct {
+        const char *key, *value, *path;
+    } bad[] = {
+        {"indexer_types", "[\"full\",\"shared\"]", "indexer_types"},
+        {"indexer_types", "\"full\"", "indexer_types"},
+        {"index_topk_pattern", "\"FS\"", "index_topk_pattern"},
+        {"index_topk_freq", "\"2\"", "index_topk_freq"},
+        {"index_skip_topk_offset", "0", "index_topk_freq"}, /* freq 1: every layer full whatever the offset */
+        {"q_lora_rank", "null", "q_lora_rank"},
+        {"index_head_dim", "2", "index_head_dim"},
+    };
+    vc_error err;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tiny_mt(js, sizeof js, "glm_moe_dsa", bad[i].key, bad[i].value);
+        if (!strcmp(bad[i].key, "index_skip_topk_offset")) { /* offset 0 alone keeps freq 1: accepted */
+            assert_int_equal(count_of(js), 199360);
+            continue;
+        }
+        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s %s: path %s (%s)", bad[i].key, bad[i].value, err.path, err.msg);
+    }
+    /* dsa_replica.py GlmMoeDsaAttention (measure_llm.py --experts grouped_mm) on glm_moe_dsa_small: --mode infer batch
+     * 2, seq 64, fp32 2,518,528 bytes; train adamw batch 2, seq 256, fp32 28,423,168 (the reshape copies are not at
+     * these peaks: deepseek_v32_small's figures) */
+    near_measured(LLMCFG "glm_moe_dsa_small.json", VC_MODE_INFER, 2, 64, VC_PREC_FP32, 2518528);
+    near_measured(LLMCFG "glm_moe_dsa_small.json", VC_MODE_TRAIN, 2, 256, VC_PREC_FP32, 28423168);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v32_count),
         cmocka_unit_test(test_tiny),
         cmocka_unit_test(test_replica),
+        cmocka_unit_test(test_glm5),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -951,7 +951,7 @@ static int64_t dsa_cache_bytes(const vc_hf_dsa *d) { return d->hd + d->hd / DSA_
 static vc_status dsa_memory(const vc_hf_dsa *d, double max_len, vc_serve_result *r, vc_error *err)
 {
     if (!(max_len >= 1 && max_len <= (double)VC_MAX_DIM_SIZE))
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "deepseek_v32: the config gives vLLM no max_model_len, "
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa): the config gives vLLM no max_model_len, "
                             "which sizes the indexer's prefill workspace (max_model_len x 40 keys)");
     const int64_t topk = r->max_num_batched_tokens * d->topk * 4; /* int32 */
     const int64_t seq = (int64_t)max_len * DSA_PREFILL_FACTOR;

@@ -745,6 +745,30 @@ const hf_family vc__hf_families[] = {
               [K_FIRST_DENSE] = DEF("first_k_dense_replace", 3), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
               [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 2.5)},
      LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL, .dsa = true},
+    /* GlmMoeDsaConfig (GLM-5; configuration_glm_moe_dsa.py @ 008e5743, the class's defaults GLM-5's: vocab_size 154880,
+     * hidden_size 6144, intermediate_size 12288, moe_intermediate_size 2048, num_hidden_layers 78, num_attention_heads 64,
+     * num_key_value_heads 64 (shapes no MLA weight), n_routed_experts 256 (attribute_map num_local_experts),
+     * n_shared_experts 1, num_experts_per_tok 8, routed_scaling_factor 2.5, n_group / topk_group 1, q_lora_rank 2048,
+     * kv_lora_rank 512, qk_nope_head_dim 192, qk_rope_head_dim 64 (head_dim set to it by __post_init__), v_head_dim 256,
+     * max_position_embeddings 202752, rms_norm_eps 1e-5, first_k_dense_replace 3, index_n_heads 32, index_head_dim 128,
+     * index_topk 2048, untied). GlmMoeDsaAttention (modular_glm_moe_dsa.py @ 01f8fa55) is DeepSeek-V3.2's layer with
+     * DeepSeek-V3's interleaved rotation (no rope_interleave key: always) in the attention and in the indexer
+     * (.dsa_glm); indexer_types "shared" layers (no indexer, the previous full layer's top-k) are refused
+     * (src/hf/hf_deepseek_v32.c). The MTP layer (model.layers.78) is read, not built */
+    {.model_type = "glm_moe_dsa", .config_class = "GlmMoeDsaConfig",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(154880, 6144, 12288, 78, 64), [K_KV_HEADS] = DEF("num_key_value_heads", 64),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 202752),
+              [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_EXPERTS] = DEF_ALT("n_routed_experts", "num_local_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 2048), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),
+              [K_Q_LORA] = OFF_IF_NULL("q_lora_rank", 2048), [K_KV_LORA] = DEF("kv_lora_rank", 512),
+              [K_QK_NOPE] = DEF("qk_nope_head_dim", 192), [K_V_HEAD] = DEF("v_head_dim", 256),
+              [K_N_SHARED] = DEF("n_shared_experts", 1), [K_N_GROUP] = DEF("n_group", 1), [K_TOPK_GROUP] = DEF("topk_group", 1),
+              [K_FIRST_DENSE] = DEF("first_k_dense_replace", 3), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
+              [K_ROPE_INTERLEAVE] = FIXED(1), [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 2.5)},
+     LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .rope_scaling = true, .lora_targets = NULL, .dsa = true,
+     .dsa_glm = true},
     /* Glm4Config (models/glm4/configuration_glm4.py @ 008e5743: every key has a default, GLM-4-9B's:
      * vocab 151552, hidden 4096, intermediate 13696, 40 layers, 32 heads, 2 kv heads, head_dim 128,
      * rms_norm_eps 1.5625e-07, max_position_embeddings 131072, attention_bias true, untied;

@@ -81,12 +81,50 @@ static int v32_list(rd *r, const char *key, const arch *a, const char *want)
     return 0;
 }
 
+/* GlmMoeDsaConfig.__post_init__ (configuration_glm_moe_dsa.py @ 008e5743): indexer_types, else from the kwargs
+ * index_topk_pattern ("F" full, "S" shared, or a list), else index_topk_freq (default 1, at least 1) and
+ * index_skip_topk_offset (default 2): layer i "full" if max(i - offset + 1, 0) % freq == 0. A "shared" layer builds
+ * no indexer and reuses the previous full layer's top-k (GlmMoeDsaAttention, modular_glm_moe_dsa.py @ 01f8fa55):
+ * not modelled, refused naming the key that makes one; every layer full is DeepSeek-V3.2's layout. */
+static int glm_indexers(rd *r, const arch *a)
+{
+    const cJSON *t = v32_raw(r, "indexer_types"), *p = v32_raw(r, "index_topk_pattern");
+    const char *key = t && !cJSON_IsNull(t) ? "indexer_types" : p && !cJSON_IsNull(p) ? "index_topk_pattern" : NULL;
+    if (key) {
+        const cJSON *v = !strcmp(key, "indexer_types") ? t : p;
+        if (cJSON_IsString(v)) { /* a pattern string: one letter a layer */
+            for (const char *c = v->valuestring; *c; c++)
+                if (*c != 'F')
+                    return vc__hf_bad(r, key, "layer %lld: '%c': only \"F\" (full) layers are modelled (a shared layer "
+                                      "reuses the previous full layer's top-k: not modelled)", (long long)(c - v->valuestring),
+                                      *c == 'S' ? 'S' : '?');
+            return 0;
+        }
+        if (!cJSON_IsArray(v)) return vc__hf_bad(r, key, "expected a list of \"full\" / \"shared\" (one per layer)");
+        int64_t i = 0;
+        for (const cJSON *e = v->child; e; e = e->next, i++)
+            if (!cJSON_IsString(e) || strcmp(e->valuestring, "full"))
+                return vc__hf_bad(r, key, "layer %lld: only \"full\" indexer layers are modelled (a \"shared\" one reuses "
+                                  "the previous full layer's top-k: not modelled)", (long long)i);
+        return 0;
+    }
+    int64_t freq, off;
+    if (v32_int(r, "index_topk_freq", 1, 0, &freq) || v32_int(r, "index_skip_topk_offset", 2, -MAX_SIZE, &off)) return -1;
+    if (freq < 1) freq = 1; /* max(kwargs.get("index_topk_freq", 1), 1) */
+    for (int64_t i = 0; i < a->N; i++)
+        if ((i - off + 1 > 0 ? i - off + 1 : 0) % freq)
+            return vc__hf_bad(r, "index_topk_freq", "%lld makes layer %lld a shared indexer layer (the previous full "
+                              "layer's top-k reused): not modelled", (long long)freq, (long long)i);
+    return 0;
+}
+
 int vc__hf_deepseek_v32_read(rd *r, arch *a)
 {
     if (a->q_lora == 0) /* the indexer's wq_b reads q_a_layernorm(q_a_proj(x)): DeepseekV32Attention always builds them */
         return vc__hf_bad(r, "q_lora_rank", "null: DeepseekV32Indexer's wq_b reads q_a_layernorm(q_a_proj(x)), which "
                           "needs q_lora_rank");
-    if (v32_int(r, "index_n_heads", 64, 1, &a->dsa.nh) || v32_int(r, "index_head_dim", 128, 1, &a->dsa.hd) ||
+    /* index_n_heads: DeepseekV32Config's 64, GlmMoeDsaConfig's 32 */
+    if (v32_int(r, "index_n_heads", a->f->dsa_glm ? 32 : 64, 1, &a->dsa.nh) || v32_int(r, "index_head_dim", 128, 1, &a->dsa.hd) ||
         v32_int(r, "index_topk", 2048, 1, &a->dsa.topk))
         return -1;
     if (a->dsa.hd < a->D) /* torch.split(q, [qk_rope_head_dim, index_head_dim - qk_rope_head_dim]) */
@@ -100,6 +138,7 @@ int vc__hf_deepseek_v32_read(rd *r, arch *a)
     if (__builtin_mul_overflow(a->dsa.nh + a->dsa.hd, a->H, &t) || t > (INT64_C(1) << 48))
         return vc__hf_bad(r, "index_head_dim", "wk and weights_proj ((%lld + %lld) x %lld) are more than 2^48 elements",
                           (long long)a->dsa.hd, (long long)a->dsa.nh, (long long)a->H);
+    if (a->f->dsa_glm && glm_indexers(r, a)) return -1;
     return v32_list(r, "mlp_layer_types", a, NULL) || v32_list(r, "layer_types", a, "deepseek_sparse_attention") ? -1 : 0;
 }
 
@@ -144,10 +183,12 @@ static int64_t dsa_key(const cJSON *cfg, const char *key, int64_t def)
 bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d)
 {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "deepseek_v32")) return false;
-    /* DeepseekV32Config's defaults (configuration_deepseek_v32.py @ 008e5743), as the family row reads them */
-    d->layers = dsa_key(cfg, "num_hidden_layers", 61);
-    d->nh = dsa_key(cfg, "index_n_heads", 64);
+    const bool glm = cJSON_IsString(mt) && !strcmp(mt->valuestring, "glm_moe_dsa");
+    if (!glm && (!cJSON_IsString(mt) || strcmp(mt->valuestring, "deepseek_v32"))) return false;
+    /* DeepseekV32Config's defaults (configuration_deepseek_v32.py @ 008e5743) and GlmMoeDsaConfig's
+     * (configuration_glm_moe_dsa.py @ 008e5743), as the family rows read them */
+    d->layers = dsa_key(cfg, "num_hidden_layers", glm ? 78 : 61);
+    d->nh = dsa_key(cfg, "index_n_heads", glm ? 32 : 64);
     d->hd = dsa_key(cfg, "index_head_dim", 128);
     d->topk = dsa_key(cfg, "index_topk", 2048);
     return true;
@@ -164,15 +205,15 @@ vc_status vc__dsa_check(const vc_model *m, const vc_options *o, bool serve, vc_e
     /* generate: DynamicIndexedLayer's key cache (cat per step) is modelled; StaticIndexedLayer (--cache static), the
      * other caches' handling of the indexer keys and beam search's reorder_cache (index_select) are not */
     if (o->mode == VC_MODE_GENERATE && o->cache != VC_CACHE_DYNAMIC)
-        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "deepseek_v32: the indexer's key cache is modelled as "
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa): the indexer's key cache is modelled as "
                             "DynamicIndexedLayer's (" OV("cache", "dynamic") "), not StaticIndexedLayer's or the other caches'");
     if (o->mode == VC_MODE_GENERATE && o->num_beams > 1)
-        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "deepseek_v32: beam search's reorder of the indexer's "
+        return vc_set_error(err, VC_ERR_USAGE, O("num_beams"), "DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa): beam search's reorder of the indexer's "
                             "key cache (DynamicIndexedLayer.reorder_cache) is not modelled");
     if (o->precision == VC_PREC_FP32 || o->precision == VC_PREC_BF16) return VC_OK;
     /* DeepseekV32PreTrainedModel._keep_in_fp32_modules = ["indexer.weights_proj"] (float16 loads keep it float32) and
      * autocast's casts around the indexer's no_grad linears are not modelled (layers/mla.c dsa_mask) */
-    return vc_set_error(err, VC_ERR_USAGE, O("precision"), "deepseek_v32: DeepSeek Sparse Attention's indexer under "
+    return vc_set_error(err, VC_ERR_USAGE, O("precision"), "DeepSeek Sparse Attention (deepseek_v32, glm_moe_dsa): the indexer under "
                         "transformers is modelled in fp32 and bf16 (float16 keeps indexer.weights_proj float32, "
                         "_keep_in_fp32_modules; autocast's casts around it are not modelled)");
 }

@@ -370,6 +370,7 @@ static void mla_attention(wr *w, const arch *a)
         num(w, o, "index_n_heads", (double)a->dsa.nh);
         num(w, o, "index_head_dim", (double)a->dsa.hd);
         num(w, o, "index_topk", (double)a->dsa.topk);
+        if (a->f->dsa_glm) str(w, o, "dsa_rope", "glm_moe_dsa"); /* GlmMoeDsaAttention's rotations (layers/mla.c) */
     }
     if (a->f->ds_v2) flag(w, o, "complex_rope", true); /* DeepseekV2Attention: apply_rotary_emb on freqs_cis */
     else flag(w, o, "rope_interleave", a->rope_interleave);

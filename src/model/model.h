@@ -50,6 +50,7 @@ typedef struct {
     int *bufs;          /* indices into the buffer table */
     int64_t nparams;    /* numel of own (non-tied) parameters */
     int ckpt;           /* checkpoint region, -1 none */
+    int ops;            /* the autograd ops one copy may record in a step: vc_kind.ops plus what its setup added */
     bool frozen;
     const char *name;   /* the layer's `name` (in the arena), NULL none */
 } vc_inst;

@@ -258,6 +258,7 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     in->cfg = cfg;
     in->nin = nin;
     in->ckpt = region;
+    in->ops = (int)s.ops;
     in->frozen = frozen;
     in->np = priv.np;
     in->nb = priv.nb;

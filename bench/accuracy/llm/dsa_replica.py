@@ -21,7 +21,17 @@ src/transformers/models/deepseek_v32/modeling_deepseek_v32.py:
                               .scatter(-1, topk.long(), False).unsqueeze(1), attention_mask & ~index_mask (bool)
   DeepseekV32Model.forward    create_causal_mask(..., allow_is_causal_skip=False): a bool mask always
 The MLA modules, DeepseekV3RMSNorm and the MoE are mla_replica.py's (DeepseekV32MoE / TopkRouter / Experts are
-DeepSeek-V3's). The bool mask's sdpa conversion is packing_replica.bool_to_additive (reference.sdpa_attention_forward).
+DeepSeek-V3's).
+
+GLM-5 (model_type glm_moe_dsa), written from src/transformers/models/glm_moe_dsa/modular_glm_moe_dsa.py @
+01f8fa55d98fbd77fb6461c47ae14fc6206f2f87 and configuration_glm_moe_dsa.py @ 008e574391258935f3ecc3035c882e73bbcac419:
+  GlmMoeDsaIndexer.forward    DeepseekV32Indexer's, the rotary parts through DeepSeek-V3's
+                              apply_rotary_pos_emb_interleave (unsqueeze_dim=2; mla_replica.py: view / transpose /
+                              reshape, then rotate_half) instead of apply_rotary_pos_emb
+  GlmMoeDsaAttention.forward  DeepseekV32Attention's steps with DeepSeek-V3's apply_rotary_pos_emb_interleave on q_rot /
+                              k_rot; an indexer in every "full" layer (indexer_types; the replicated configs have no
+                              "shared" layer); index_n_heads 32 by default
+  GlmMoeDsaModel.forward      create_causal_mask(..., allow_is_causal_skip=False), as DeepSeek-V3.2's The bool mask's sdpa conversion is packing_replica.bool_to_additive (reference.sdpa_attention_forward).
 """
 import torch
 import torch.nn as nn
@@ -46,7 +56,7 @@ class DeepseekV32Indexer(nn.Module):
     def __init__(self, cfg, layer_idx, linear):
         super().__init__()
         self.layer_idx = layer_idx
-        self.n_heads = cfg.d.get("index_n_heads", 64)
+        self.n_heads = cfg.d.get("index_n_heads", 32 if cfg.model_type == "glm_moe_dsa" else 64)
         self.head_dim = cfg.d.get("index_head_dim", 128)
         self.qk_rope_head_dim = cfg.d["qk_rope_head_dim"]
         self.index_topk = cfg.d.get("index_topk", 2048)
@@ -55,6 +65,7 @@ class DeepseekV32Indexer(nn.Module):
         self.k_norm = vctorch._LayerNorm2x(self.head_dim, eps=1e-6)
         self.weights_proj = linear(cfg.hidden_size, self.n_heads, bias=False)
         self.softmax_scale = self.head_dim ** -0.5
+        self.rotate = mla_replica.apply_rotary_pos_emb
 
     @torch.no_grad()
     def forward(self, hidden_states, q_resid, position_embeddings, attention_mask, past_key_values=None):
@@ -65,7 +76,7 @@ class DeepseekV32Indexer(nn.Module):
         q_rot, q_pass = torch.split(q, [self.qk_rope_head_dim, self.head_dim - self.qk_rope_head_dim], dim=-1)
         k = self.k_norm(self.wk(hidden_states)).unsqueeze(2)
         k_rot, k_pass = torch.split(k, [self.qk_rope_head_dim, self.head_dim - self.qk_rope_head_dim], dim=-1)
-        q_rot, k_rot = mla_replica.apply_rotary_pos_emb(q_rot, k_rot, cos, sin, unsqueeze_dim=2)
+        q_rot, k_rot = self.rotate(q_rot, k_rot, cos, sin, unsqueeze_dim=2)
         q = torch.cat([q_rot, q_pass], dim=-1)
         k = torch.cat([k_rot, k_pass], dim=-1).squeeze(2)
         if past_key_values is not None:
@@ -93,6 +104,7 @@ class DeepseekV32Attention(mla_replica.DeepseekV3Attention):
     def __init__(self, cfg, layer_idx, attn_impl, linear, sdpa):
         super().__init__(cfg, layer_idx, attn_impl, linear, sdpa)
         self.indexer = DeepseekV32Indexer(cfg, layer_idx, linear)
+        self.rotate = apply_rotary_pos_emb_interleave
 
     def expand_kv(self, kv_nope, k_rot):
         batch_size, _, seq_length, _ = kv_nope.shape
@@ -116,7 +128,7 @@ class DeepseekV32Attention(mla_replica.DeepseekV3Attention):
         k_pass = self.kv_a_layernorm(kv_pass).view(batch_size, 1, seq_length, self.kv_lora_rank)
         k_rot = k_rot.view(batch_size, 1, seq_length, self.qk_rope_head_dim)
         cos, sin = position_embeddings
-        q_rot, k_rot = apply_rotary_pos_emb_interleave(q_rot, k_rot, cos, sin)
+        q_rot, k_rot = self.rotate(q_rot, k_rot, cos, sin)
         query_states = torch.cat((q_pass, q_rot), dim=-1)
         key_states, value_states = self.expand_kv(k_pass, k_rot)
         if past_key_value is not None:
@@ -130,6 +142,16 @@ class DeepseekV32Attention(mla_replica.DeepseekV3Attention):
                                    0.0 if not self.training else self.attention_dropout, self.scaling)
         attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
         return self.o_proj(attn_output)
+
+
+class GlmMoeDsaAttention(DeepseekV32Attention):
+    """GlmMoeDsaAttention (a "full" layer) and its GlmMoeDsaIndexer: DeepSeek-V3's apply_rotary_pos_emb_interleave in
+    both (the steps are DeepseekV32Attention's otherwise)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl, linear, sdpa):
+        super().__init__(cfg, layer_idx, attn_impl, linear, sdpa)
+        self.rotate = mla_replica.apply_rotary_pos_emb_interleave
+        self.indexer.rotate = mla_replica.apply_rotary_pos_emb_interleave
 
 
 def update_indexer(cache, indexer_key_states, layer_idx):

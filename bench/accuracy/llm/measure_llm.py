@@ -321,7 +321,7 @@ def main(argv):
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
-                                                         "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32") + near_llama_replica.FAMILIES and not (
+                                                         "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") + near_llama_replica.FAMILIES and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
@@ -461,7 +461,7 @@ def main(argv):
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
     if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe", "deepseek_v2", "qwen3_vl_moe",
-                          "qwen3_moe", "deepseek_v32"):
+                          "qwen3_moe", "deepseek_v32", "glm_moe_dsa"):
         result["experts_implementation"] = args.experts
 
     image_tokens = 0
@@ -545,7 +545,7 @@ def main(argv):
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
     if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
-                                                           "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32") +
+                                                           "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") +
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
@@ -1237,11 +1237,11 @@ def main(argv):
         elif t5:  # the decoder's self-attention keys and values per generated token (the cross-attention's: the prompt's)
             kv_per_token = raw.get("num_decoder_layers") or raw.get("num_layers", 6)
             kv_per_token *= 2 * raw.get("num_heads", 8) * raw.get("d_kv", 64) * (2 if args.precision == "bf16" else 4)
-        elif cfg.model_type in ("deepseek_v3", "deepseek_v2", "deepseek_v32"):  # MLA: DynamicCache keeps key_states
+        elif cfg.model_type in ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa"):  # MLA: DynamicCache keeps key_states
             # (qk_head_dim) and value_states; deepseek_v32 also the indexer's keys (index_head_dim, dsa_replica.py)
             kv_per_token = cfg.num_hidden_layers * (cfg.num_attention_heads * (
                 cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) + (
-                cfg.d.get("index_head_dim", 128) if cfg.model_type == "deepseek_v32" else 0)) * (2 if args.precision == "bf16" else 4)
+                cfg.d.get("index_head_dim", 128) if cfg.model_type in ("deepseek_v32", "glm_moe_dsa") else 0)) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "falcon":  # DynamicCache keeps what FalconAttention gives it (falcon_replica.py)
             import falcon_replica
             H, nh, kv, new, _ = falcon_replica.falcon_shape(cfg.d)

@@ -506,7 +506,7 @@ class DecoderLayer(nn.Module):
         Norm = Gemma2RMSNorm if t in ("gemma", "gemma2") else LlamaRMSNorm  # G1: GemmaRMSNorm, the same ops
         if t == "phimoe":  # PhimoeDecoderLayer (modeling_phimoe.py @ 0233e509): "Phimoe uses nn.LayerNorm"
             Norm = vctorch._LayerNorm2x
-        if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2", "deepseek_v32"):
+        if t not in ("deepseek_v3", "deepseek_v2", "minimax_m2", "deepseek_v32", "glm_moe_dsa"):
             self.self_attn = Attention(cfg, layer_idx, attn_impl)
         self.residual_multiplier = cfg.d.get("residual_multiplier", 1.0) if t in ("granitemoe", "granitemoeshared") else None
         self.shared_mlp = None
@@ -547,16 +547,17 @@ class DecoderLayer(nn.Module):
                 raise ValueError("minimax_m2 is replicated with transformers 5's experts: --experts grouped_mm")
             self.self_attn = minimax_replica.MiniMaxM2Attention(cfg, layer_idx, attn_impl)
             self.mlp = minimax_replica.MiniMaxM2SparseMoeBlock(cfg, act_fn(cfg.hidden_act))
-        elif t in ("deepseek_v3", "deepseek_v32"):
+        elif t in ("deepseek_v3", "deepseek_v32", "glm_moe_dsa"):
             # DeepseekV3DecoderLayer: MLA, DeepseekV3MLP below first_k_dense_replace, the MoE from
             # it on (mla_replica.py); transformers 5's experts only. DeepseekV32DecoderLayer: the same with
             # DeepseekV32Attention (dsa_replica.py: MLA with DeepSeek Sparse Attention's indexer)
             import mla_replica
             if cfg.d.get("_experts_implementation") != "grouped_mm":
                 raise ValueError("deepseek_v3 is replicated with transformers 5's experts: --experts grouped_mm")
-            if t == "deepseek_v32":
+            if t in ("deepseek_v32", "glm_moe_dsa"):  # GlmMoeDsaAttention: dsa_replica.py
                 import dsa_replica
-                self.self_attn = dsa_replica.DeepseekV32Attention(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
+                cls = dsa_replica.GlmMoeDsaAttention if t == "glm_moe_dsa" else dsa_replica.DeepseekV32Attention
+                self.self_attn = cls(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
             else:
                 self.self_attn = mla_replica.DeepseekV3Attention(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
             if layer_idx < cfg.d.get("first_k_dense_replace", 3):
@@ -797,7 +798,7 @@ class CausalLM(nn.Module):
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
                      "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss", "ernie4_5",
                      "ernie4_5_moe", "cohere", "cohere2", "arcee", "hunyuan_v1_dense", "hunyuan_v1_moe",
-                     "nemotron", "apertus", "deepseek_v32"):
+                     "nemotron", "apertus", "deepseek_v32", "glm_moe_dsa"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -850,7 +851,7 @@ class CausalLM(nn.Module):
         if t == "phimoe":  # PhimoeModel.norm = nn.LayerNorm(hidden_size, eps=rms_norm_eps)
             self.norm = vctorch._LayerNorm2x(H, eps=cfg.rms_norm_eps)
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
-        if t in ("deepseek_v3", "deepseek_v2", "deepseek_v32"):  # DeepseekV3Config / DeepseekV2Config: head_dim = qk_rope_head_dim
+        if t in ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa"):  # DeepseekV3Config / DeepseekV2Config: head_dim = qk_rope_head_dim
             head_dim = cfg.d["qk_rope_head_dim"]
         if t in ("qwen3_5", "qwen3_5_moe"):
             # Qwen3_5ForConditionalGeneration: model.visual (its weights, frozen; no image is run) beside
@@ -946,7 +947,7 @@ class CausalLM(nn.Module):
             if "sliding_attention" in lts:
                 sliding_mask = sliding_replica.create_sliding_window_causal_mask(
                     inputs_embeds, attention_mask, past_key_values, cfg.sliding_window, lts)
-        if cfg.model_type == "deepseek_v32":  # DeepseekV32Model.forward: allow_is_causal_skip=False (dsa_replica.py)
+        if cfg.model_type in ("deepseek_v32", "glm_moe_dsa"):  # DeepseekV32Model.forward: allow_is_causal_skip=False (dsa_replica.py)
             import dsa_replica
             causal_mask = dsa_replica.create_causal_mask(inputs_embeds, past_seen)
         if cfg.model_type in ("granitemoe", "granitemoeshared"):  # GraniteMoeModel.forward: inputs_embeds * embedding_multiplier

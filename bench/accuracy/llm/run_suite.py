@@ -2143,6 +2143,17 @@ def cases():
                       ("mixtral_small", 2, 64, "sgd", "fp32", True, 0), ("mixtral_small", 2, 64, "adamw", "fp32", False, 8),
                       ("mixtral_small", 2, 96, "sgd", "bf16", True, 0), ("mixtral_small", 1, 128, "sgd", "bf16", False, 0)],
                 liger=True, experts="grouped_mm")
+    # issue 31: GLM-5 (glm_moe_dsa) under transformers (dsa_replica.py GlmMoeDsaAttention, modular_glm_moe_dsa.py @
+    # 01f8fa55): deepseek_v32_small's sizes, every indexer layer "full", DeepSeek-V3's apply_rotary_pos_emb_interleave
+    # (the view / transpose / reshape copy) in the attention and in the indexer. Train fp32 / bf16 (seq 256: the
+    # indexer at the peak), infer, generate. Every third held out.
+    mode_cases(out, [("train", "glm_moe_dsa_small", 2, 64, "adamw", "fp32", False, 0),
+                     ("train", "glm_moe_dsa_small", 2, 64, "adamw", "bf16", False, 0),
+                     ("infer", "glm_moe_dsa_small", 2, 64, None, "fp32", False, 0),
+                     ("infer", "glm_moe_dsa_small", 1, 96, None, "bf16", False, 0),
+                     ("generate", "glm_moe_dsa_small", 1, 64, 16, "fp32", False, 0),
+                     ("generate", "glm_moe_dsa_small", 2, 32, 24, "bf16", False, 0),
+                     ("train", "glm_moe_dsa_small", 2, 256, "adamw", "fp32", False, 0)], experts="grouped_mm")
     return out
 
 
