@@ -127,8 +127,8 @@ const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
     if (m->stage.on || o->pp > 1) return "grpo under pipeline stages is not modelled (TRL generates on the whole model)";
     if (p == VC_PARALLEL_NONE || p == VC_PARALLEL_DDP) return NULL;
     if (p != VC_PARALLEL_ZERO2 && p != VC_PARALLEL_ZERO3 && p != VC_PARALLEL_FSDP && p != VC_PARALLEL_FSDP2)
-        return "grpo is modelled on one GPU and under ddp, zero2, zero3 and (with " O("use_vllm") ") fsdp and fsdp2 "
-               "(TRL's generation and weight sync under the others are not)";
+        return "grpo is modelled on one GPU and under ddp, zero2, zero3, fsdp and fsdp2 (TRL's generation and weight "
+               "sync under the others are not)";
     if (o->offload != VC_OFFLOAD_NONE)
         return "grpo with " O("offload") " is not modelled (the gathers of generate() and sync_weights from "
                "CPU-held partitions are not)";
@@ -136,17 +136,12 @@ const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
         if (m->par[q].fmt != VC_WEIGHTS_DENSE)
             return "grpo over quantized weights under a sharded layout is not modelled (the gathers of generate() "
                    "and sync_weights are of dense 16- and 32-bit parameters here)";
-    if (p == VC_PARALLEL_FSDP && !vllm)
-        return "grpo under fsdp is modelled with " O("use_vllm") " only: transformers' generate() runs FSDP1's per-unit "
-               "all-gathers inside every decoding step (TRL's summon_full_params(recurse=False) holds the root's), which "
-               "the one-GPU generate plan does not place";
-    if (p == VC_PARALLEL_FSDP2 && !vllm)
-        return "grpo under fsdp2 is modelled with " O("use_vllm") " only: transformers' generate() runs fully_shard's "
-               "per-group all-gathers inside every decoding step (TRL's summon_full_params is a no-op under FSDP2), "
-               "which the one-GPU generate plan does not place";
     if ((p == VC_PARALLEL_FSDP || p == VC_PARALLEL_FSDP2) && peft)
-        return "grpo with adapters under fsdp or fsdp2 is not modelled: TRL's sync_weights merges them into the sharded "
-               "parameters (gather_params is a no-op under FSDP; its own comment: \"does this work with FSDP?\")";
+        return vllm ? "grpo with adapters under fsdp or fsdp2 is not modelled: TRL's sync_weights merges them into the "
+                      "sharded parameters (gather_params is a no-op under FSDP; its own comment: \"does this work with "
+                      "FSDP?\")"
+                    : "grpo with adapters under fsdp or fsdp2 is modelled with a full fine-tune only (the units' gathers "
+                      "of frozen weights and adapters around generate() are not)";
     if (p == VC_PARALLEL_FSDP && (o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE || o->fsdp_use_orig_params))
         return "grpo under fsdp is modelled without MixedPrecision or use_orig_params (summon_full_params' unsharded "
                "flat parameters under them are not)";
@@ -546,7 +541,9 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
     g.accumulate = 1;
-    if (sharded(o) || o->parallel == VC_PARALLEL_DDP) { /* generate() on the unwrapped model, whole (above) */
+    /* fsdp, fsdp2: generate() under the layout's own hooks, each model call a forward (fsdp_gen) */
+    const bool fsdp_gen = o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP2;
+    if ((sharded(o) || o->parallel == VC_PARALLEL_DDP) && !fsdp_gen) { /* generate() on the unwrapped model, whole (above) */
         g.parallel = VC_PARALLEL_NONE;
         g.gpus = 1;
         g.ds_overlap_comm = VC_DS_OVERLAP_AUTO;
@@ -561,6 +558,8 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     if (s) return s;
     const int64_t gathered = z3 ? vc__zero3_gather_bytes(m, o, true) : 0;
     if (gathered < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    /* fsdp, fsdp2: the unsharded parameters alive at the generation's peak, in the plan (its weights less the shards) */
+    const int64_t unsharded = fsdp_gen ? sg.at_peak[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT] : 0;
     /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy; a
      * layout's own weights with zero3's gathered copies, less the whole model the plan loads), gradients kept by
      * --zero-grad zero or a layout, the previous step's buffered batch */
@@ -585,7 +584,7 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     r->grpo.train_peak = r->memory.peak_allocated;
     r->grpo.train_reserved = r->memory.reserved;
     r->grpo.resident_grads = gg;
-    r->grpo.gathered = gathered;
+    r->grpo.gathered = fsdp_gen ? unsharded : gathered;
     if (grs > r->memory.reserved) r->memory.reserved = grs;
     if (gpk > r->memory.peak_allocated) { /* the generation sets the step's peak */
         vc_peak *pk = &r->peak;
