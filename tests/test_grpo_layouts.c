@@ -258,6 +258,72 @@ static void test_vllm_fsdp2(void **state)
     assert_int_equal(jget(CFG VLLM " --parallel fsdp2 --gpus 1", "\"layout\"", "\"gathered\": "), EMBED * 2);
 }
 
+/* fsdp and fsdp2 without vLLM: generate() under the layout's own hooks, every model call a forward.
+ *  - FSDP1 (trl @f2cd5771 grpo_trainer.py _generate_single_turn, the same lines in v1.9.0 @35def3ee l.1850-1862:
+ *    unwrap_model_for_generation, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False);
+ *    trl/distributed.py DistributedBackend.summon_full_params: FSDP.summon_full_params at fsdp_version 1): the root's
+ *    flat parameter (embed_tokens + the final norm, 49,250,688 x 8 elements, 788,011,008 B) unsharded through the whole
+ *    generate() (pytorch @0ac83aeb _unshard_param_utils.py _unshard_fsdp_state_params: _unshard, resharded on exit);
+ *    each decoder unit's own FSDP forward all-gathers its padded flat parameter (100,669,440 x 2 = 201,338,880 B) and
+ *    frees it in its post-forward (pytorch @00ae0bc9 _runtime_utils.py _post_forward_reshard: not root and
+ *    FULL_SHARD), one unit at a time (forward_prefetch False): 989,349,888 B gathered inside a unit.
+ *  - FSDP2 (summon_full_params a no-op): every model call runs the root's pre-forward and each group's pre_forward /
+ *    post_forward, under no_grad as with it (pytorch @010ae4a8 _fsdp_param_group.py pre_forward: unshard,
+ *    wait_for_unshard; post_forward: reshard, the root's kept by _lazy_init's post_forward_mesh_info = None; @01c9f4fc
+ *    _fsdp_state.py _post_forward frees the last all_gather_state). Inside a unit: the root group's unsharded
+ *    parameters (788,004,864 + 6,144 B), the unit's (201,338,880 B: each parameter's all_gather_outputs, shard x 8) and
+ *    its all_gather_output kept in comm_ctx.all_gather_state until the next group's wait_for_unshard (201,338,880 B):
+ *    1,190,688,768 B.
+ * The rest of the generation (its activations, KV cache, sampling tensors, the buffered batch) is the one-GPU plan's:
+ * one GPU's generate_peak less its weights (6,425,500,160 B) and optimizer state (12,850,999,296 B), 724,930,048 B;
+ * beside it the rank's shards and their Adam states (test_vllm_layouts, test_vllm_fsdp2). */
+static void test_fsdp_generate(void **state)
+{
+    (void)state;
+    const long long one = jget(CFG, "\"grpo\"", "\"generate_peak\": "), rest = one - (NPAR * 2 + 512) - 2 * NPAR * 2;
+    assert_int_equal(rest, 724930048LL);
+    const long long unit = (LAYER + 2 * 3072) * 2, root1 = (EMBED + 3072) / 8 * 8 * 2, root2 = EMBED * 2 + 3072 * 2;
+    assert_int_equal(unit, 201338880LL);
+    const long long s1 = 28 * ((LAYER + 2 * 3072) / 8 * 2) + blocks((EMBED + 3072) / 8 * 2);
+    const long long s2 = 28 * (2 * 2359296LL + 2 * 786432LL + 3 * 6291456LL + 2 * 1024LL) + 98500608LL + 1024;
+    const char *f1 = CFG " --parallel fsdp --gpus 8", *f2 = CFG " --parallel fsdp2 --gpus 8";
+    assert_int_equal(jget(f1, "\"memory\"", "\"weights\": "), s1 + 512);
+    assert_int_equal(jget(f1, "\"memory\"", "\"optimizer_states\": "), 2 * s1);
+    assert_int_equal(jget(f1, "\"layout\"", "\"gathered\": "), root1 + unit);
+    assert_int_equal(root1 + unit, 989349888LL);
+    assert_int_equal(jget(f1, "\"grpo\"", "\"generate_peak\": "), rest + s1 + 512 + 2 * s1 + root1 + unit);
+    assert_int_equal(rest + s1 + 512 + 2 * s1 + root1 + unit, 4123843584LL);
+    assert_int_equal(jget(f2, "\"memory\"", "\"weights\": "), s2 + 512);
+    assert_int_equal(jget(f2, "\"memory\"", "\"optimizer_states\": "), 2 * s2);
+    assert_int_equal(jget(f2, "\"layout\"", "\"gathered\": "), root2 + 2 * unit);
+    assert_int_equal(root2 + 2 * unit, 1190688768LL);
+    assert_int_equal(jget(f2, "\"grpo\"", "\"generate_peak\": "), rest + s2 + 512 + 2 * s2 + root2 + 2 * unit);
+    assert_int_equal(rest + s2 + 512 + 2 * s2 + root2 + 2 * unit, 4325225472LL);
+    /* the KV cache is the generation's own; the step (the layout's plan) sets the peak */
+    assert_int_equal(jget(f1, "\"grpo\"", "\"kv_cache\": "), 703725568LL);
+    assert_int_equal(jget(f2, "\"grpo\"", "\"kv_cache\": "), 703725568LL);
+    assert_int_equal(jget(f2, "\"memory\"", "\"peak_allocated\": "), jget(f2, "\"grpo\"", "\"train_peak\": "));
+    /* fsdp2 --fsdp-reshard-after-forward false: every group stays unsharded after its forward (the decoding step
+     * gathers nothing): the whole model, 3,212,749,824 x 2 B; true: the root reshards after each call too, so the
+     * decoding step's root pre-forward gathers it again and its all-gather output is kept until unit 1's
+     * wait_for_unshard, which comes after unit 1's all-gather output is made: 2 x 788,011,008 + 201,338,880 B */
+    assert_int_equal(jget(CFG " --parallel fsdp2 --gpus 8 --fsdp-reshard-after-forward false", "\"layout\"",
+                          "\"gathered\": "),
+                     NPAR * 2);
+    assert_int_equal(jget(CFG " --parallel fsdp2 --gpus 8 --fsdp-reshard-after-forward true", "\"layout\"",
+                          "\"gathered\": "),
+                     2 * root2 + unit);
+    /* one rank: FSDP1's NO_SHARD unshards nothing; FSDP2 at world 1 copies each parameter into its all_gather_outputs
+     * (wait_for_unshard's world_size == 1 branch: all_gather_input copied, no all-gather output kept) */
+    assert_int_equal(jget(CFG " --parallel fsdp --gpus 1", "\"layout\"", "\"gathered\": "), 0);
+    assert_int_equal(jget(CFG " --parallel fsdp2 --gpus 1", "\"layout\"", "\"gathered\": "), root2 + unit);
+    /* --grad-ckpt: unwrap_model_for_generation turns checkpointing off around generate() (test_grad_ckpt) */
+    assert_int_equal(jget(CFG " --parallel fsdp --gpus 8 --grad-ckpt", "\"grpo\"", "\"generate_peak\": "), 4123843584LL);
+    /* the table names them */
+    assert_non_null(strstr(cli_output(f1), "gathered weights    943.5 MiB           989349888  (summoned root, a unit)"));
+    assert_non_null(strstr(cli_output(f2), "gathered weights      1.1 GiB          1190688768  (all-gathers at peak)"));
+}
+
 /* What is refused, one line each, naming --parallel (or --trace): */
 static void test_refused(void **state)
 {
@@ -265,11 +331,17 @@ static void test_refused(void **state)
     static const struct {
         const char *args, *msg;
     } bad[] = {
-        {" --parallel fsdp --gpus 8", "--parallel: grpo under fsdp is modelled with --use-vllm only"},
         {VLLM LORA " --parallel fsdp --gpus 8", "--parallel: grpo with adapters under fsdp or fsdp2 is not modelled"},
         {VLLM LORA " --parallel fsdp2 --gpus 8", "--parallel: grpo with adapters under fsdp or fsdp2 is not modelled"},
-        {" --parallel fsdp2 --gpus 8", "--parallel: grpo under fsdp2 is modelled with --use-vllm only: transformers' "
-                                       "generate() runs fully_shard's per-group all-gathers"},
+        {LORA " --parallel fsdp --gpus 8", "--parallel: grpo with adapters under fsdp or fsdp2 is modelled with a full "
+                                           "fine-tune only"},
+        {LORA " --parallel fsdp2 --gpus 8", "--parallel: grpo with adapters under fsdp or fsdp2 is modelled with a full "
+                                            "fine-tune only"},
+        {" --parallel fsdp --gpus 8 --beta 0.04", "--parallel: grpo with --beta under zero3, fsdp or fsdp2 is not "
+                                                 "modelled for a full fine-tune"},
+        {" --parallel fsdp --gpus 8 --fsdp-use-orig-params", "--parallel: grpo under fsdp is modelled without "
+                                                             "MixedPrecision or use_orig_params"},
+        {" --parallel fsdp2 --gpus 8 --offload params", "--parallel: grpo with --offload is not modelled"},
         {VLLM " --parallel fsdp2 --gpus 8 --beta 0.04", "--parallel: grpo with --beta under zero3, fsdp or fsdp2 is not "
                                                        "modelled for a full fine-tune"},
         {VLLM " --parallel fsdp2 --gpus 8 --trace", "--trace with --use-vllm under --parallel fsdp2 is not written"},
@@ -280,9 +352,9 @@ static void test_refused(void **state)
         {" --parallel zero3 --gpus 8 --offload optimizer", "--parallel: grpo with --offload is not modelled"},
         {" --parallel zero3 --gpus 8 --qlora", "--parallel: grpo over quantized weights under a sharded layout is not "
                                                "modelled"},
-        {" --parallel shard-grad-op --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3 and "
-                                               "(with --use-vllm) fsdp and fsdp2 (TRL's generation and weight sync under "
-                                               "the others are not)"},
+        {" --parallel shard-grad-op --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3, "
+                                               "fsdp and fsdp2 (TRL's generation and weight sync under the others are "
+                                               "not)"},
         {" --parallel zero1 --gpus 8", "--parallel: grpo is modelled on one GPU and under ddp, zero2, zero3"},
         {VLLM " --parallel zero3 --gpus 8 --trace", "--trace with --use-vllm under --parallel zero3 is not written"},
     };
@@ -319,7 +391,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),   cmocka_unit_test(test_zero3),        cmocka_unit_test(test_zero2),
         cmocka_unit_test(test_ddp),     cmocka_unit_test(test_vllm_layouts), cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_grad_ckpt), cmocka_unit_test(test_vllm_fsdp2),
+        cmocka_unit_test(test_grad_ckpt), cmocka_unit_test(test_vllm_fsdp2), cmocka_unit_test(test_fsdp_generate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -635,8 +635,11 @@ void report_table(FILE *f, const vc_report *rep)
             row(f, t, "  generation peak", r->grpo.generate_peak, note);
             /* with --grad-ckpt too: TRL turns checkpointing off around generate() (src/engine/grpo.c) */
             row(f, t, "  KV cache", r->grpo.kv_cache, "(its last decoding step)");
-            if (r->grpo.gathered) /* zero3: GatheredParameters around generate() (src/engine/grpo.c) */
-                row(f, t, "    gathered weights", r->grpo.gathered, "(GatheredParameters)");
+            if (r->grpo.gathered) /* zero3: GatheredParameters around generate(); fsdp, fsdp2: the unsharded
+                                   * parameters at the generation's peak (src/engine/grpo.c) */
+                row(f, t, "    gathered weights", r->grpo.gathered, o->parallel == VC_PARALLEL_FSDP ? "(summoned root, a unit)"
+                                                                  : o->parallel == VC_PARALLEL_FSDP2 ? "(all-gathers at peak)"
+                                                                  : "(GatheredParameters)");
         }
         row(f, t, "  training peak", r->grpo.train_peak, o->grpo_beta != 0.0 ? "(reference, policy, step)" : "(policy, step)");
         if (o->grpo_vllm) { /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */

@@ -804,6 +804,13 @@ int32_t vc__alloc(vc_build *b, vc_numel n, vc_dtype dt, int cat, int32_t inst)
 void vc__free(vc_build *b, int32_t s, int32_t inst) { s_unref(b, s, inst); }
 void vc__ref(vc_build *b, int32_t s) { s_ref(b, s); }
 
+/* The phase a layout's hooks see: generate()'s passes are forward calls of the model (its forward hooks run in
+ * each, under no_grad as with it: --loss grpo's generation under fsdp and fsdp2, src/engine/grpo.c). */
+static vc_phase hook_phase(const vc_build *b)
+{
+    return b->phase == VC_PHASE_PREFILL || b->phase == VC_PHASE_DECODE ? VC_PHASE_FORWARD : (vc_phase)b->phase;
+}
+
 /* The layout's module hooks as the running instance changes to `inst`
  * (-1: outside every layer, as at the loss and after the last layer). */
 static void module_boundary(vc_build *b, int32_t inst)
@@ -812,8 +819,8 @@ static void module_boundary(vc_build *b, int32_t inst)
     int32_t prev = b->hook_inst;
     b->hook_inst = inst;
     b->cur_op = -1;
-    if (prev >= 0) b->layout->module(b, prev, (vc_phase)b->phase, false);
-    if (inst >= 0) b->layout->module(b, inst, (vc_phase)b->phase, true);
+    if (prev >= 0) b->layout->module(b, prev, hook_phase(b), false);
+    if (inst >= 0) b->layout->module(b, inst, hook_phase(b), true);
 }
 
 static void mark_fwd_end(vc_build *b)
@@ -834,7 +841,22 @@ static void mark_fwd_end(vc_build *b)
 void vc__model_hook(vc_build *b, bool begin)
 {
     b->cur_op = -1;
-    if (b->layout->module) b->layout->module(b, -1, (vc_phase)b->phase, begin);
+    if (b->layout->module) b->layout->module(b, -1, hook_phase(b), begin);
+}
+
+/* generate() under a layout: each model call (vc_gen's passes) is a root forward, its root pre-forward hook as it
+ * begins and its post-forward as it returns (before _sample's own ops between the calls), at op k. */
+static bool gen_passes(const vc_build *b) { return b->gen.on && b->gen.npass > 0 && b->layout->module; }
+
+static void gen_pass_hooks(vc_build *b, int32_t k)
+{
+    for (int p = 0; p < b->gen.npass; p++)
+        if (b->gen.pass_to[p] == k) {
+            module_boundary(b, -1);
+            vc__model_hook(b, false);
+        }
+    for (int p = 0; p < b->gen.npass; p++)
+        if (b->gen.pass_from[p] == k) vc__model_hook(b, true);
 }
 
 static void forward(vc_build *b)
@@ -846,7 +868,8 @@ static void forward(vc_build *b)
         fwd_op(b, k, true);
         release_list(b, b->rel_off, b->rel, k);
     }
-    vc__model_hook(b, true);
+    const bool passes = gen_passes(b);
+    if (!passes) vc__model_hook(b, true);
     for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) { /* a pipeline stage's received inputs (pipeline.c) */
         tens_t *t = &b->t[b->val_t[i]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
@@ -862,13 +885,15 @@ static void forward(vc_build *b)
             mark_fwd_end(b);
             b->phase = VC_PHASE_DECODE;
         }
+        if (passes) gen_pass_hooks(b, k);
         module_boundary(b, b->op[k].inst);
         if (r >= 0 && b->reg[r].first == k && b->train) hold_region_inputs(b, r);
         fwd_op(b, k, r < 0);
         release_list(b, b->rel_off, b->rel, k);
     }
+    if (passes) gen_pass_hooks(b, (int32_t)b->nop);
     module_boundary(b, -1);
-    vc__model_hook(b, false);
+    if (!passes) vc__model_hook(b, false);
     for (int i = 0; kvd_on(b) && i < b->nkvd; i++) b->kvd_fwd[i] = b->t[b->kvd_t[i]].stor; /* the dict's entries */
 }
 

@@ -503,6 +503,12 @@ static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
 static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t head)
 {
     const vc_model *m = b->m, *one = b->gen.twin[1];
+    const int np = b->gen.npass;
+    if (np == VC_GEN_PASSES) { /* internal: the passes a decoder-only generate() emits are fewer */
+        if (!b->st) b->st = VC_ERR_MODEL;
+        return;
+    }
+    b->gen.pass_from[np] = (int32_t)b->nop;
     b->gen.cur = 0;
     b->gen.cur_ssm = 0;
     b->gen.mask = -1;
@@ -523,6 +529,8 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     b->m = one;
     if (!b->gen.capture) vc__emit_instances(b, head, m->ninst); /* a CUDA graph's capture: the hidden states out */
     vc__end_forward(b);
+    b->gen.pass_to[np] = (int32_t)b->nop;
+    b->gen.npass = np + 1;
     if (b->gen.mask >= 0) vc__extend_life(b, b->gen.mask);
     if (b->gen.image_tokens) { /* Qwen3VLModel.forward's image locals (vc_keep_forward) die when it returns */
         for (size_t i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);

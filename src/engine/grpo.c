@@ -63,8 +63,9 @@
  * --use-vllm under --parallel ddp: every process its own engine (or its rank of one, --vllm-tensor-parallel-size:
  * request.c vllm_beside), the policy in DistributedDataParallel (the plan's ddp layout), the no-grad passes on the
  * unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
- * --parallel ddp, zero2, zero3 (and fsdp, fsdp2 with --use-vllm): the step is the layout's plan; the generation, sync
- * and vLLM phases read the layout's resident state (vc__grpo_layout_why, vc__grpo_phases; tests/test_grpo_layouts.c).
+ * --parallel ddp, zero2, zero3, fsdp, fsdp2: the step is the layout's plan; the generation, sync and vLLM phases read
+ * the layout's resident state (vc__grpo_layout_why, vc__grpo_phases; tests/test_grpo_layouts.c); under fsdp and fsdp2
+ * the generation is the generate plan under the layout's own hooks.
  * Refused (src/api/request.c and below): autocast, the other parallel layouts, vLLM over DoRA,
  * IA3 or LN tuning adapters or quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
@@ -109,17 +110,28 @@ static bool peft_on(const vc_model *m)
  *    generate(), every parameter gathered at once; sync_weights gathers one parameter at a time (a full fine-tune) or
  *    all at once around merge_adapter (PEFT). The reference copy is partitioned by its own DeepSpeed engine
  *    (prepare_deepspeed at stage 3): not modelled (a DPO reference under a layout is not either, loss.c);
- *  - fsdp (FSDP1): with --use-vllm only, the sync's _sync_fsdp1_params_to_vllm summoning each unit whole in turn;
- *    transformers' generate() under FSDP1 runs the units' own all-gathers inside every decoding step (TRL's
- *    summon_full_params(recurse=False) holds only the root's), which the one-GPU generate plan does not place
- *    (--mode generate is modelled without --parallel: no layout hooks around its decoding steps);
- *  - fsdp2 (accelerate's fsdp_version 2, fully_shard): with --use-vllm only, _sync_fsdp2_params_to_vllm taking
+ *  - fsdp (FSDP1): the sync's _sync_fsdp1_params_to_vllm summoning each unit whole in turn (--use-vllm). Without vLLM
+ *    _generate_single_turn enters unwrap_model_for_generation, torch.no_grad() and
+ *    self._dist.summon_full_params(self.model_wrapped, recurse=False) around generate() (grpo_trainer.py @f2cd5771,
+ *    the same lines in v1.9.0 @35def3ee000a87f6839e66f4b7749b06274ed1b3, the newest release, l.1850-1862;
+ *    trl/distributed.py DistributedBackend.summon_full_params: FSDP.summon_full_params at fsdp_version 1): only the
+ *    root's flat parameter is unsharded for the whole generate() (pytorch @0ac83aeb35494c139d2634d868b81b5cff666ec9
+ *    torch/distributed/fsdp/_unshard_param_utils.py _unshard_params with recurse=False: the module's own state;
+ *    _unshard_fsdp_state_params: _unshard, then _reshard on exit); each decoder unit keeps its own FSDP forward, which
+ *    all-gathers its flat parameter in the pre-forward and frees it in the post-forward (pytorch @00ae0bc9
+ *    _runtime_utils.py _pre_forward_unshard, _post_forward_reshard: not the root and FULL_SHARD), in every model call:
+ *    the generate plan under the layout's hooks (vc__grpo_phases; the root's gathered by the first call's root
+ *    pre-forward hook, kept as FULL_SHARD keeps the root's, where the summon gathers it as generate() begins);
+ *  - fsdp2 (accelerate's fsdp_version 2, fully_shard): --use-vllm's _sync_fsdp2_params_to_vllm taking
  *    module.state_dict()'s sharded DTensors one at a time, param.full_tensor() each (vc__fsdp2_param_max_bytes);
  *    MixedPrecisionPolicy, reshard_after_forward and HSDP leave that as it is (the state dict's parameters are the
  *    orig_dtype shards). Without vLLM, generate() runs on the fully_shard'd model itself (TRL's
- *    DistributedBackend.summon_full_params, trl/distributed.py, is a no-op for FSDP v2): every decoding step's forward
- *    goes through each group's pre-forward unshard and post-forward reshard (the root's kept), which the one-GPU
- *    generate plan does not place either. */
+ *    DistributedBackend.summon_full_params is a no-op for FSDP v2; fully_shard subclasses the module in place, so the
+ *    unwrapped model keeps its hooks): every model call is a root forward through each group's pre_forward (unshard,
+ *    wait_for_unshard) and post_forward (reshard; the root's kept by default), under no_grad as with it (pytorch
+ *    @010ae4a89516fa3be548ab16dff711414ec12d0b _fsdp_param_group.py pre_forward / post_forward / wait_for_unshard:
+ *    the all_gather_state kept to the next group's wait_for_unshard; @01c9f4fc _fsdp_state.py _post_forward: the last
+ *    one freed as the root's forward returns): the generate plan under the layout's hooks, as for fsdp. */
 const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
 {
     const bool vllm = o->grpo_vllm != 0, peft = peft_on(m) || m->lora.modules_to_save[0];
@@ -127,8 +139,8 @@ const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
     if (m->stage.on || o->pp > 1) return "grpo under pipeline stages is not modelled (TRL generates on the whole model)";
     if (p == VC_PARALLEL_NONE || p == VC_PARALLEL_DDP) return NULL;
     if (p != VC_PARALLEL_ZERO2 && p != VC_PARALLEL_ZERO3 && p != VC_PARALLEL_FSDP && p != VC_PARALLEL_FSDP2)
-        return "grpo is modelled on one GPU and under ddp, zero2, zero3 and (with " O("use_vllm") ") fsdp and fsdp2 "
-               "(TRL's generation and weight sync under the others are not)";
+        return "grpo is modelled on one GPU and under ddp, zero2, zero3, fsdp and fsdp2 (TRL's generation and weight "
+               "sync under the others are not)";
     if (o->offload != VC_OFFLOAD_NONE)
         return "grpo with " O("offload") " is not modelled (the gathers of generate() and sync_weights from "
                "CPU-held partitions are not)";
@@ -136,17 +148,12 @@ const char *vc__grpo_layout_why(const vc_model *m, const vc_options *o)
         if (m->par[q].fmt != VC_WEIGHTS_DENSE)
             return "grpo over quantized weights under a sharded layout is not modelled (the gathers of generate() "
                    "and sync_weights are of dense 16- and 32-bit parameters here)";
-    if (p == VC_PARALLEL_FSDP && !vllm)
-        return "grpo under fsdp is modelled with " O("use_vllm") " only: transformers' generate() runs FSDP1's per-unit "
-               "all-gathers inside every decoding step (TRL's summon_full_params(recurse=False) holds the root's), which "
-               "the one-GPU generate plan does not place";
-    if (p == VC_PARALLEL_FSDP2 && !vllm)
-        return "grpo under fsdp2 is modelled with " O("use_vllm") " only: transformers' generate() runs fully_shard's "
-               "per-group all-gathers inside every decoding step (TRL's summon_full_params is a no-op under FSDP2), "
-               "which the one-GPU generate plan does not place";
     if ((p == VC_PARALLEL_FSDP || p == VC_PARALLEL_FSDP2) && peft)
-        return "grpo with adapters under fsdp or fsdp2 is not modelled: TRL's sync_weights merges them into the sharded "
-               "parameters (gather_params is a no-op under FSDP; its own comment: \"does this work with FSDP?\")";
+        return vllm ? "grpo with adapters under fsdp or fsdp2 is not modelled: TRL's sync_weights merges them into the "
+                      "sharded parameters (gather_params is a no-op under FSDP; its own comment: \"does this work with "
+                      "FSDP?\")"
+                    : "grpo with adapters under fsdp or fsdp2 is modelled with a full fine-tune only (the units' gathers "
+                      "of frozen weights and adapters around generate() are not)";
     if (p == VC_PARALLEL_FSDP && (o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE || o->fsdp_use_orig_params))
         return "grpo under fsdp is modelled without MixedPrecision or use_orig_params (summon_full_params' unsharded "
                "flat parameters under them are not)";
@@ -497,7 +504,9 @@ static int64_t between_grads(const vc_model *m, const vc_options *o, const vc_si
  * model (trl/models/utils.py _unwrap_model_for_generation @f2cd5771): under ddp (DistributedDataParallel taken off)
  * and zero2 every rank holds the whole 16-bit model; under zero3 deepspeed.zero.GatheredParameters(model.parameters()) gathers every non-persistent parameter
  * whole beside its partition (vc__zero3_gather_bytes: r->grpo.gathered), then remove_hooks: the layout's weights, those
- * gathered copies and the generation's cache and activations. --use-vllm: the phases are request.c's (vllm_beside),
+ * gathered copies and the generation's cache and activations; under fsdp and fsdp2 the generate plan is built under the
+ * layout (its shards, its hooks' gathers in every model call: r->grpo.gathered, those alive at the generation's peak).
+ * --use-vllm: the phases are request.c's (vllm_beside),
  * over r->grpo.resident and sync_weights' transient r->grpo.sync_temp (trl/generation/vllm_generation.py
  * sync_weights): over LoRA merge_adapter's deltas (merge_temp), under zero3 inside
  * gather_params(list(model.parameters())) (every non-persistent parameter whole at once); a full fine-tune under
@@ -546,7 +555,9 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
     g.accumulate = 1;
-    if (sharded(o) || o->parallel == VC_PARALLEL_DDP) { /* generate() on the unwrapped model, whole (above) */
+    /* fsdp, fsdp2: generate() under the layout's own hooks, each model call a forward (fsdp_gen) */
+    const bool fsdp_gen = o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP2;
+    if ((sharded(o) || o->parallel == VC_PARALLEL_DDP) && !fsdp_gen) { /* generate() on the unwrapped model, whole (above) */
         g.parallel = VC_PARALLEL_NONE;
         g.gpus = 1;
         g.ds_overlap_comm = VC_DS_OVERLAP_AUTO;
@@ -561,6 +572,8 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     if (s) return s;
     const int64_t gathered = z3 ? vc__zero3_gather_bytes(m, o, true) : 0;
     if (gathered < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    /* fsdp, fsdp2: the unsharded parameters alive at the generation's peak, in the plan (its weights less the shards) */
+    const int64_t unsharded = fsdp_gen ? sg.at_peak[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT] : 0;
     /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy; a
      * layout's own weights with zero3's gathered copies, less the whole model the plan loads), gradients kept by
      * --zero-grad zero or a layout, the previous step's buffered batch */
@@ -585,7 +598,7 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     r->grpo.train_peak = r->memory.peak_allocated;
     r->grpo.train_reserved = r->memory.reserved;
     r->grpo.resident_grads = gg;
-    r->grpo.gathered = gathered;
+    r->grpo.gathered = fsdp_gen ? unsharded : gathered;
     if (grs > r->memory.reserved) r->memory.reserved = grs;
     if (gpk > r->memory.peak_allocated) { /* the generation sets the step's peak */
         vc_peak *pk = &r->peak;

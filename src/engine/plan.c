@@ -186,6 +186,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     }
     if (profile) b->gen = *profile;
     b->gen.split_op = b->gen.split2_op = b->gen.mask = -1;
+    b->gen.npass = 0;
     b->gen.ret[0] = b->gen.ret[1] = -1;
     b->fwd_local = b->fwd_local2 = -1;
     b->nfwd_keep = 0;

@@ -294,6 +294,12 @@ typedef struct {
      * prompt - 1 tokens and the loop's first step over the last one (generate.c "The prefill"); 0: the first pass
      * over the whole prompt */
     int shift;
+    /* the model's forward calls (forward_pass: the prefill's, each decoding step's): their first op and the op after
+     * their last, so that a parallel layout's root hooks run around each (autograd.c forward: --loss grpo's generation
+     * under fsdp and fsdp2, src/engine/grpo.c); npass of VC_GEN_PASSES recorded */
+#define VC_GEN_PASSES 8
+    int32_t pass_from[VC_GEN_PASSES], pass_to[VC_GEN_PASSES];
+    int npass;
 } vc_gen;
 
 /* --compile (compile.c): the partition and inductor's fusion, decided per op
