@@ -1281,6 +1281,19 @@ const hf_family vc__hf_families[] = {
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = FIXED(0)},
      .block = BLK_SIGLIP_VISION, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .head = HEAD_CLS, .head_class = "SiglipVisionModel", .prefix = "vision_model", .lora_targets = NULL},
+    /* MllamaTextConfig (configuration_mllama.py @ 032b32ab: every key has a default, Llama-3.2-11B-Vision's; the
+     * attention dropout is `dropout`; head_dim hidden_size // num_attention_heads) read from MllamaConfig.text_config,
+     * and MllamaForConditionalGeneration (modeling_mllama.py @ befb7955; src/hf/hf_mllama.c): without an image
+     * MllamaTextModel.forward skips the MllamaCrossAttentionDecoderLayers (cross_attention_layers), so the layers
+     * written are the MllamaSelfAttentionDecoderLayers (LlamaDecoderLayer's modules, MllamaRotaryEmbedding's
+     * rope_scaling) on an embedding of vocab_size + 8 rows; the cross-attention layers, MllamaVisionModel and the
+     * multi_modal_projector loaded frozen, not run. PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no
+     * mllama: --lora-targets. */
+    {.model_type = "mllama", .config_class = "MllamaTextConfig (MllamaConfig.text_config)",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(128256, 4096, 14336, 40, 32), [K_KV_HEADS] = DEF("num_key_value_heads", 8),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+              [K_P_ATTN] = DEF("dropout", 0)},
+     LLAMA_BLOCK, .nested = "text_config", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1703,6 +1716,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
             return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld: %s's sequence is the image's %lld patches and the "
                                 "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq, r.fam,
                                 (long long)a.vit.patches, (long long)(a.vit.patches + 1));
+    } else if (!strcmp(a.f->model_type, "mllama")) { /* MllamaConfig's tower and cross-attention layers (hf_mllama.c) */
+        if (vc__hf_mllama_read(&rv, &a, o, split, vllm)) return err->code;
     } else if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
         return err->code;
     }
@@ -1851,7 +1866,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.l4v.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || a.ml.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
                     : a.f->vision ? ""
                                 : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
