@@ -2143,6 +2143,15 @@ def cases():
                       ("mixtral_small", 2, 64, "sgd", "fp32", True, 0), ("mixtral_small", 2, 64, "adamw", "fp32", False, 8),
                       ("mixtral_small", 2, 96, "sgd", "bf16", True, 0), ("mixtral_small", 1, 128, "sgd", "bf16", False, 0)],
                 liger=True, experts="grouped_mm")
+    # issue 31 (VLMs): MllamaForConditionalGeneration without an image (mllama_replica.py, modeling_mllama.py @ befb7955:
+    # MllamaTextModel.forward skips the cross-attention layers; the tower, projector and cross-attention layers loaded,
+    # never run): mllama_small's 4 self-attention layers and 1 cross-attention layer, embed_tokens of vocab_size + 8.
+    # Train fp32 / bf16 / checkpointed / LoRA r=8 on q_proj,v_proj (PEFT's mapping, peft @ 00073fe8, has no mllama; PEFT
+    # also wraps the tower's and the cross-attention layer's q_proj / v_proj), SGD at batch 4, generate. Every third held out.
+    mode_cases(out, [("train", 2, 64, "adamw", "fp32", False, 0), ("train", 2, 64, "adamw", "bf16", False, 0),
+                     ("train", 2, 64, "adamw", "fp32", True, 0), ("train", 2, 64, "adamw", "bf16", False, 8),
+                     ("train", 4, 48, "sgd", "fp32", False, 0), ("generate", 1, 32, 8, "fp32", False, 0)],
+               config="mllama_small", lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     return out
 
 
