@@ -162,6 +162,7 @@ static void test_refusals(void **state)
         {"--serve --gpu h100-80gb", "--serve: vLLM no longer serves MllamaForConditionalGeneration"},
         {"--tp 2 --gpus 2", "--tp: mllama: tensor parallelism is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
+        {"--liger", "--liger: mllama: apply_liger_kernel_to_mllama's patch set is not modelled"},
     };
     fam_refuse_options(ML11, o, sizeof o / sizeof *o);
 }
