@@ -1330,6 +1330,19 @@ const hf_family vc__hf_families[] = {
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = FIXED(0)},
      .block = BLK_SIGLIP_VISION, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .head = HEAD_CLS, .head_class = "SiglipVisionModel", .prefix = "vision_model", .lora_targets = NULL},
+    /* MllamaTextConfig (configuration_mllama.py @ 032b32ab: every key has a default, Llama-3.2-11B-Vision's; the
+     * attention dropout is `dropout`; head_dim hidden_size // num_attention_heads) read from MllamaConfig.text_config,
+     * and MllamaForConditionalGeneration (modeling_mllama.py @ befb7955; src/hf/hf_mllama.c): without an image
+     * MllamaTextModel.forward skips the MllamaCrossAttentionDecoderLayers (cross_attention_layers), so the layers
+     * written are the MllamaSelfAttentionDecoderLayers (LlamaDecoderLayer's modules, MllamaRotaryEmbedding's
+     * rope_scaling) on an embedding of vocab_size + 8 rows; the cross-attention layers, MllamaVisionModel and the
+     * multi_modal_projector loaded frozen, not run. PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no
+     * mllama: --lora-targets. */
+    {.model_type = "mllama", .config_class = "MllamaTextConfig (MllamaConfig.text_config)",
+     .keys = {LLAMA_KEYS, LLAMA_SIZES(128256, 4096, 14336, 40, 32), [K_KV_HEADS] = DEF("num_key_value_heads", 8),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+              [K_P_ATTN] = DEF("dropout", 0)},
+     LLAMA_BLOCK, .nested = "text_config", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1464,7 +1477,10 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
     static const char *const patched[] = {"gemma3", "gemma4_text", "gemma4", "glm4", "gpt_oss", "llama4_text", "llama4",
                                           "granite", "nemotron", "olmo2", "olmo3", "pixtral", "qwen2_vl", "qwen2_5_vl",
                                           "qwen3_next", "qwen3_vl", "qwen3_vl_moe", "smollm3", "phi3", "falcon_h1",
-                                          "exaone4", NULL};
+                                          "exaone4",
+                                          /* mllama: MODEL_TYPE_TO_APPLY_LIGER_FN["mllama"] = apply_liger_kernel_to_mllama in
+                                           * the monkey_patch.py texts read through the code search (no pinned commit) */
+                                          "mllama", NULL};
     int g = 0; /* 1 swiglu, 2 geglu */
     for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
     for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;
@@ -1752,6 +1768,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
             return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld: %s's sequence is the image's %lld patches and the "
                                 "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq, r.fam,
                                 (long long)a.vit.patches, (long long)(a.vit.patches + 1));
+    } else if (!strcmp(a.f->model_type, "mllama")) { /* MllamaConfig's tower and cross-attention layers (hf_mllama.c) */
+        if (vc__hf_mllama_read(&rv, &a, o, split, vllm)) return err->code;
     } else if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
         return err->code;
     }
@@ -1900,7 +1918,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.l4v.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || a.ml.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
                     : a.f->vision ? ""
                                 : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)

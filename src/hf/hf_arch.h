@@ -443,13 +443,24 @@ typedef struct {
         bool out_bias, rms_norm;
         double lm_head, key, attn_in, attn_out, ssm_in, ssm_out, mlp_gate, mlp_down;
     } fh;
+    /* mllama (hf_mllama.c): text_config's cross_attention_layers (ncross of nall layers; N is then the
+     * MllamaSelfAttentionDecoderLayers alone, the layers a text-only forward runs), embed_tokens' 8 rows past
+     * vocab_size (vextra), and vision_config's MllamaVisionModel with the multi_modal_projector, loaded, not run:
+     * hidden_size, intermediate_size, num_hidden_layers, num_global_layers, attention_heads, num_channels,
+     * patch_size, image_size, max_num_tiles, len(supported_aspect_ratios), vision_output_dim */
+    struct {
+        bool on;
+        int64_t nall, ncross, vextra;
+        const cJSON *cross;
+        int64_t H, I, N, G, NH, cin, P, img, tiles, ratios, vout;
+    } ml;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -578,6 +589,23 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
 /* hf_pixtral.c: PixtralVisionModel's and Mistral3MultiModalProjector's layers appended to arr: with images the
  * run (returns the image embeddings' layer), else their weights as frozen VisionWeights layers (NULL). */
 const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
+/* hf_mllama.c: MllamaConfig's keys the row does not read (text_config.cross_attention_layers, vision_config's
+ * MllamaVisionConfig) read into a->ml and checked (errors name text_config.KEY or vision_config.KEY); a->N becomes
+ * the self-attention layers'; --image / --images, --tp and --serve refused naming the option. -1 with r->err. */
+int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split, bool serve);
+/* hf_mllama.c: whether language_model.model.layers.i is a MllamaCrossAttentionDecoderLayer (cross_attention_layers). */
+bool vc__hf_mllama_cross(const arch *a, int64_t i);
+/* hf_mllama.c: MllamaVisionModel's, the multi_modal_projector's and the MllamaCrossAttentionDecoderLayers' weights
+ * appended to arr as frozen VisionWeights layers (a text-only forward never runs them), when a->ml.on. */
+void vc__hf_mllama_write(rd *r, cJSON *arr, const arch *a);
+/* hf_pixtral.c: a frozen VisionWeights layer (layers/vision.c) named name: the weight [d0, d1] or [d0] (d1 0), its
+ * bias [d0] when bias, "linear": false for a 2-D weight that is not an nn.Linear's. */
+void vc__hf_frozen_weights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t d1, bool bias, bool linear);
+/* hf_pixtral.c: vision_config's (v, NULL when absent) key: an integer in [min, 2^40], def when absent or null; an
+ * activation ACT2FN has among gelu, gelu_pytorch_tanh, silu, relu (A_*; gelu when absent). -1 with r->err naming
+ * vision_config.KEY. */
+int vc__hf_vision_int(rd *r, const cJSON *v, const char *key, int64_t def, int64_t min, int64_t *out);
+int vc__hf_vision_act(rd *r, const cJSON *v, const char *key, int *out);
 /* hf_granite4.c: GraniteMoeHybridConfig's keys the row does not read (layer_types, the mamba_* keys,
  * position_embedding_type, attention_multiplier, num_local_experts and num_experts_per_tok,
  * shared_intermediate_size), read into a->gh after the row's keys; -1 with r->err naming the key. */

@@ -140,7 +140,7 @@ static cJSON *decoder_norm(wr *w, const arch *a, const char *name, const char *i
 static void embedding(wr *w, const arch *a, const char *name)
 {
     cJSON *o = add_layer(w, "Embedding", name);
-    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "num_embeddings", (double)(a->V + a->ml.vextra)); /* mllama: vocab_size + 8 rows (hf_mllama.c) */
     num(w, o, "embedding_dim", (double)a->H);
     if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
 }
@@ -1463,9 +1463,10 @@ static void build_layers(wr *w, const arch *a)
     }
     const char *img = vc__hf_vision_write(w->r, w->arr, a);
     if (a->f->moe == MOE_LLAMA4) vc__hf_llama4_vision_write(w->r, w->arr, a); /* llama4's tower, not run (hf_llama4.c) */
+    vc__hf_mllama_write(w->r, w->arr, a); /* mllama's tower and cross-attention layers, not run (hf_mllama.c) */
     if (!images) {
         embedding(w, a, "model.embed_tokens");
-        if (a->f->vision || a->l4v.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
+        if (a->f->vision || a->l4v.on || a->ml.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
     }
     const char *first = "model.embed_tokens";
     if (img && a->vis.decode) {

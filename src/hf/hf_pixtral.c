@@ -369,6 +369,18 @@ static void pweights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t d1
     if (d1 && !linear) vc__hf_flag(r, o, "linear", false);
 }
 
+int vc__hf_vision_int(rd *r, const cJSON *v, const char *key, int64_t def, int64_t min, int64_t *out)
+{
+    return pint(r, v, key, true, def, min, out);
+}
+
+int vc__hf_vision_act(rd *r, const cJSON *v, const char *key, int *out) { return pact(r, v, key, true, out); }
+
+void vc__hf_frozen_weights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t d1, bool bias, bool linear)
+{
+    pweights(r, arr, name, d0, d1, bias, linear);
+}
+
 /* ---- with images: the tower and projector run (frozen), layer by layer */
 
 static cJSON *play(rd *r, cJSON *arr, const char *type, const char *name)

@@ -251,6 +251,9 @@ def main(argv):
     if raw.get("model_type") == "mistral3":  # Mistral3Config: text_config's keys, the tower's beside them (mistral3_replica.py)
         import mistral3_replica
         raw = mistral3_replica.flatten(raw)
+    if raw.get("model_type") == "mllama":  # MllamaConfig: text_config's keys with their defaults, the tower's beside (mllama_replica.py)
+        import mllama_replica
+        raw = mllama_replica.flatten(raw)
     if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
         import gemma4_replica
         raw = gemma4_replica.resolve(raw)
@@ -374,6 +377,9 @@ def main(argv):
     elif cfg.model_type == "mistral3":  # Mistral3 on text: Mistral's LM, the Pixtral tower frozen (mistral3_replica.py)
         import mistral3_replica
         model = mistral3_replica.build(cfg, args.attn)
+    elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
+        import mllama_replica
+        model = mllama_replica.build(cfg, args.attn)
     elif cfg.model_type in ("qwen2_5_vl", "qwen2_vl"):  # the Qwen2.5-VL / Qwen2-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)

@@ -2154,6 +2154,15 @@ def cases():
                      ("generate", "glm_moe_dsa_small", 1, 64, 16, "fp32", False, 0),
                      ("generate", "glm_moe_dsa_small", 2, 32, 24, "bf16", False, 0),
                      ("train", "glm_moe_dsa_small", 2, 256, "adamw", "fp32", False, 0)], experts="grouped_mm")
+    # issue 31 (VLMs): MllamaForConditionalGeneration without an image (mllama_replica.py, modeling_mllama.py @ befb7955:
+    # MllamaTextModel.forward skips the cross-attention layers; the tower, projector and cross-attention layers loaded,
+    # never run): mllama_small's 4 self-attention layers and 1 cross-attention layer, embed_tokens of vocab_size + 8.
+    # Train fp32 / bf16 / checkpointed / LoRA r=8 on q_proj,v_proj (PEFT's mapping, peft @ 00073fe8, has no mllama; PEFT
+    # also wraps the tower's and the cross-attention layer's q_proj / v_proj), SGD at batch 4, generate. Every third held out.
+    mode_cases(out, [("train", 2, 64, "adamw", "fp32", False, 0), ("train", 2, 64, "adamw", "bf16", False, 0),
+                     ("train", 2, 64, "adamw", "fp32", True, 0), ("train", 2, 64, "adamw", "bf16", False, 8),
+                     ("train", 4, 48, "sgd", "fp32", False, 0), ("generate", 1, 32, 8, "fp32", False, 0)],
+               config="mllama_small", lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     return out
 
 
