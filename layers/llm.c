@@ -389,7 +389,10 @@ static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", "glm4", 
 /* tensor_model_parallel_all_gather(x.contiguous()) over g ranks along the last dim, as src/engine/serve_nccl.c reads
  * DeviceCommunicatorBase.all_gather (base_device_communicator.py @ 00a18bc3): x.contiguous() a copy (in vLLM q and
  * k are split() views of qkv_proj's output), the empty [g x rows, cols] filled by all_gather_into_tensor, and the
- * copy movedim(0, -1)'s reshape makes, [rows, g x cols]; the buffer and the argument die as it returns */
+ * copy movedim(0, -1)'s reshape makes, [rows, g x cols]; the buffer and the argument die as it returns. The path
+ * there: communication_op.py @ 00ff72f2 tensor_model_parallel_all_gather -> parallel_state.py @ 0c175ae9
+ * GroupCoordinator.all_gather -> torch.ops.vllm.all_gather on CUDA -> _all_gather_out_place -> the device
+ * communicator's all_gather (tests/test_fam_olmo2.c test_serve_tp_gather: the sizes by hand) */
 static vc_t qk_all_gather(vc_build *b, vc_t x, int64_t per_sample, int64_t g)
 {
     const vc_dtype dt = vc_dt_of(b, x);

@@ -9,12 +9,29 @@
  * configuration_hunyuan_v1_moe.py @ 6e4054ae (src/hf/hf_hunyuan.c's header cites them); vLLM's
  * vllm/model_executor/models/hunyuan_v1.py @ e87ba1e1 for --serve.
  *
- * tests/data/hf/hunyuan-7b-instruct.json and hunyuan-a13b-instruct.json: written here without network from the model
- * cards of tencent/Hunyuan-7B-Instruct and tencent/Hunyuan-A13B-Instruct as remembered (hidden 4096, 32 layers, 32
- * heads / 8 kv heads of 128, the dynamic-NTK rope_scaling with alpha 1000; 7B: intermediate 14336, vocabulary
- * 128256, untied; A13B: 64 experts of 3072, top-8, one shared MLP, vocabulary 128167, tied), not copied from the
- * checkpoints' config.json. The parameter counts below are derived from the modeling source by hand; the A13B's agree
- * with the card's "80B total, 13B active" (the 7B's 8.03B is the count over that config; the card's name says 7B).
+ * tests/data/hf/hunyuan-{0.5b,1.8b,4b,7b}-instruct.json and hunyuan-a13b-instruct.json: the Hub's config.json files
+ * could not be read (no network); each value below comes from a third-party copy found through the code search,
+ * cross-checked against the published checkpoint sizes (ModelScope's Tencent-Hunyuan listing, sizes in GiB of bf16
+ * safetensors) and, for the 0.5B, a third-party parameter census:
+ *  - 7B: a printed config.json of tencent/Hy-MT2-7B (a fine-tune of the same layout: HunYuanDenseV1ForCausalLM, hidden
+ *    4096, 32 layers, 32 / 8 heads of 128, intermediate 14336, vocab_size and org_vocab_size 128167, tied, max
+ *    position 262144), the same values in HunyuanImage-2.1's reprompt config (a 7B fine-tune, ai-dynamo aiconfigurator)
+ *    and in NVIDIA's Hunyuan test fixture (vocab 128167); the earlier hand-written 128256 untied was wrong. ModelScope
+ *    lists Hunyuan-7B-Instruct at 14.0 GiB: 7,504,568,320 x 2 B = 13.98 GiB (untied 128256 would be 14.96).
+ *  - 0.5B: hidden 1024, 24 layers, 16 / 8 heads of 128, intermediate 3584, vocab 120818, tied (HunyuanOCR's text_config,
+ *    whose LLM is the 0.5B; a census quoting 539.0M for Hunyuan-0.5B-Instruct; ModelScope 1.0 GiB).
+ *  - 1.8B: hidden 2048, 32 layers, 16 / 4 heads of 128, intermediate 6144, vocab 120818, tied (copies of
+ *    tencent/Hy-MT2-1.8B's config.json, a fine-tune of the 1.8B; ModelScope lists Hunyuan-1.8B-Instruct at 3.3 GiB:
+ *    1,791,080,448 x 2 B = 3.34 GiB).
+ *  - 4B: hidden 3072, 36 layers, 32 / 8 heads of 128, intermediate 8192, vocab 120818, tied (a third-party HF fixture
+ *    HUNYUAN_4B_HF; ModelScope 7.9 GiB: 4,221,757,440 x 2 B = 7.86 GiB, where 32 layers would give 7.07).
+ *  Unverified: the 0.5B / 1.8B / 4B keys other than these (rope_scaling, max_position_embeddings, the token ids are
+ *  left out or copied from the 7B), the 7B's own max_position_embeddings (262144 from Hy-MT2-7B, the card's 256K).
+ *  - A13B: hidden 4096, 32 layers, 64 experts of 3072, top-8, one shared MLP, vocabulary 128167, tied, as the earlier
+ *    fixture had them from the card: confirmed by third-party copies of its config.json (a test fixture with
+ *    moe_intermediate_size / moe_topk / num_shared_expert lists of 32) and ModelScope's 149.8 GiB for
+ *    Hunyuan-A13B-Pretrain (80,393,183,232 x 2 B = 149.74 GiB).
+ * The parameter counts below are derived from the modeling source by hand and equal the engine's.
  *
  * The measured peaks are bench/accuracy/llm/measured.json's hunyuan_small / hunyuan_moe_small cases
  * (hunyuan_replica.py, written from the same modeling files, measured with the accuracy harness's allocator counter
@@ -51,10 +68,17 @@
 #define MOE0 MOEB ",\"num_experts\":8"
 #define MOE MOE0 ",\"moe_topk\":2"
 
-/* HunYuanDenseV1ForCausalLM / HunYuanMoEV1ForCausalLM named_parameters() (modeling files @ 0233e509), by hand.
- *  - Hunyuan-7B-Instruct (untied): embed_tokens and lm_head 2 x 128256 x 4096 = 1,050,673,152; a layer: q/o 2 x 4096
- *    x 4096, k/v 2 x 4096 x 1024 (41,943,040), query_layernorm / key_layernorm 2 x 128, mlp 3 x 4096 x 14336
- *    176,160,768, two norms 8,192: 218,112,256, x 32 = 6,979,592,192; norm 4,096. Total 8,030,269,440.
+/* HunYuanDenseV1ForCausalLM / HunYuanMoEV1ForCausalLM named_parameters() (modeling files @ 0233e509), by hand. A dense
+ * layer of hidden h, H query / K kv heads of 128, intermediate I: q/o 2 x h x 128H, k/v 2 x h x 128K, query_layernorm /
+ * key_layernorm 2 x 128, mlp 3 x h x I, two norms 2h; tied: embed_tokens once; the final norm h.
+ *  - Hunyuan-7B-Instruct: a layer 33,554,432 + 8,388,608 + 256 + 176,160,768 + 8,192 = 218,112,256, x 32 =
+ *    6,979,592,192; embed_tokens 128167 x 4096 = 524,972,032; norm 4,096. Total 7,504,568,320 (ModelScope 14.0 GiB).
+ *  - Hunyuan-0.5B-Instruct: a layer 4,194,304 + 2,097,152 + 256 + 11,010,048 + 2,048 = 17,303,808, x 24 =
+ *    415,291,392; embed_tokens 120818 x 1024 = 123,717,632; norm 1,024. Total 539,010,048 (the census' 539.0M).
+ *  - Hunyuan-1.8B-Instruct: a layer 8,388,608 + 2,097,152 + 256 + 37,748,736 + 4,096 = 48,238,848, x 32 =
+ *    1,543,643,136; embed_tokens 120818 x 2048 = 247,435,264; norm 2,048. Total 1,791,080,448.
+ *  - Hunyuan-4B-Instruct: a layer 25,165,824 + 6,291,456 + 256 + 75,497,472 + 6,144 = 106,961,152, x 36 =
+ *    3,850,601,472; embed_tokens 120818 x 3072 = 371,152,896; norm 3,072. Total 4,221,757,440.
  *  - Hunyuan-A13B-Instruct (tied): embed_tokens 128167 x 4096 = 524,972,032; a layer: attention 41,943,040 + 256,
  *    norms 8,192, gate.wg 64 x 4096 262,144, experts 64 x 3 x 4096 x 3072 2,415,919,104, shared_mlp 3 x 4096 x 3072
  *    37,748,736: 2,495,881,472, x 32 = 79,868,207,104; norm 4,096. Total 80,393,183,232 (the card's 80B); active
@@ -66,7 +90,10 @@ static void test_counts(void **state)
         const char *file;
         int64_t n;
     } cp[] = {
-        {"hunyuan-7b-instruct.json", INT64_C(8030269440)},
+        {"hunyuan-0.5b-instruct.json", INT64_C(539010048)},
+        {"hunyuan-1.8b-instruct.json", INT64_C(1791080448)},
+        {"hunyuan-4b-instruct.json", INT64_C(4221757440)},
+        {"hunyuan-7b-instruct.json", INT64_C(7504568320)},
         {"hunyuan-a13b-instruct.json", INT64_C(80393183232)},
     };
     char a[256];

@@ -404,6 +404,10 @@ static void test_refused(void **state)
 {
     (void)state;
     assert_usage(HF "lfm2-1.2b.json --tp 2", "tensor parallelism of the short convolution layers is modelled only as vLLM");
+    /* the refusal says why (issue 31): no upstream trainer splits a short convolution */
+    assert_usage(HF "lfm2-1.2b.json --tp 2", "lfm2: tensor parallelism of the short convolution layers is modelled only "
+                 "as vLLM splits it, under --serve (no trainer splits them: transformers' Lfm2Config declares no "
+                 "base_model_tp_plan, Megatron and torchtitan have no short convolution)");
     assert_usage(HF "lfm2-1.2b.json -m generate --cache static", "Lfm2HybridConvCache");
     assert_usage(HF "lfm2-1.2b.json --lora 8", "--lora-targets"); /* PEFT's mapping has no lfm2 */
 }

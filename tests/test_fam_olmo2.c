@@ -201,6 +201,61 @@ static void test_serve_tp(void **state)
     remove(path);
 }
 
+/* The all-gathers of vLLM's _apply_qk_norm by hand, against the rank's model under --serve --tp 2 (the layer kind's
+ * "qk_norm_gather", layers/llm.c qk_all_gather). Sources read at pinned commits:
+ *  - olmo2.py @ 028aedf6 Olmo2Attention: q, k, v = qkv.split(...) (views of qkv_proj's [T, q + 2 kv] output, not
+ *    contiguous for T > 1), then tensor_model_parallel_all_gather(q.contiguous()) and the same for k;
+ *  - communication_op.py @ 00ff72f2 tensor_model_parallel_all_gather(input_, dim=-1) -> get_tp_group().all_gather;
+ *  - parallel_state.py @ 0c175ae9 GroupCoordinator.all_gather: on CUDA (use_custom_op_call) torch.ops.vllm.all_gather,
+ *    whose op is _all_gather_out_place -> device_communicator.all_gather (all_gather_fake: the same [.., g x c]);
+ *  - base_device_communicator.py @ 00a18bc3 DeviceCommunicatorBase.all_gather (CudaCommunicator @ 089eca13 has
+ *    none of its own, src/engine/serve_nccl.c): dim -1 -> 1; output_tensor = torch.empty((g x T, c));
+ *    all_gather_into_tensor; reshape((g, T, c)) a view; movedim(0, 1) a view [T, g, c] of strides (c, T x c, 1);
+ *    reshape((T, g x c)) a copy (the merged dims' strides T x c != c for T > 1); the empty dies as it returns, the
+ *    contiguous copy (the caller's temporary argument) with it.
+ * So one gather of a [T, c] projection in bf16 on g ranks allocates T x c x 2 B, then g x T x c x 2 B twice, frees the
+ * first two and returns the last. A one-layer olmo2 of hidden 64, 4 heads / 2 kv heads of 16 on 2 ranks holds 2 q
+ * heads and 1 kv head: c = 32 for q, 16 for k; -m infer --input 8 -b 4 gives T = 32 rows:
+ *   q: contiguous 2,048, empty 4,096, copy 4,096, then 2,048 and 4,096 freed;
+ *   k: contiguous 1,024, empty 2,048, copy 2,048, then 1,024 and 2,048 freed.
+ * The norms after them (q_norm / k_norm on the whole rows) are the engine's RMSNorm, not part of this check. */
+static void test_serve_tp_gather(void **state)
+{
+    (void)state;
+    char cfg[] = "/tmp/vc_o2g_cfg_XXXXXX", rank[] = "/tmp/vc_o2g_rank_XXXXXX", args[512];
+    fam_write(cfg, "{\"model_type\":\"olmo2\",\"vocab_size\":64,\"hidden_size\":64,\"intermediate_size\":128,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"num_key_value_heads\":2}");
+    snprintf(args, sizeof args, "%s --serve --tp 2 --gpus 2 --gpu h100-80gb --emit-model", cfg);
+    fam_write(rank, cli_output(args));
+    snprintf(args, sizeof args, "%s -m infer --input 8 -b 4 -p bf16 --trace", rank);
+    const char *t = cli_output(args);
+    static const struct {
+        const char *what, *op;
+        long long bytes;
+    } want[] = {
+        {"alloc", "contiguous", 2048}, {"alloc", "all_gather_into_tensor", 4096}, {"alloc", "reshape", 4096},
+        {"free", "reshape", 2048},     {"free", "reshape", 4096},
+        {"alloc", "contiguous", 1024}, {"alloc", "all_gather_into_tensor", 2048}, {"alloc", "reshape", 2048},
+        {"free", "reshape", 1024},     {"free", "reshape", 2048},
+    };
+    size_t i = 0;
+    for (const char *l = strstr(t, " contiguous\n"); l && i < sizeof want / sizeof *want; i++) {
+        while (l > t && l[-1] != '\n') l--; /* the line's start */
+        char phase[16], what[16], kind[16], where[64], op[64];
+        long long bytes, total;
+        assert_int_equal(sscanf(l, "%15s %15s %15s %lld %lld %63s %63s", phase, what, kind, &bytes, &total, where, op), 7);
+        if (strcmp(what, want[i].what) || strcmp(op, want[i].op) || bytes != want[i].bytes)
+            fail_msg("gather step %zu: %s %s %lld, wanted %s %s %lld", i, what, op, bytes, want[i].what, want[i].op,
+                     want[i].bytes);
+        l = strchr(l, '\n');
+        if (l && i == 4) l = strstr(l, " contiguous\n"); /* k's gather follows q's norm */
+        else if (l) l++;
+    }
+    assert_int_equal(i, sizeof want / sizeof *want);
+    remove(cfg);
+    remove(rank);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_rope_f32),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_serve_tp),
+        cmocka_unit_test(test_serve_tp_gather),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

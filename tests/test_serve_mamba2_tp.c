@@ -173,6 +173,19 @@ static void test_refused(void **state)
     assert_usage(HF "Falcon-H1-0.5B-Instruct.json --serve --gpu h200 --gpus 3 --tp 3", "--tp: 3 tensor-parallel ranks");
     assert_usage(HF "granite-4.0-h-micro.json --tp 2 --gpus 2", "--tp: granitemoehybrid: tensor parallelism of the Mamba2 "
                  "layers is modelled only as vLLM splits them, under --serve");
+    /* training's refusal says what upstream offers (issue 31, src/hf/hf_granite4.c m2_tp): none of the four
+     * configuration classes declares a base_model_tp_plan; Megatron-core's MambaMixer split is not modelled */
+    static const char *const cls[][2] = {{"granite-4.0-h-micro.json", "GraniteMoeHybridConfig"},
+                                         {"Mamba-Codestral-7B-v0.1.json", "Mamba2Config"},
+                                         {"Nemotron-H-8B-Base-8K.json", "NemotronHConfig"},
+                                         {"Falcon-H1-0.5B-Instruct.json", "FalconH1Config"}};
+    char a[256], w[256];
+    for (size_t i = 0; i < sizeof cls / sizeof *cls; i++) {
+        snprintf(a, sizeof a, HF "%s --tp 2 --gpus 2", cls[i][0]);
+        snprintf(w, sizeof w, "(transformers' %s declares no base_model_tp_plan; Megatron-core's MambaMixer split is not "
+                 "modelled)", cls[i][1]);
+        assert_usage(a, w);
+    }
 }
 
 int main(void)

@@ -244,14 +244,20 @@ int64_t vc__hf_granite4_parameters(const arch *a, int64_t *active)
     return tot;
 }
 
-/* --tp of a family with Mamba2 layers: vLLM's split under --serve (hf_tp.c vc__hf_tp_split), Megatron's refused (no
- * Mamba2 split of Megatron's is read here) */
+/* --tp of a family with Mamba2 layers: vLLM's split under --serve (hf_tp.c vc__hf_tp_split), training's refused.
+ * Upstream (issue 31): transformers cannot shard them: Mamba2Config (configuration_mamba2.py @ f2a39d49),
+ * GraniteMoeHybridConfig (@ 4f7e1d46), NemotronHConfig (@ cfeb552e) and FalconH1Config (@ 7abb76c5) declare no
+ * base_model_tp_plan, and torchtitan has no Mamba model. Megatron-core does split them: megatron/core/ssm/
+ * mamba_mixer.py @ 00bebb45 MambaMixer.__init__ (asserts nheads % tp == 0 and ngroups % tp == 0, no bias, conv_bias,
+ * not norm_before_gate; in_proj a ColumnParallelLinear of [z, x, B, C, dt] per rank, conv1d over d_inner / tp + 2
+ * ngroups / tp x d_state, A_log / D / dt_bias over nheads / tp, the gated norm over d_inner / tp in groups of
+ * d_inner / ngroups, out_proj a RowParallelLinear): not modelled here yet, so refused and said so. */
 static int m2_tp(const arch *a, vc_hf_split split, vc_error *err)
 {
     if (split.tp > 1 && !split.vllm)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of the Mamba2 layers is modelled only as "
-                            "vLLM splits them, under " O("serve") " (Megatron's split of them is not modelled)",
-                            a->f->model_type);
+                            "vLLM splits them, under " O("serve") " (transformers' %s declares no base_model_tp_plan; "
+                            "Megatron-core's MambaMixer split is not modelled)", a->f->model_type, a->f->config_class);
     return 0;
 }
 

@@ -211,13 +211,17 @@ static int lf_vllm(const arch *a, const cJSON *cfg, vc_error *err)
  * attention layers (Lfm2Attention, lfm2.py @ 055e47c2: QKVParallelLinear, out_proj RowParallelLinear, the per-head
  * q_layernorm / k_layernorm whole), Lfm2MLP (w13 MergedColumnParallelLinear, w2 RowParallelLinear), lfm2_moe's
  * FusedMoE (moe_intermediate_size / tp per expert, its gate and expert_bias whole) are the generic split
- * (hf_tp.c). Megatron has no short convolution: --tp outside --serve stays refused. */
+ * (hf_tp.c). Megatron has no short convolution, torchtitan no LFM2 model, and transformers' Lfm2Config
+ * (configuration_lfm2.py @ 05cd1ec1) declares no base_model_tp_plan (Lfm2MoeConfig was not read): --tp outside
+ * --serve stays refused, the message says why (issue 31). */
 int vc__hf_lfm2_unmodelled(arch *a, const cJSON *cfg, vc_hf_split split, bool vllm, vc_error *err)
 {
     a->lf.tp = 0;
     if (split.tp > 1 && !split.vllm)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "lfm2: tensor parallelism of the short convolution layers is "
-                            "modelled only as vLLM splits it, under " O("serve"));
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of the short convolution layers is "
+                            "modelled only as vLLM splits it, under " O("serve") " (no trainer splits them: transformers' "
+                            "Lfm2Config declares no base_model_tp_plan, Megatron and torchtitan have no short convolution)",
+                            a->f->model_type);
     if (vllm && lf_vllm(a, cfg, err)) return -1;
     if (split.tp > 1) {
         if (a->H % split.tp)
