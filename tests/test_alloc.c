@@ -359,6 +359,19 @@ static void indexed(const stream *s, stream *w, int64_t *bytes)
     }
 }
 
+/* s's requests of each pool into pool[0] (large) and pool[1] (small), the frees naming their mallocs there */
+static void split_pools(const stream *s, stream pool[2])
+{
+    int32_t map[8192];
+    pool[0].n = pool[1].n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const vc_alloc_event *e = &s->ev[i];
+        stream *p = &pool[vc_alloc_small(e->size)];
+        if (e->block < 0) map[i] = (int32_t)p->n;
+        p->ev[p->n++] = (vc_alloc_event){e->size, e->block < 0 ? -1 : map[e->block]};
+    }
+}
+
 /* alloc.c's classes, heaps, pool-specialised loops and kept prefix state
  * against the reference, on random streams: mixed pools, one pool's
  * requests under sc.pool, max_split_size_mb, and a shared prefix; the
@@ -374,14 +387,7 @@ static void test_reference(void **state)
         assert_true(want > 0);
         assert_int_equal(replay(&s), want);
         /* each pool alone, replayed with the pool named */
-        int32_t map[8192];
-        pool[0].n = pool[1].n = 0;
-        for (size_t i = 0; i < s.n; i++) {
-            const vc_alloc_event *e = &s.ev[i];
-            stream *p = &pool[vc_alloc_small(e->size)];
-            if (e->block < 0) map[i] = (int32_t)p->n;
-            p->ev[p->n++] = (vc_alloc_event){e->size, e->block < 0 ? -1 : map[e->block]};
-        }
+        split_pools(&s, pool);
         int64_t sum = 0;
         for (int q = 0; q < 2; q++) {
             vc_alloc_scratch sc = {0};
@@ -466,6 +472,64 @@ static void test_reference(void **state)
     }
 }
 
+/* alloc.c bounded: a replay given vc_alloc_scratch.limit returns the reserve
+ * the reference gives, or -3 only where that reserve is at most the limit;
+ * each pool's requests alone (random events with large-pool requests up
+ * to 8 MiB, where the bound applies, or to 48 MiB, where a later request of
+ * 10 MiB or more refuses it, then a pass that holds 800 blocks and frees
+ * them), limits from half the reserve to 4 times it, without and with a
+ * kept prefix (replayed twice: the state and the counts kept). It fails
+ * with live_bounds' counts divided by 4 (an unsound bound). */
+static void test_bounded(void **state)
+{
+    (void)state;
+    static stream s, pool[2];
+    int stopped[2] = {0, 0}, exact_under[2] = {0, 0};
+    for (uint32_t seed = 1; seed <= 16; seed++) {
+        s.n = 0;
+        random_stream(&s, 3000, seed, seed % 2 ? 8 * MiB : 48 * MiB);
+        /* then a forward and backward pass: up to 800 blocks held (segments opened late), freed in reverse */
+        int32_t held[800];
+        int nh = 0;
+        uint32_t x = seed;
+        while (nh < 800) {
+            x = x * 1664525u + 1013904223u;
+            int32_t m = M(&s, (int64_t)((x >> 8) % 2048 + 1) * (seed % 2 ? 2048 : 512));
+            if ((x >> 29) == 0) F(&s, m);
+            else held[nh++] = m;
+        }
+        while (nh) F(&s, held[--nh]);
+        split_pools(&s, pool);
+        for (int q = 0; q < 2; q++) {
+            int64_t want = reference(pool[q].ev, pool[q].n, 0);
+            assert_true(pool[q].n >= 1000 && want > 0);
+            const int64_t lim[] = {want / 2,          want - 64 * MiB, want - 4 * MiB, want - 2 * MiB, want - 512,
+                                   want,              want + 2 * MiB,  want + 64 * MiB, 4 * want};
+            for (size_t l = 0; l < sizeof lim / sizeof *lim; l++)
+                for (size_t pre = 0; pre <= 400; pre += 400) {
+                    vc_alloc_scratch sc = {0};
+                    sc.pool = q ? VC_POOL_SMALL : VC_POOL_LARGE;
+                    sc.limit = lim[l];
+                    sc.gen = 1;
+                    for (int round = 0; round < 2; round++) {
+                        int64_t r = vc_alloc_replay(pool[q].ev, pool[q].n, pre, &sc);
+                        if (r == -3) {
+                            assert_true(want <= lim[l]); /* fails where the bound is not one */
+                            stopped[q]++;
+                        } else {
+                            assert_int_equal(r, want);
+                            exact_under[q] += want <= lim[l];
+                        }
+                    }
+                    vc_alloc_scratch_free(&sc);
+                }
+        }
+    }
+    /* both pools stop somewhere, and not everywhere */
+    assert_true(stopped[0] > 0 && stopped[1] > 0);
+    assert_true(exact_under[0] > 0 && exact_under[1] > 0);
+}
+
 static void test_too_large(void **state)
 {
     (void)state;
@@ -533,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_pools_independent),
         cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_reference),
+        cmocka_unit_test(test_bounded),
         cmocka_unit_test(test_release_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

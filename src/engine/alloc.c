@@ -120,6 +120,12 @@ struct vc_alloc_state {
         int32_t *nent; /* per such class: its heap's entries, stored in turn in ent */
         heap_ent *ent;
     } snap;
+    /* bounded(): per checkpoint of the stream (gen, n, prefix) its count, -1 not counted yet */
+    struct {
+        int32_t *lam;
+        size_t nlam, n, prefix, step;
+        uint64_t gen;
+    } bnd;
 };
 
 typedef struct vc_alloc_state heap;
@@ -667,6 +673,99 @@ static int64_t run(heap *h, const vc_alloc_event *ev, size_t from, size_t to, in
     return run_k(h, ev, from, to, POOL_EITHER, false, false, page, NULL);
 }
 
+/* Upper bounds of live_after(t) for t = prefix + k x step, k = 0, 1, ...
+ * (the most blocks allocated at or after event t that are live at once just
+ * before a malloc of ev[t..n); a malloc's block stays live until the free
+ * that names it), into lam[k], in one pass: with the events after the
+ * prefix cut into intervals of `step`, c_j the live blocks allocated in
+ * interval j, the count just before a malloc u of interval i is the sum of
+ * c_j(u) over j = k..i; within interval i the older intervals' counts only
+ * fall, so it is at most their sum where interval i starts plus interval
+ * i's own most before a malloc. false when out of memory. */
+static bool live_bounds(const vc_alloc_event *ev, size_t n, size_t prefix, size_t step, size_t nint, int32_t *lam)
+{
+    int32_t *c = calloc(nint * (nint + 2), sizeof *c); /* c[nint], peak[nint], base[i][j] (j < i) */
+    if (!c) return false;
+    int32_t *peak = c + nint, *base = c + 2 * nint;
+    for (size_t i = 0; i < nint; i++) {
+        size_t from = prefix + i * step, to = from + step < n ? from + step : n;
+        memcpy(base + i * nint, c, i * sizeof *c); /* the older intervals' counts where interval i starts */
+        int32_t ci = 0, most = 0;
+        for (size_t u = from; u < to; u++) {
+            int32_t a = ev[u].block;
+            if (a < 0) {
+                if (ci > most) most = ci;
+                ci++;
+            } else if ((size_t)a >= from) {
+                ci--;
+            } else if ((size_t)a >= prefix) {
+                c[((size_t)a - prefix) / step]--;
+            }
+        }
+        c[i] = ci;
+        peak[i] = most;
+    }
+    /* lam[k]: the most over i >= k of peak[i] + the sum of base[i][j] over j = k..i-1 */
+    for (size_t k = 0; k < nint; k++) lam[k] = 0;
+    for (size_t i = 0; i < nint; i++) {
+        int32_t v = peak[i];
+        for (size_t k = i + 1; k-- > 0;) {
+            if (v > lam[k]) lam[k] = v;
+            if (k) v += base[i * nint + k - 1];
+        }
+    }
+    free(c);
+    return true;
+}
+
+/* A replay that may stop before the end (vc_alloc_scratch.limit): with the
+ * default settings a segment is opened only when no free block fits the
+ * request (h_malloc), and a segment all of whose blocks are free is one free
+ * block (h_free merges a freed block with its free neighbours) that fits any
+ * request of its pool: 2 MiB against small requests of at most 1 MiB, and,
+ * in the large pool, 20 MiB (a segment opened for a request under 10 MiB)
+ * against requests under 10 MiB. So when a segment is opened at event u,
+ * each segment opened since event t holds a live block allocated since t,
+ * and the segments opened from t on are at most live_after(t) + 1: the
+ * reserve at the end is at most reserve(t) + segment x (live_after(t) + 1).
+ * At checkpoints every `step` events from the prefix on, once that bound
+ * (with live_bounds' bound of live_after) is at most the limit the replay
+ * stops: -3. The counts depend on the stream, not on the sizes: made once
+ * per stream (sc->gen, n, prefix) and kept. Returns -3 or a negative status
+ * of the replay; -4 when the bound did not hold (the caller runs the rest
+ * from *start). */
+static int64_t bounded(heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, const vc_alloc_scratch *sc, int K,
+                       int64_t page, size_t *start)
+{
+    if (h->bnd.gen != sc->gen || h->bnd.n != n || h->bnd.prefix != prefix || !h->bnd.lam) {
+        size_t step = (n - prefix) / 64 > 128 ? (n - prefix) / 64 : 128, nint = (n - prefix + step - 1) / step;
+        int32_t *lam = realloc(h->bnd.lam, nint * sizeof *lam);
+        if (!lam) return -4; /* no bound: the replay runs to the end */
+        h->bnd.lam = lam;
+        h->bnd.gen = sc->gen - 1; /* not valid until made */
+        if (!live_bounds(ev, n, prefix, step, nint, lam)) return -4;
+        h->bnd.nlam = nint;
+        h->bnd.step = step;
+        h->bnd.gen = sc->gen;
+        h->bnd.n = n;
+        h->bnd.prefix = prefix;
+    }
+    const int64_t *sz = sc->sizes, seg = K == POOL_SMALL ? SMALL_BUFFER : LARGE_BUFFER;
+    for (size_t k = 0; k < h->bnd.nlam; k++) {
+        size_t t = prefix + k * h->bnd.step;
+        int64_t r = run(h, ev, *start, t, K, page, sz);
+        if (r < 0) return r;
+        *start = t;
+        __extension__ __int128 most = (__int128)h->reserved + (__int128)seg * (h->bnd.lam[k] + 1);
+        if (most > sc->limit) continue;
+        if (K == POOL_LARGE) /* every later request under 10 MiB, so every later segment 20 MiB */
+            for (size_t u = t; u < n; u++)
+                if (ev[u].block < 0 && (sz ? sz[ev[u].size] : ev[u].size) >= MIN_LARGE_ALLOC) return -4;
+        return -3;
+    }
+    return -4;
+}
+
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)
 {
     if (!sc->st && !(sc->st = calloc(1, sizeof *sc->st))) return -1;
@@ -709,6 +808,10 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
         if (prefix < n && h->snap.prefix != prefix) save_snapshot(h, prefix); /* as before: kept when events follow */
         start = prefix;
     }
+    if (sc->limit > 0 && !h->expandable && !h->max_split && (K == POOL_SMALL || K == POOL_LARGE) && start == prefix &&
+        n - prefix >= 512 &&
+        (r = bounded(h, ev, n, prefix, sc, K, page, &start)) != -4)
+        return r; /* -3, or a failure */
     if ((r = run(h, ev, start, n, K, page, sz)) < 0) return r;
     return h->reserved;
 }
@@ -718,6 +821,7 @@ void vc_alloc_scratch_free(vc_alloc_scratch *sc)
     heap *h = sc->st;
     if (!h) return;
     drop_snapshot(h);
+    free(h->bnd.lam);
     for (int w = 0; w < NSMALL / 64; w++) /* the small classes' heaps that were allocated */
         for (uint64_t m = h->held[w]; m; m &= m - 1) free(h->cls[(w << 6) + __builtin_ctzll(m)].h);
     for (int32_t c = NSMALL; c < h->ncls; c++) free(h->cls[c].h);

@@ -152,7 +152,7 @@ int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch);
  * returns the bytes reserved at the end (segments are never released, so
  * that is the most it reserved); -1 out of memory (or a size that is not a
  * positive multiple of 512), -2 a request past 2^61 bytes or a reserve past
- * 2^63. `prefix` (0:
+ * 2^63, -3 at most vc_alloc_scratch.limit (a replay stopped by its bound). `prefix` (0:
  * none) promises that ev[0..prefix) are the same events at every call with
  * this scratch that passes the same prefix: the state after them is kept and
  * the next such replay starts there. */
@@ -177,6 +177,12 @@ typedef struct {
     /* set by the caller: NULL, or a malloc's `size` is an index into sizes[], which holds its bytes
      * (replay.c: a storage's, so a stream is rewritten only when a request changes pool, not at each batch) */
     const int64_t *sizes;
+    /* set by the caller: > 0, the replay may stop as soon as its reserve at the end is proven at most
+     * `limit` bytes, and returns -3 then (default settings, one pool's requests: alloc.c `bounded`); 0: it
+     * runs to the end. `gen`: the stream's identity for the counts that bound keeps (the caller changes it
+     * when it writes other events into a stream it replays again with this scratch) */
+    int64_t limit;
+    uint64_t gen;
 } vc_alloc_scratch;
 enum { VC_POOL_EITHER, VC_POOL_SMALL, VC_POOL_LARGE };
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);

@@ -413,7 +413,7 @@ vc_grid *vc_grid_new(void) { return calloc(1, sizeof(vc_grid)); }
 void vc_grid_free(vc_grid *g)
 {
     if (!g) return;
-    free(g->cum);
+    free(g->pt);
     free(g);
 }
 

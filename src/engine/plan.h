@@ -132,8 +132,14 @@ typedef struct {
     int64_t adelta, amax;    /* the same for activations */
 } fold_t;
 
+typedef struct {
+    int64_t cum; /* the model's most reserved over grid batches 0..k, -1 not known */
+    int64_t val; /* the model's reserve at grid batch k, -1 not known */
+    int64_t ub;  /* val not known: at most this (a replay stopped by its bound), INT64_MAX */
+} vc_grid_pt;
+
 struct vc_grid {
-    int64_t *cum; /* cum[k]: the model's most reserved over grid batches 0..k */
+    vc_grid_pt *pt; /* per grid batch k < n */
     size_t n, cap;
     vc_grid_plan_fn source; /* the plan for a grid batch outside the asking plan's batches; NULL: build one */
     void *source_ctx;
@@ -575,6 +581,8 @@ void vc__memo_free(res_memo *M);
 /* The allocated-memory pass of one batch: everything in *sim but reserved. */
 vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err);
 /* The caching allocator model's reserve at `batch`: -1 out of memory, -2 too large. */
-int64_t vc__replay_reserved(const vc_build *b, int64_t batch);
+/* the allocator model's reserve at `batch`; limit > 0: -3 when it is proven at most limit before the
+ * replay's end (alloc.c bounded) */
+int64_t vc__replay_reserved(const vc_build *b, int64_t batch, int64_t limit);
 
 #endif

@@ -24,7 +24,7 @@ void vc__memo_free(res_memo *M)
         vc_alloc_scratch_free(&M->pool[q].scratch);
         free(M->pool[q].ev);
     }
-    free(M->sz); free(M->evidx); free(M->last_sz); free(M->size_rep); free(M->own.cum); free(M->pk_dep);
+    free(M->sz); free(M->evidx); free(M->last_sz); free(M->size_rep); free(M->own.pt); free(M->pk_dep);
     free(M);
 }
 
@@ -483,7 +483,7 @@ static int size_reps(const vc_build *b, int64_t last)
  * 1-256). M->last_sz holds the batch-dependent sizes (size_reps) at the
  * last replay, M->last_batch (vc__replay_allocated writes M->sz at other
  * batches between two). */
-int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
+int64_t vc__replay_reserved(const vc_build *b, int64_t batch, int64_t limit)
 {
     res_memo *M = b->memo;
     if (prepare(b)) return -1;
@@ -499,6 +499,8 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
         size_t j[2] = {0, 0};
         vc_alloc_event *ev[2] = {M->pool[0].ev, M->pool[1].ev};
         write_requests(M, 0, M->first_dep, ev, j);
+        M->pool[0].scratch.gen++; /* other events: bounded()'s counts are not these streams' */
+        M->pool[1].scratch.gen++;
         M->pool[0].pre = j[0];
         M->pool[1].pre = j[1];
         M->pool[0].last = M->pool[1].last = -1;
@@ -526,13 +528,20 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
         for (int p = 0; p < 2; p++) {
             M->pool[p].n = j[p];
             M->pool[p].last = -1;
+            M->pool[p].scratch.gen++;
         }
     }
+    /* With a limit, the pool with more events after its prefix is replayed last and may stop once the
+     * reserve is proven at most the limit less the other pool's (alloc.c bounded): -3 */
+    bool redo[2] = {M->pool[0].last < 0 || dirty[0], M->pool[1].last < 0 || dirty[1]};
+    int lastp = redo[0] && (!redo[1] || M->pool[0].n - M->pool[0].pre > M->pool[1].n - M->pool[1].pre) ? 0 : 1;
     int64_t total = 0;
-    for (int p = 0; p < 2; p++) {
+    for (int k = 0; k < 2; k++) {
+        int p = k ? lastp : 1 - lastp;
         int64_t r = M->pool[p].last;
-        if (r < 0 || dirty[p]) {
+        if (redo[p]) {
             vc_alloc_scratch *sc = &M->pool[p].scratch;
+            sc->limit = k && limit > total ? limit - total : 0;
             sc->expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
             sc->max_split = b->o.alloc_conf.max_split_size;
             sc->pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
@@ -540,7 +549,11 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
              * same of them are freed, and in this pool, at every batch */
             sc->fixed_frees = true;
             sc->sizes = sz;
-            if ((r = vc_alloc_replay(M->pool[p].ev, M->pool[p].n, M->pool[p].pre, sc)) < 0) {
+            if ((r = vc_alloc_replay(M->pool[p].ev, M->pool[p].n, M->pool[p].pre, sc)) == -3) {
+                M->pool[p].last = -1; /* stopped: replayed again next time */
+                return -3;
+            }
+            if (r < 0) {
                 M->pool[0].last = M->pool[1].last = -1; /* last_sz is this batch's: replay both next time */
                 return r;
             }

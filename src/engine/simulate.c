@@ -24,7 +24,10 @@
  *  - and never less than the peak of allocated blocks at the batch itself.
  *
  * Every piece is non-decreasing in the batch, so is the result. A sweep or a
- * max-batch search replays each grid batch once (memoized in the plan). */
+ * max-batch search replays each grid batch once (memoized in the plan); a
+ * batch asked first (one estimate, a search's probe) replays its grid batch
+ * in full and those below it only until each is proven at most the most so
+ * far (grid_cum, alloc.c bounded), which is all the maximum needs. */
 #define VC_GRID_EXACT 8
 #define VC_GRID_STEPS 2
 
@@ -44,13 +47,14 @@ static int64_t grid_batch(size_t k)
  * mixes in sizes fixed for this plan's batch, so the grid values, and the
  * envelope, depended on which batch asked, and `total` could fall: with the
  * math attention, sweeps of 2,048 batches fell at 24 to 100 batches, by up
- * to 6.5% (whisper_base_encoder; BERT 2.9%, ViT-B/16 5.1%). */
-static int64_t grid_replay(const vc_build *b, int64_t g)
+ * to 6.5% (whisper_base_encoder; BERT 2.9%, ViT-B/16 5.1%). limit > 0: -3
+ * when the replay is proven at most limit before its end. */
+static int64_t grid_replay(const vc_build *b, int64_t g, int64_t limit)
 {
-    if (g >= b->blo && g <= b->bhi) return vc__replay_reserved(b, g); /* this plan holds for g */
+    if (g >= b->blo && g <= b->bhi) return vc__replay_reserved(b, g, limit); /* this plan holds for g */
     const vc_grid *G = b->memo->grid;
     const vc_plan *q = G->source ? G->source(G->source_ctx, g) : NULL;
-    if (q) return vc__replay_reserved(q, g);
+    if (q) return vc__replay_reserved(q, g, limit);
     vc_options o = b->o;
     o.batch = g;
     vc_plan *p = NULL;
@@ -58,30 +62,59 @@ static int64_t grid_replay(const vc_build *b, int64_t g)
     memset(&err, 0, sizeof err);
     vc_status st = vc_plan_build(b->m, &o, &p, &err);
     if (st) return st == VC_ERR_NOMEM ? -1 : -2;
-    int64_t v = vc__replay_reserved(p, g);
+    int64_t v = vc__replay_reserved(p, g, limit);
     vc_plan_free(p);
     return v;
 }
 
-/* cum[k], replaying grid batches up to k as needed: -1 out of memory, -2 too large */
+/* grid batch k's replay: its reserve, -3 at most limit (> 0), -1 out of memory, -2 too large */
+static int64_t grid_value(const vc_build *b, size_t k, int64_t limit)
+{
+    int64_t g = grid_batch(k);
+    return g == INT64_MAX ? -2 : grid_replay(b, g, limit);
+}
+
+/* cum[k], the most over grid batches 0..k: -1 out of memory, -2 too large.
+ * Batch k is replayed first, then the ones below it not yet known, from k
+ * down to one whose cum is known, each with the most so far as its limit: a
+ * replay proven at most that before its end stops (alloc.c bounded) and
+ * keeps the limit as its bound. Only cum[k] is then known: below it, a
+ * grid batch's bound was against a maximum that counted k. */
 static int64_t grid_cum(const vc_build *b, size_t k)
 {
     vc_grid *G = b->memo->grid;
     if (k >= G->cap) {
         size_t nc = k + 16;
-        int64_t *nv = realloc(G->cum, nc * sizeof *nv);
-        if (!nv) return -1;
-        G->cum = nv;
+        vc_grid_pt *np = realloc(G->pt, nc * sizeof *np);
+        if (!np) return -1;
+        G->pt = np;
         G->cap = nc;
     }
-    while (G->n <= k) {
-        int64_t g = grid_batch(G->n);
-        int64_t v = g == INT64_MAX ? -2 : grid_replay(b, g);
+    for (; G->n <= k; G->n++) G->pt[G->n] = (vc_grid_pt){-1, -1, INT64_MAX};
+    if (G->pt[k].cum >= 0) return G->pt[k].cum;
+    if (G->pt[k].val < 0) {
+        int64_t v = grid_value(b, k, 0);
         if (v < 0) return v;
-        if (G->n && G->cum[G->n - 1] > v) v = G->cum[G->n - 1];
-        G->cum[G->n++] = v;
+        G->pt[k].val = v;
     }
-    return G->cum[k];
+    int64_t m = G->pt[k].val;
+    for (size_t j = k; j-- > 0;) {
+        vc_grid_pt *P = &G->pt[j];
+        if (P->cum >= 0) {
+            if (P->cum > m) m = P->cum;
+            break;
+        }
+        if (P->val < 0 && P->ub > m) {
+            int64_t v = grid_value(b, j, m);
+            P = &G->pt[j];
+            if (v == -3) P->ub = m;
+            else if (v < 0) return v;
+            else P->val = v;
+        }
+        if (P->val > m) m = P->val;
+    }
+    G->pt[k].cum = m;
+    return m;
 }
 
 static int64_t reserved_envelope(const vc_build *b, int64_t batch, int64_t peak)
