@@ -121,6 +121,10 @@ static void rope_emit(vc_build *b, const void *p)
         vc_t gm, sm;
         bidir_masks(b, L, &gm, &sm);
     }
+    if (c->pmask && vc_opts(b)->packing > 1) { /* PaliGemma's forward makes its own 4-D mask (prefix_mask_4x) */
+        vc_refuse(b, O("packing"), "packed sequences through PaliGemma's 4-D float mask are not modelled");
+        return;
+    }
     if (vc_opts(b)->packing > 1 && vc_forward_local(b) < 0) /* --packing: the mask, or flash's position_ids alone */
         vc_set_forward_local(b, vc_opts(b)->attention == VC_ATTN_FLASH ? packed_position_ids(b, L) : packed_mask(b, L));
     /* The sliding-window mask under gradient checkpointing: transformers makes causal_mask_mapping in the model's

@@ -1429,7 +1429,7 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
     static const char *const patched[] = {"gemma3", "gemma4_text", "gemma4", "glm4", "gpt_oss", "llama4_text", "llama4",
                                           "granite", "nemotron", "olmo2", "olmo3", "pixtral", "qwen2_vl", "qwen2_5_vl",
                                           "qwen3_next", "qwen3_vl", "qwen3_vl_moe", "smollm3", "phi3", "falcon_h1",
-                                          "exaone4", NULL};
+                                          "exaone4", "paligemma", NULL};
     int g = 0; /* 1 swiglu, 2 geglu */
     for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
     for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;

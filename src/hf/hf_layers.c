@@ -1045,6 +1045,10 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
          * run's input stays alive as the forward's own local (LlamaModel.forward's inputs_embeds,
          * BertModel.forward's embedding_output) */
         if (i > 0 && j - i > 1) flag(w, seq, "loop", true);
+        /* PaliGemma: GemmaModel.forward's scaled hidden_states rebinds in the loop; the forward's local is the merged
+         * inputs_embeds, kept by the Cat (keep_forward, build_layers) */
+        if (i == 0 && j - i > 1 && a->f->vision == VIS_PALIGEMMA && a->vis.patches > 0 && !strcmp(name, "model.layers"))
+            flag(w, seq, "loop", true);
         if (i > 0 && j == a->N && in) str(w, seq, "keep", in); /* that local: alive to the loop's end */
         if (layer_ckpt(a, i)) flag(w, seq, "checkpoint", true);
         cJSON *arr = cJSON_AddArrayToObject(seq, "layers");
