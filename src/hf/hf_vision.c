@@ -501,9 +501,9 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spl
         return -1;
     }
     t->embeds = t->mm;
-    /* Gemma 3: "\n\n", boi, eoi, "\n\n" beside them; PaliGemmaProcessor (processing_paligemma.py
-     * build_string_from_input: image_token * image_seq_length, then bos, the prompt and "\n", --seq's text) the image
-     * tokens alone, at the start of the sequence (the Cat below puts the image rows first) */
+    /* Gemma 3: "\n\n", boi, eoi, "\n\n" beside them; PaliGemmaProcessor (processing_paligemma.py @ 04fb9184
+     * build_string_from_input: image_token * image_seq_length * num_images, then bos, the prompt and "\n", --seq's
+     * text) the image tokens alone, at the start of the sequence (hf_layers.c's Cat puts the image rows first) */
     t->tokens = a->f->vision == VIS_PALIGEMMA ? t->mm : t->mm + 4;
     /* generate()'s decoding steps (src/engine/generate.c "Images"): Gemma3ForConditionalGeneration
      * .prepare_inputs_for_generation (modeling_gemma3.py @ 0018aa64) passes pixel_values only while
