@@ -37,10 +37,12 @@ typedef struct {
     int64_t smask; /* the layers' sdpa sliding window: the sliding mask made here under checkpointing, 0 none */
     bool smask_4x; /* ... transformers 4.46-4.52's float one (sliding_mask_4x) */
     bool f32;      /* Olmo2RotaryEmbedding: `return cos, sin` without .to(x.dtype): float32 whatever the model's dtype */
+    bool pmask;    /* PaliGemma's model-wide float mask (prefix_mask_4x), made before the language model runs */
 } rope_cfg;
 
 static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
 static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S);
+static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S);
 
 static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
@@ -51,8 +53,10 @@ static int rope_parse(vc_args *a, void *p)
         vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
         vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) ||
         vc_arg_int(a, "sliding_mask", 0, 0, &c->smask) || vc_arg_bool(a, "sliding_mask_4x", false, &c->smask_4x) ||
-        vc_arg_bool(a, "f32", false, &c->f32))
+        vc_arg_bool(a, "f32", false, &c->f32) || vc_arg_bool(a, "prefix_mask", false, &c->pmask))
         return -1;
+    if (c->pmask && (c->smask || c->bidir || c->complex))
+        return vc_arg_fail(a, "prefix_mask", "is PaliGemma's mask over every layer: no \"sliding_mask\", \"bidir_masks\" or \"complex\"");
     if (c->f32 && (c->half || c->complex)) return vc_arg_fail(a, "f32", "is Olmo2's cos/sin pair, not \"half\" or \"complex\"");
     if (c->half && c->complex) return vc_arg_fail(a, "complex", "is Llama 4's freqs_cis, not gpt-oss's half cos/sin");
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
@@ -117,6 +121,10 @@ static void rope_emit(vc_build *b, const void *p)
         vc_t gm, sm;
         bidir_masks(b, L, &gm, &sm);
     }
+    if (c->pmask && vc_opts(b)->packing > 1) { /* PaliGemma's forward makes its own 4-D mask (prefix_mask_4x) */
+        vc_refuse(b, O("packing"), "packed sequences through PaliGemma's 4-D float mask are not modelled");
+        return;
+    }
     if (vc_opts(b)->packing > 1 && vc_forward_local(b) < 0) /* --packing: the mask, or flash's position_ids alone */
         vc_set_forward_local(b, vc_opts(b)->attention == VC_ATTN_FLASH ? packed_position_ids(b, L) : packed_mask(b, L));
     /* The sliding-window mask under gradient checkpointing: transformers makes causal_mask_mapping in the model's
@@ -129,6 +137,10 @@ static void rope_emit(vc_build *b, const void *p)
     if (c->smask > 0 && !c->bidir && vc_checkpointed(b) && L >= c->smask && vc_opts(b)->attention != VC_ATTN_FLASH &&
         !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC && vc_forward_local(b) < 0)
         (void)(c->smask_4x ? sliding_mask_4x(b, L, L) : sliding_mask(b, L, L, false));
+    /* PaliGemmaForConditionalGeneration.forward makes its causal_mask before the language model runs (prefix_mask_4x) */
+    if (c->pmask && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC &&
+        vc_forward_local(b) < 0)
+        (void)prefix_mask_4x(b, L, L);
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -372,6 +384,8 @@ typedef struct {
     /* Gemma3Model.forward with an image input (hf_layers.c): create_causal_mask_mapping's token_type_ids
      * or-mask (image_masks), in every layer of the language model */
     bool image_mask;
+    /* PaliGemmaForConditionalGeneration's float mask over every layer (prefix_mask_4x), no is_causal */
+    bool prefix_mask;
     bool liger_rope; /* --liger: liger_rotary_pos_emb in apply_rotary_pos_emb's place (liger_rope) */
     bool mask_4x; /* the sliding mask is transformers 4.46-4.52's float one (sliding_mask_4x; release.c
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
@@ -427,8 +441,13 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32) ||
         vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads) ||
         vc_arg_bool(a, "liger_rope", false, &c->liger_rope) || vc_arg_bool(a, "qk_norm_after_rope", false, &c->qk_rope) ||
-        vc_arg_int(a, "qk_norm_gather", 1, 1, &c->qk_gather))
+        vc_arg_int(a, "qk_norm_gather", 1, 1, &c->qk_gather) || vc_arg_bool(a, "prefix_mask", false, &c->prefix_mask))
         return -1;
+    if (c->prefix_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared ||
+                           c->image_mask || c->window > 0))
+        return vc_arg_fail(a, "prefix_mask", "is PaliGemma's sdpa attention over the model's float mask (\"causal\", no "
+                           "\"eager\", \"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\", kv sharing, "
+                           "\"image_mask\" or \"sliding_window\")");
     if (c->qk_gather > 1 && (!c->qk_norm || !c->qk_whole || c->fused || c->kv_shared || c->output_gate))
         return vc_arg_fail(a, "qk_norm_gather", "needs \"qk_norm\" and \"qk_norm_whole\": true, separate q, k, v");
     if (c->qk_rope && (!c->qk_norm || c->qk_whole || c->qk_heads || c->rope_style || c->rope_f32 || c->fused || c->falcon ||
@@ -1058,6 +1077,44 @@ static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S)
     return m;
 }
 
+/* PaliGemma's mask (models/paligemma/modeling_paligemma.py @efa7189c5546a94e8c1194b2ccc6669e0f7ad65e
+ * PaliGemmaForConditionalGeneration._update_causal_mask, called by its forward after the image merge, the result a
+ * local until the forward returns), with no attention_mask (training, --mode infer) and no cache: target_length =
+ * cache_position[0] + sequence_length + 1 = S + 1;
+ *  - causal_mask = torch.full((L, T), min_dtype, dtype=self.dtype): [L, T] in the model's (parameters') dtype;
+ *  - sequence_length != 1: is_training (token_type_ids and labels given) causal_mask = torch.triu(causal_mask,
+ *    diagonal=1), a new [L, T] (the full one dies); otherwise causal_mask[:, :L] = 0.0 in place (the whole prefix
+ *    attended both ways);
+ *  - causal_mask *= torch.arange(T) > cache_position.reshape(-1, 1): an int64 [T] and a bool [L, T] temporary, the
+ *    product in place; causal_mask[None, None].expand(B, 1, -1, -1) (a view); attention_mask None: no clone and no
+ *    token_type_ids / padding fills (those need the 2-D attention_mask).
+ * The language model takes the 4-D mask as it is (GemmaModel._update_causal_mask: _ignore_causal_mask_sdpa is False
+ * for a 4-D mask, _prepare_4d_causal_attention_mask_with_cache_position returns it), its sdpa_attention_forward
+ * slices it attention_mask[:, :, :, :S] (rows T apart) and runs F.scaled_dot_product_attention with it, is_causal
+ * False (sliding_mask_args). */
+static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    const int64_t T = S + 1;
+    const vc_numel lt = vc_n_fixed(L * T);
+    m = mask_op(b, "full", -1, lt, vc_param_dt(b));
+    if (L != 1 && vc_training(b)) {
+        m = mask_op(b, "triu", m, lt, vc_param_dt(b)); /* the full one dies */
+    }
+    vc_t gt = mask_op(b, "gt", mask_op(b, "arange", -1, vc_n_fixed(T), VC_DT_I64), lt, VC_DT_BOOL);
+    vc_hold(b, gt);
+    vc_op *o = vc_op_begin(b, "mul_"); /* causal_mask *= ... */
+    int i = vc_op_in_nodiff(o, m);
+    vc_op_in_nodiff(o, gt);
+    m = vc_op_out_view(o, i, lt, true);
+    vc_op_end(o);
+    vc_release(b, gt);
+    vc_set_forward_local(b, m);
+    vc_keep_forward(b, m); /* PaliGemmaForConditionalGeneration.forward's local through its loss */
+    return m;
+}
+
 /* Gemma 3 with an image input: its two masks (modeling_gemma3.py @0018aa647bb13801f061e2d1027c326f531b59fb
  * Gemma3Model.forward -> create_causal_mask_mapping: may_have_image_input holds without a cache (training, infer) and in
  * generate()'s prefill (pixel_values given), not in a decoding step; the caller sets image_mask accordingly).
@@ -1209,8 +1266,8 @@ static void repeat_kv_done(vc_build *b, const ra_cfg *c, vc_t k, vc_t v)
  * which the caller releases after the call, with sliding_mask_done. */
 static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded)
 {
-    if (c->mask_4x && !padded && !image_mask_needed(b, c)) { /* transformers 4.46-4.52 (sliding_mask_4x) */
-        vc_t fm = sliding_mask_4x(b, L, a->S);
+    if (c->prefix_mask || (c->mask_4x && !padded && !image_mask_needed(b, c))) { /* transformers 4.46-4.52 (sliding_mask_4x) */
+        vc_t fm = c->prefix_mask ? prefix_mask_4x(b, L, a->S) : sliding_mask_4x(b, L, a->S);
         repeat_kv_args(b, c, k, v, a);
         /* sdpa_attention_forward: attention_mask[:, :, :, :key.shape[-2]], a view of [L, S + 1] rows */
         a->causal = false;
@@ -1593,7 +1650,9 @@ static void ra_emit(vc_build *b, const void *p)
         vc_hold(b, v);
         vc_kv_share_set(b, (int)c->kv_type, k, v, a.S, a.k_blhd);
     }
-    const vc_t smask = !npack && (image_mask_needed(b, c) || sliding_mask_needed(b, c, L, a.S)) ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached) : -1;
+    const bool pm = c->prefix_mask && !cached && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) &&
+                    vc_opts(b)->cache != VC_CACHE_STATIC; /* PaliGemma's mask (prefix_mask_4x) */
+    const vc_t smask = !npack && (pm || image_mask_needed(b, c) || sliding_mask_needed(b, c, L, a.S)) ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached) : -1;
     /* block_mask: Qwen2_5_VLVisionSdpaAttention.forward (modeling_qwen2_5_vl.py @ efa7189c):
      * attention_mask = torch.zeros([1, L, L], dtype=torch.bool), True within each cu_seqlens block, a
      * local until the forward returns; F.scaled_dot_product_attention converts it first
@@ -1790,12 +1849,14 @@ const vc_kind vc_kind_GatedActivation = {
 
 typedef struct {
     double factor;
+    bool keep; /* keep_forward: the output a local of the model's forward until it returns, loss included */
 } scale_cfg;
 
 static int scale_parse(vc_args *a, void *p)
 {
     if (vc_arg_type(a, "factor") == 0) return vc_arg_fail(a, "factor", "missing (the number to multiply by)");
-    return vc_arg_float(a, "factor", 1.0, -1e308, 1e308, &((scale_cfg *)p)->factor);
+    return vc_arg_float(a, "factor", 1.0, -1e308, 1e308, &((scale_cfg *)p)->factor) ||
+           vc_arg_bool(a, "keep_forward", false, &((scale_cfg *)p)->keep);
 }
 
 static int scale_setup(vc_setup *s, void *p)
@@ -1810,9 +1871,9 @@ static int scale_setup(vc_setup *s, void *p)
  * of x's size saved; backward grad * scalar. */
 static void scale_emit(vc_build *b, const void *p)
 {
-    (void)p;
-    vc_t x = vc_input(b, 0);
-    vc_set_output(b, vc__op_fresh(b, "mul", x, vc_numel_of(b, x)));
+    vc_t x = vc_input(b, 0), y = vc__op_fresh(b, "mul", x, vc_numel_of(b, x));
+    if (((const scale_cfg *)p)->keep) vc_keep_forward(b, y); /* keep_forward: PaliGemma's image_features */
+    vc_set_output(b, y);
 }
 
 const vc_kind vc_kind_Scale = {

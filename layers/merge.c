@@ -15,6 +15,7 @@ typedef struct {
     bool inplace;
     int64_t dim;
     int d; /* per-sample cat dim, set by setup */
+    bool keep; /* Cat: keep_forward, the output a local of the model's forward until it returns, loss included */
 } merge_cfg;
 
 static int eltwise_parse(vc_args *a, void *p) { return vc_arg_bool(a, "inplace", false, &((merge_cfg *)p)->inplace); }
@@ -84,7 +85,8 @@ const vc_kind vc_kind_Mul = {
 
 static int cat_parse(vc_args *a, void *p)
 {
-    return vc_arg_int(a, "dim", VC_REQUIRED, INT64_MIN + 1, &((merge_cfg *)p)->dim);
+    return vc_arg_int(a, "dim", VC_REQUIRED, INT64_MIN + 1, &((merge_cfg *)p)->dim) ||
+           vc_arg_bool(a, "keep_forward", false, &((merge_cfg *)p)->keep);
 }
 
 static int cat_setup(vc_setup *s, void *p)
@@ -113,7 +115,6 @@ static int cat_setup(vc_setup *s, void *p)
 
 static void cat_emit(vc_build *b, const void *p)
 {
-    (void)p;
     vc_op *o = vc_op_begin(b, "cat");
     for (int i = 0; vc_input(b, i) >= 0; i++) {
         int k = vc_op_in(o, vc_input(b, i));
@@ -121,6 +122,7 @@ static void cat_emit(vc_build *b, const void *p)
     }
     vc_t y = vc_op_out(o, vc_n_sample(vc_shape_numel(vc_output_shape(b))), vc_dt_of(b, vc_input(b, 0)));
     vc_op_end(o);
+    if (((const merge_cfg *)p)->keep) vc_keep_forward(b, y); /* e.g. PaliGemma's merged inputs_embeds */
     vc_set_output(b, y);
 }
 

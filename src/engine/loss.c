@@ -149,6 +149,41 @@ static void emit_seq2seq(vc_build *b)
 }
 static void emit_causal_lm(vc_build *b) { emit_ce(b, true); }
 
+/* PaliGemmaForConditionalGeneration.forward's own loss (models/paligemma/modeling_paligemma.py
+ * @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e): the language model runs without labels (GemmaForCausalLM returns
+ * its logits in the model's dtype, held by `outputs` until the forward returns); logits = outputs.logits.float()
+ * (an fp32 copy under 16-bit); shift_logits = logits[..., :-1, :], shift_labels = labels[..., 1:]; no
+ * attention_mask: shift_logits.contiguous() (an fp32 [L-1, V] copy at batch > 1) and shift_labels.contiguous();
+ * nn.CrossEntropyLoss()(shift_logits.view(-1, V), shift_labels.view(-1)): log_softmax (saved) and nll_loss. The
+ * labels themselves are the resident [L] targets. `self.pad_token_id in labels` ((labels == pad).any(), a bool
+ * [B, L] temporary) is not counted. */
+static void emit_paligemma(vc_build *b)
+{
+    const vc_value *ov = &b->m->val[b->m->output];
+    vc_t y0 = b->val_t[b->m->output], y = output_f32(b);
+    const int64_t V = ov->shape.d[ov->shape.nd - 1], rows = V ? b->t[y].n.ps / V : 0;
+    vc_t padded;
+    vc_t lab = targets(b, rows, false, &padded);
+    if (lab < 0 || rows < 2) return;
+    /* logits[..., :-1, :] of [B, L, V] is contiguous at batch 1, where .contiguous() returns it (SliceBackward's
+     * logits-sized gradient in backward); a copy otherwise; labels[..., 1:] the same */
+    const bool one = vc_batch_is_one(b);
+    vc_op *o = vc_op_begin(b, one ? "slice" : "slice+contiguous");
+    int i = vc_op_in(o, y);
+    vc_t c = one ? vc_op_out_view(o, i, vc_n_sample((rows - 1) * V), true) : vc_op_out(o, vc_n_sample((rows - 1) * V), VC_DT_F32);
+    vc_op_end(o);
+    o = vc_op_begin(b, one ? "slice" : "contiguous");
+    i = vc_op_in_nodiff(o, lab);
+    vc_t tc = one ? vc_op_out_view(o, i, vc_n_sample(rows - 1), true) : vc_op_out(o, vc_n_sample(rows - 1), VC_DT_I64);
+    vc_op_end(o);
+    vc_t l = cross_entropy(b, c, tc, vc_n_sample((rows - 1) * V), VC_DT_F32);
+    vc__extend_life(b, c); /* the forward's locals logits and shift_logits, and outputs.logits, until it returns */
+    vc__extend_life(b, y);
+    vc__extend_life(b, y0);
+    vc__extend_life(b, tc);
+    b->loss_t = l;
+}
+
 /* Megatron's vocab-parallel cross-entropy on a tensor-parallel rank's fp32
  * logits y (after output_f32's .float(); MEG = NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
  * as in src/hf/hf_tp.c: megatron/core/tensor_parallel/cross_entropy.py
@@ -1540,6 +1575,9 @@ static const vc_loss_row rows[] = {
                            * ops/vocab_parallel_cross_entropy.py, not what the cross_entropy switch patches in) */
                           "Liger's cross_entropy switch patches in LigerCrossEntropyFunction, which has no "
                           "vocabulary-parallel mode; " O("tp") "'s loss is Megatron's vocab-parallel cross-entropy"},
+    [VC_LOSS_PALIGEMMA] = {"paligemma_lm", NULL, "PaliGemmaForConditionalGeneration's own CrossEntropyLoss: fp32 logits, "
+                           "their shifted copy, the shifted labels", true, true, false, emit_paligemma,
+                           "PaliGemma's loss on a tensor-parallel rank is not modelled"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -133,13 +133,14 @@ const hf_family vc__hf_families[] = {
     /* GemmaConfig (configuration_gemma.py @ 008e5743; the class describes gemma-7b): vocab_size 256000,
      * hidden_size 3072, intermediate_size 24576, num_hidden_layers 28, num_attention_heads 16,
      * num_key_value_heads 16, head_dim 256, tie_word_embeddings True */
-    {.model_type = "gemma", .config_class = "GemmaConfig",
-     .keys = {LLAMA_KEYS, LLAMA_SIZES(256000, 3072, 24576, 28, 16), [K_KV_HEADS] = DEF("num_key_value_heads", 16),
-              [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
-              [K_MAXPOS] = DEF("max_position_embeddings", 8192),
-              [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
-              [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
-              [K_O_BIAS] = DEF("attention_bias", 0)},
+#define GEMMA_KEYS                                                                                             \
+    LLAMA_KEYS, LLAMA_SIZES(256000, 3072, 24576, 28, 16), [K_KV_HEADS] = DEF("num_key_value_heads", 16),     \
+    [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,                                    \
+    [K_MAXPOS] = DEF("max_position_embeddings", 8192),                                                       \
+    [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},                \
+    [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),                        \
+    [K_O_BIAS] = DEF("attention_bias", 0)
+    {.model_type = "gemma", .config_class = "GemmaConfig", .keys = {GEMMA_KEYS},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true},
     /* Gemma2Config (configuration_gemma2.py @ 008e5743; the class describes gemma-2-2b): vocab_size 256000,
      * hidden_size 2304, intermediate_size 9216, num_hidden_layers 26, num_attention_heads 8, num_key_value_heads
@@ -1343,6 +1344,19 @@ const hf_family vc__hf_families[] = {
               [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 131072),
               [K_P_ATTN] = DEF("dropout", 0)},
      LLAMA_BLOCK, .nested = "text_config", .lora_targets = NULL},
+    /* PaliGemmaConfig (configuration_paligemma.py @ 04d596e6: text_config["model_type"] defaults to "gemma" and
+     * CONFIG_MAPPING[...](**text_config) gives GemmaConfig's defaults for the keys it lacks, the gemma row's; projection_dim
+     * 2048, which it writes into vision_config) and PaliGemmaForConditionalGeneration (modeling_paligemma.py @ efa7189c):
+     * the language model GemmaForCausalLM read from text_config; vision_tower (SiglipVisionModel, the Gemma 3 tower of
+     * hf_vision.c) and PaliGemmaMultiModalProjector counted, loaded frozen, run on --image; the forward's float mask
+     * (layers/llm.c prefix_mask_4x) and its own loss (src/engine/loss.c emit_paligemma). PaliGemma 2 (text_config
+     * model_type gemma2) is refused (hf_vision.c). PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no
+     * paligemma: --lora-targets. */
+    {.model_type = "paligemma", .config_class = "GemmaConfig (PaliGemmaConfig.text_config)",
+     .keys = {GEMMA_KEYS}, LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true, .nested = "text_config",
+     .vision = VIS_PALIGEMMA,
+     .lora_targets = NULL},
+#undef GEMMA_KEYS
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1477,7 +1491,7 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
     static const char *const patched[] = {"gemma3", "gemma4_text", "gemma4", "glm4", "gpt_oss", "llama4_text", "llama4",
                                           "granite", "nemotron", "olmo2", "olmo3", "pixtral", "qwen2_vl", "qwen2_5_vl",
                                           "qwen3_next", "qwen3_vl", "qwen3_vl_moe", "smollm3", "phi3", "falcon_h1",
-                                          "exaone4",
+                                          "exaone4", "paligemma",
                                           /* mllama: MODEL_TYPE_TO_APPLY_LIGER_FN["mllama"] = apply_liger_kernel_to_mllama in
                                            * the monkey_patch.py texts read through the code search (no pinned commit) */
                                           "mllama", NULL};
@@ -1726,6 +1740,21 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
             return vc_set_error(err, VC_ERR_USAGE, O("image"), "gemma4_text has no vision tower (Gemma4ForCausalLM)");
         if (vc__hf_gemma4_unmodelled(&a, r.fam, split, err)) return err->code;
     }
+    if (a.f->vision == VIS_PALIGEMMA) { /* PaliGemmaForConditionalGeneration (modeling_paligemma.py @ efa7189c) */
+        if (rel && rel->generate) /* a prefill's mask is made from generate()'s 2-D attention_mask: clone, fills */
+            return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: paligemma's generate() (_update_causal_mask "
+                                "from the 2-D attention_mask in the prefill, prepare_inputs_for_generation) is not "
+                                "modelled; training and " OV("mode", "infer") " are");
+        if (vllm)
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "paligemma under vLLM (its PaliGemmaForConditionalGeneration) "
+                                "is not modelled");
+        if (split.tp > 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "paligemma on tensor-parallel ranks is not modelled");
+        if (o && o->loss != VC_LOSS_IMPL_HF)
+            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "paligemma: PaliGemmaForConditionalGeneration computes its "
+                                "own CrossEntropyLoss (the language model gets no labels); only " OV("loss", "hf")
+                                " is modelled");
+    }
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
@@ -1886,6 +1915,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                             : a.f->block == BLK_T5 || a.f->block == BLK_WHISPER || a.f->block == BLK_BART
                                 ? "seq2seq_lm" /* T5ForConditionalGeneration's / WhisperForConditionalGeneration's CrossEntropyLoss */
                             : siglip_v ? "logits_mean" /* loss = outputs.pooler_output.mean() (no .float()) */
+                            : a.f->vision == VIS_PALIGEMMA ? "paligemma_lm" /* PaliGemmaForConditionalGeneration's own */
                             : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();

@@ -261,6 +261,7 @@ enum {
     VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel with its deepstack mergers, run on --image */
     VIS_PIXTRAL, /* mistral3: PixtralVisionModel + Mistral3MultiModalProjector, run on --image (hf_pixtral.c) */
     VIS_QWEN2,   /* Qwen2-VL: Qwen2VisionTransformerPretrainedModel + PatchMerger (LayerNorm, fc1 / fc2 MLP), run on --image */
+    VIS_PALIGEMMA, /* paligemma: SiglipVisionModel (Gemma 3's, hf_vision.c) + PaliGemmaMultiModalProjector (a Linear) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
@@ -270,7 +271,8 @@ typedef struct {
     int act;                                            /* A_*: hidden_act */
     int64_t images, h, w;       /* per sample; the size after the processor's smart_resize (0: no image) */
     int64_t patches, tokens;    /* per sample: the tower's patches and the image tokens the LM sees */
-    /* VIS_SIGLIP (SiglipVisionConfig, Gemma3Config): image_size, vision_use_head, mm_tokens_per_image */
+    /* VIS_SIGLIP (SiglipVisionConfig, Gemma3Config): image_size, vision_use_head, mm_tokens_per_image; VIS_PALIGEMMA:
+     * mm the (image_size / patch_size)^2 image tokens, out PaliGemmaConfig.projection_dim */
     int64_t img, mm;
     bool use_head;
     int64_t npos, ndeep; /* VIS_QWEN3 and VIS_QWEN3_5: num_position_embeddings (Qwen3VLVisionModel.pos_embed's rows);
@@ -460,7 +462,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

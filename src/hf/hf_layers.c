@@ -229,6 +229,9 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
      * with them here */
     if (a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode && causal && !a->eager)
         flag(w, o, "image_mask", true);
+    /* PaliGemmaForConditionalGeneration.forward (modeling_paligemma.py @ efa7189c): its _update_causal_mask's float
+     * mask in every layer, with or without an image (layers/llm.c prefix_mask_4x) */
+    if (a->f->vision == VIS_PALIGEMMA && causal && !a->eager) flag(w, o, "prefix_mask", true);
 }
 
 int64_t vc__hf_layer_window(const arch *a, int64_t i)
@@ -1043,6 +1046,10 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
          * run's input stays alive as the forward's own local (LlamaModel.forward's inputs_embeds,
          * BertModel.forward's embedding_output) */
         if (i > 0 && j - i > 1) flag(w, seq, "loop", true);
+        /* PaliGemma: GemmaModel.forward's scaled hidden_states rebinds in the loop; the forward's local is the merged
+         * inputs_embeds, kept by the Cat (keep_forward, build_layers) */
+        if (i == 0 && j - i > 1 && a->f->vision == VIS_PALIGEMMA && a->vis.patches > 0 && !strcmp(name, "model.layers"))
+            flag(w, seq, "loop", true);
         if (i > 0 && j == a->N && in) str(w, seq, "keep", in); /* that local: alive to the loop's end */
         if (layer_ckpt(a, i)) flag(w, seq, "checkpoint", true);
         cJSON *arr = cJSON_AddArrayToObject(seq, "layers");
@@ -1456,7 +1463,8 @@ static void build_layers(wr *w, const arch *a)
      * inputs_embeds = self.get_input_embeddings()(llm_input_ids) before get_image_features. Without images the
      * tower's weights (never run) come first. */
     const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN2_5 || a->f->vision == VIS_QWEN2 ||
-                         a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PIXTRAL) && a->vis.patches > 0;
+                         a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PIXTRAL || a->f->vision == VIS_PALIGEMMA) &&
+                        a->vis.patches > 0;
     if (images) {
         embedding(w, a, "model.embed_tokens");
         ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
@@ -1486,6 +1494,9 @@ static void build_layers(wr *w, const arch *a)
         o = add_layer(w, "Cat", "model.inputs_embeds");
         ins(w, o, img, "model.text_embeds", NULL, NULL);
         num(w, o, "dim", 1);
+        /* PaliGemmaForConditionalGeneration.forward's inputs_embeds (the masked_scatter result): its local until it
+         * returns, its loss included (modeling_paligemma.py @ efa7189c) */
+        if (a->f->vision == VIS_PALIGEMMA) flag(w, o, "keep_forward", true);
         first = "model.inputs_embeds";
     }
     if (a->f->embed_scale) { /* hidden_states * normalizer (sqrt(hidden_size)) */
@@ -1508,6 +1519,7 @@ static void build_layers(wr *w, const arch *a)
         if (a->f->half_rope) flag(w, o, "half", true); /* GptOssRotaryEmbedding: emb = freqs, no cat */
         if (a->f->rope_f32 && !a->vllm) flag(w, o, "f32", true); /* Olmo2RotaryEmbedding: `return cos, sin`, float32 */
         if (a->f->moe == MOE_LLAMA4 || a->f->ds_v2) flag(w, o, "complex", true); /* freqs_cis (DeepseekV2RotaryEmbedding too) */ /* Llama4TextRotaryEmbedding: freqs_cis */
+        if (a->f->vision == VIS_PALIGEMMA && !a->eager) flag(w, o, "prefix_mask", true); /* made before the layers */
         /* the sdpa sliding layers' mask, made by the model's forward before its layers (layers/llm.c rope_emit):
          * not under eager, sinks, chunked attention or Gemma 3's image masks (their own mask paths) */
         int64_t sw = 0;

@@ -307,6 +307,42 @@ static int read_qwen3(rd *r, arch *a, const cJSON *v)
     return tower_act_sizes(r, t, v, "gelu_pytorch_tanh");
 }
 
+/* PaliGemma's own keys (configuration_paligemma.py @ 04d596e6, modeling_paligemma.py @ efa7189c): text_config's
+ * model_type ("gemma" when absent; "gemma2", PaliGemma 2, is not modelled), projection_dim (2048; written into
+ * vision_config.projection_dim, PaliGemmaMultiModalProjector's Linear(vision hidden_size, projection_dim)), which must
+ * be the language model's hidden_size: forward's inputs_embeds[special_image_mask].numel() != image_features.numel()
+ * raises ValueError otherwise. */
+static int paligemma_keys(rd *r, arch *a)
+{
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(r->cfg, "text_config");
+    const cJSON *mt = tc ? cJSON_GetObjectItemCaseSensitive(tc, "model_type") : NULL;
+    if (mt && !(cJSON_IsString(mt) && !strcmp(mt->valuestring, "gemma"))) {
+        char e[64];
+        vc_escape(e, sizeof e, cJSON_IsString(mt) ? mt->valuestring : "(not a string)");
+        vc_set_error(r->err, VC_ERR_MODEL, "text_config.model_type", "\"%s\": paligemma is modelled with a Gemma language "
+                     "model (\"gemma\"); PaliGemma 2's Gemma 2 (\"gemma2\") and others are not", e);
+        return -1;
+    }
+    const cJSON *pd = cJSON_GetObjectItemCaseSensitive(r->cfg, "projection_dim");
+    int64_t p = 2048;
+    if (pd && !cJSON_IsNull(pd)) {
+        double d = cJSON_IsNumber(pd) ? pd->valuedouble : NAN;
+        if (!isfinite(d) || d != floor(d) || d < 1 || d > (double)MAX_SIZE) {
+            vc_set_error(r->err, VC_ERR_MODEL, "projection_dim", "expected a positive integer");
+            return -1;
+        }
+        p = (int64_t)d;
+    }
+    if (p != a->H) {
+        vc_set_error(r->err, VC_ERR_MODEL, "projection_dim", "%lld: the projector's image features must be "
+                     "text_config.hidden_size (%lld) wide to replace the image tokens' embeddings (PaliGemma's forward "
+                     "raises ValueError)", (long long)p, (long long)a->H);
+        return -1;
+    }
+    a->vis.out = p;
+    return 0;
+}
+
 /* Gemma3 (model_type gemma3): SiglipVisionConfig (configuration_siglip.py: hidden_size 768,
  * intermediate_size 3072, num_hidden_layers 12, num_attention_heads 12, num_channels 3, image_size 224,
  * patch_size 16, hidden_act gelu_pytorch_tanh, layer_norm_eps 1e-6: the class's defaults, what
@@ -319,13 +355,18 @@ static int read_qwen3(rd *r, arch *a, const cJSON *v)
 static int read_siglip(rd *r, arch *a, const cJSON *v)
 {
     hf_vision *t = &a->vis;
-    if (vint(r, v, "num_hidden_layers", 12, 1, &t->depth) || vint(r, v, "hidden_size", 768, 1, &t->C) ||
-        vint(r, v, "intermediate_size", 3072, 1, &t->I) || vint(r, v, "num_attention_heads", 12, 1, &t->NH) ||
-        vint(r, v, "num_channels", 3, 1, &t->cin) || vint(r, v, "image_size", 224, 1, &t->img) ||
-        vint(r, v, "patch_size", 16, 1, &t->P))
+    /* PaliGemmaConfig (configuration_paligemma.py @ 04d596e6) with vision_config None builds SiglipVisionConfig(
+     * intermediate_size=4096, hidden_size=1152, patch_size=14, image_size=224, num_hidden_layers=27,
+     * num_attention_heads=16, vision_use_head=False); a dict gets SiglipVisionConfig's own defaults */
+    const bool pali = a->f->vision == VIS_PALIGEMMA, pd = pali && !v;
+    if (vint(r, v, "num_hidden_layers", pd ? 27 : 12, 1, &t->depth) || vint(r, v, "hidden_size", pd ? 1152 : 768, 1, &t->C) ||
+        vint(r, v, "intermediate_size", pd ? 4096 : 3072, 1, &t->I) ||
+        vint(r, v, "num_attention_heads", pd ? 16 : 12, 1, &t->NH) || vint(r, v, "num_channels", 3, 1, &t->cin) ||
+        vint(r, v, "image_size", 224, 1, &t->img) || vint(r, v, "patch_size", pd ? 14 : 16, 1, &t->P))
         return -1;
     t->M = t->T = 1;
     t->out = a->H; /* mm_input_projection_weight [vision hidden_size, text hidden_size] */
+    if (pali && paligemma_keys(r, a)) return -1;
     if (t->depth > 1024) return vbad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)t->depth);
     if (t->C % t->NH)
         return vbad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld) "
@@ -337,7 +378,7 @@ static int read_siglip(rd *r, arch *a, const cJSON *v)
         return vbad(r, "layer_norm_eps", "expected a number between 0 and 1");
     const cJSON *head = v ? cJSON_GetObjectItemCaseSensitive(v, "vision_use_head") : NULL;
     if (head && !cJSON_IsBool(head)) return vbad(r, "vision_use_head", "expected true or false");
-    t->use_head = !head || cJSON_IsTrue(head);
+    t->use_head = pd ? false : !head || cJSON_IsTrue(head);
     const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
     const char *an = "gelu_pytorch_tanh";
     if (act && !cJSON_IsNull(act)) {
@@ -356,9 +397,10 @@ static int read_siglip(rd *r, arch *a, const cJSON *v)
         vc_escape(e, sizeof e, an);
         return vbad(r, "hidden_act", "activation \"%s\" is not modelled (gelu_pytorch_tanh, gelu, silu or relu)", e);
     }
-    /* mm_tokens_per_image: a key of Gemma3Config itself */
-    const cJSON *mm = cJSON_GetObjectItemCaseSensitive(r->cfg, "mm_tokens_per_image");
-    t->mm = 256;
+    /* mm_tokens_per_image: a key of Gemma3Config itself; PaliGemma's image tokens are the patches
+     * (PaliGemmaConfig: text_config.num_image_tokens = (image_size // patch_size) ** 2) */
+    const cJSON *mm = pali ? NULL : cJSON_GetObjectItemCaseSensitive(r->cfg, "mm_tokens_per_image");
+    t->mm = pali ? (t->img / t->P) * (t->img / t->P) : 256;
     if (mm && !cJSON_IsNull(mm)) {
         double d = cJSON_IsNumber(mm) ? mm->valuedouble : NAN;
         if (!isfinite(d) || d != floor(d) || d < 1 || d > (double)MAX_SIZE) {
@@ -442,7 +484,8 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spl
     }
     if (t->use_head) {
         vc_set_error(r->err, VC_ERR_USAGE, O("image"), "the SigLIP pooling head (vision_config.vision_use_head absent or "
-                     "true: SiglipVisionTransformer runs it) is not modelled; the Gemma 3 checkpoints set it false");
+                     "true: SiglipVisionTransformer runs it) is not modelled; the Gemma 3 and PaliGemma checkpoints set it "
+                     "false");
         return -1;
     }
     const int64_t side = t->img / t->P;
@@ -458,7 +501,10 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spl
         return -1;
     }
     t->embeds = t->mm;
-    t->tokens = t->mm + 4; /* "\n\n", boi, eoi, "\n\n" */
+    /* Gemma 3: "\n\n", boi, eoi, "\n\n" beside them; PaliGemmaProcessor (processing_paligemma.py @ 04fb9184
+     * build_string_from_input: image_token * image_seq_length * num_images, then bos, the prompt and "\n", --seq's
+     * text) the image tokens alone, at the start of the sequence (hf_layers.c's Cat puts the image rows first) */
+    t->tokens = a->f->vision == VIS_PALIGEMMA ? t->mm : t->mm + 4;
     /* generate()'s decoding steps (src/engine/generate.c "Images"): Gemma3ForConditionalGeneration
      * .prepare_inputs_for_generation (modeling_gemma3.py @ 0018aa64) passes pixel_values only while
      * cache_position[0] == 0: the tower written as for the prefill and not run, the step's token text alone */
@@ -635,7 +681,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
         vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (the vision tower's keys)");
         return -1;
     }
-    if (a->f->vision == VIS_SIGLIP    ? read_siglip(r, a, v)
+    if (a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA ? read_siglip(r, a, v)
         : a->f->vision == VIS_QWEN3_5 ? read_qwen3_5(r, a, v)
         : a->f->vision == VIS_QWEN3   ? read_qwen3(r, a, v)
         : a->f->vision == VIS_QWEN2   ? read_qwen2(r, a, v)
@@ -667,7 +713,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
                     "(2-D rotary: a quarter per axis, twice)", (long long)(a->vis.C / a->vis.NH));
     if (a->f->vision == VIS_QWEN3 && qwen3_deep(r, &a->vis, v)) return -1;
     hf_vision *t = &a->vis;
-    if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o, split);
+    if (a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA) return siglip_images(r, a, o, split);
     if (o->image_w <= 0) {
         vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
         return -1;
@@ -905,7 +951,7 @@ static void write_qwen3_weights(vw *w, const hf_vision *t)
  * head when built (probe [1, 1, hidden], nn.MultiheadAttention: in_proj_weight [3 hidden, hidden] and its
  * bias, out_proj an nn.Linear; layernorm; mlp); the projector's mm_soft_emb_norm (Gemma3RMSNorm: weight
  * only) and mm_input_projection_weight [vision hidden, text hidden] (an nn.Parameter, not an nn.Linear). */
-static void write_siglip_weights(vw *w, const hf_vision *t)
+static void write_siglip_weights(vw *w, const hf_vision *t, bool pali)
 {
     const int64_t C = t->C, I = t->I, side = t->img / t->P, k = t->tp > 1 ? t->tp : 1; /* vLLM's ranks (vision_tp) */
     vweights(w, "vision_tower.vision_model.embeddings.patch_embedding", C, t->cin * t->P * t->P, true, false);
@@ -924,6 +970,10 @@ static void write_siglip_weights(vw *w, const hf_vision *t)
         /* vLLM: the head's torch.nn.MultiheadAttention whole, its SiglipMLP split as the layers' */
         vweights(w, "vision_tower.vision_model.head.mlp.fc1", I / k, C, true, true);
         vweights(w, "vision_tower.vision_model.head.mlp.fc2", C, I / k, true, true);
+    }
+    if (pali) { /* PaliGemmaMultiModalProjector (modeling_paligemma.py @ efa7189c): nn.Linear(hidden, projection_dim) */
+        vweights(w, "multi_modal_projector.linear", t->out, C, true, true);
+        return;
     }
     vweights(w, "multi_modal_projector.mm_soft_emb_norm", C, 0, false, false);
     vweights(w, "multi_modal_projector.mm_input_projection_weight", C, t->out, false, false);
@@ -972,7 +1022,7 @@ static void vln(vw *w, const char *name, const char *in, int64_t width)
  *    transposed view), AvgPool2d(kernel), flatten(2).transpose(1, 2), mm_soft_emb_norm (Gemma3RMSNorm:
  *    x.float() ... * (1 + weight.float()), type_as), matmul(mm_input_projection_weight).
  * Frozen and run without autograd (the Qwen2.5-VL rows' default): nothing is saved. */
-static const char *write_siglip(vw *w, const hf_vision *t)
+static const char *write_siglip(vw *w, const hf_vision *t, bool pali)
 {
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, side = t->img / t->P, n = t->patches;
     const int64_t pd = t->cin * t->P * t->P, k = side / (int64_t)sqrt((double)t->mm), ps = side / k;
@@ -1026,6 +1076,15 @@ static const char *write_siglip(vw *w, const hf_vision *t)
     vlinear(&b, "mlp.fc2", NULL, t->I, C, true);
     vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", "mlp.fc2");
     vln(w, "vision_tower.vision_model.post_layernorm", NULL, C);
+    if (pali) { /* PaliGemmaForConditionalGeneration.get_image_features (modeling_paligemma.py @ efa7189c):
+                 * multi_modal_projector (self.linear), then image_features / (text_config.hidden_size ** 0.5), a new
+                 * tensor; .to(inputs_embeds.dtype) in forward: the same dtype */
+        vlinear(w, "multi_modal_projector.linear", NULL, C, t->out, true);
+        o = lay(w, "Scale", "multi_modal_projector.scale");
+        vnum(w, o, "factor", 1.0 / sqrt((double)t->out));
+        vflag(w, o, "keep_forward", true); /* forward's image_features: alive until it returns (image_hidden_states) */
+        return "multi_modal_projector.scale";
+    }
     /* the projector */
     o = lay(w, "Transpose", "multi_modal_projector.transpose");
     vnum(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
@@ -1206,14 +1265,14 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     if (!a->f->vision) return NULL;
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_write(r, arr, a); /* mistral3 (hf_pixtral.c) */
     if (t->patches == 0) {
-        if (a->f->vision == VIS_SIGLIP) write_siglip_weights(&w, t);
+        if (a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA) write_siglip_weights(&w, t, a->f->vision == VIS_PALIGEMMA);
         else if (a->f->vision == VIS_QWEN3_5) write_qwen3_5_weights(&w, t);
         else if (a->f->vision == VIS_QWEN3) write_qwen3_weights(&w, t);
         else if (a->f->vision == VIS_QWEN2) write_qwen2_weights(&w, t);
         else write_weights(&w, t);
         return NULL;
     }
-    if (a->f->vision == VIS_SIGLIP) return write_siglip(&w, t);
+    if (a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA) return write_siglip(&w, t, a->f->vision == VIS_PALIGEMMA);
     if (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) return write_qwen3_tower(&w, t, a->f->vision == VIS_QWEN3_5);
     /* Qwen2-VL (Qwen2VisionTransformerPretrainedModel.forward, modeling_qwen2_vl.py @ efa7189c) runs as Qwen2.5-VL's
      * tower below with every block attending within each image's cu_seqlens (no windows: the same sdpa bool mask

@@ -242,6 +242,9 @@ def main(argv):
         raw = dict(raw["text_config"], model_type="gemma3", vision_config=raw.get("vision_config") or {},
                    mm_tokens_per_image=raw.get("mm_tokens_per_image", 256),
                    image_token_index=raw.get("image_token_index", 262144))
+    if raw.get("model_type") == "paligemma":  # PaliGemmaConfig: text_config's keys, the tower's beside (paligemma_replica.py)
+        import paligemma_replica
+        raw = paligemma_replica.flatten(raw)
     if raw.get("model_type") in ("qwen3_5", "qwen3_5_moe"):  # Qwen3_5Config: text_config and vision_config
         raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
@@ -323,6 +326,9 @@ def main(argv):
                              "decoder's init tokens)")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
+    elif cfg.model_type == "paligemma":  # PaliGemmaForConditionalGeneration, tower frozen (paligemma_replica.py)
+        import paligemma_replica
+        model = paligemma_replica.build(cfg, args.attn)
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
                                                          "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") + near_llama_replica.FAMILIES and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3")):
@@ -482,6 +488,16 @@ def main(argv):
             raise SystemExit("measure_llm.py: gemma3: one image per sample (vramcalc's model)")
         image_tokens = args.images * (cfg.d["mm_tokens_per_image"] + gemma3vl_replica.IMAGE_EXTRA)
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
+    elif args.image and cfg.model_type == "paligemma":
+        # SiglipImageProcessor: every image resized to image_size, pixel_values [images, C, S, S] float32;
+        # PaliGemmaProcessor: (image_size // patch_size) ** 2 image tokens first, then bos, --seq's text
+        import paligemma_replica
+        pk = paligemma_replica.vision_keys(cfg.d.get("vision_config"))
+        n_img = args.batch * args.images
+        if args.images != 1:
+            raise SystemExit("measure_llm.py: paligemma: one image per sample (vramcalc's model)")
+        image_tokens = paligemma_replica.image_tokens(cfg.d.get("vision_config"))
+        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     elif args.image and cfg.model_type == "mistral3":
         # PixtralProcessor: each image resized (mistral3_replica.image_grid), pixel_values [images, C, h, w]
         # float32; its tokens rows x (cols + 1): [IMG] x cols then [IMG_BREAK] per row, the last [IMG_END]
@@ -557,7 +573,12 @@ def main(argv):
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
         input_ids = features() if whisper else pixels() if vit else torch.randint(0, V, (args.batch, args.seq + image_tokens),
                                                              dtype=torch.int64)
-        if image_tokens and cfg.model_type == "mistral3":  # mistral3_replica.py: the image's rows first
+        if image_tokens and cfg.model_type == "paligemma":  # the image tokens first (paligemma_replica.py)
+            tid = cfg.d["image_token_index"]
+            input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
+            input_ids[:, :image_tokens] = tid
+            model.pixel_values = torch.randn(n_img, pk["num_channels"], pk["image_size"], pk["image_size"])
+        elif image_tokens and cfg.model_type == "mistral3":  # mistral3_replica.py: the image's rows first
             input_ids = mistral3_ids(input_ids)
             model.embed_tokens.pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
             model.embed_tokens.image_sizes = [(rh, rw)] * n_img
@@ -626,6 +647,11 @@ def main(argv):
                 input_ids[:, 2:2 + mmt] = tid  # after "\n\n" and boi; eoi and "\n\n" follow
                 model.pixel_values = torch.randn(n_img, gk["cin"], gk["img"], gk["img"])
                 model.token_type_ids = (input_ids == tid).long()  # the processor's mm_token_type_ids, held
+            elif image_tokens and cfg.model_type == "paligemma":
+                tid = cfg.d["image_token_index"]
+                input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
+                input_ids[:, :image_tokens] = tid  # the image tokens first, then bos and the text
+                model.pixel_values = torch.randn(n_img, pk["num_channels"], pk["image_size"], pk["image_size"])
             elif image_tokens and cfg.model_type == "mistral3":
                 input_ids = mistral3_ids(input_ids)
                 model.embed_tokens.pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
@@ -637,6 +663,8 @@ def main(argv):
                 model.embed_tokens.pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
                 model.embed_tokens.grid_thw = torch.tensor([[1, gh, gw]] * n_img)
             labels = None if whisper else input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
+            if cfg.model_type == "paligemma":  # PaliGemmaProcessor's token_type_ids with a suffix (is_training), held
+                model.token_type_ids = torch.zeros_like(input_ids)
             if t5:  # DataCollatorForSeq2Seq: the target's ids, [B, target_seq]
                 labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
         if encoder and cfg.model_type == "siglip_vision_model":  # SiglipVisionModel: no labels (siglip_replica.py)

@@ -2163,6 +2163,26 @@ def cases():
                      ("train", 2, 64, "adamw", "fp32", True, 0), ("train", 2, 64, "adamw", "bf16", False, 8),
                      ("train", 4, 48, "sgd", "fp32", False, 0), ("generate", 1, 32, 8, "fp32", False, 0)],
                config="mllama_small", lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    # issue 31 (vision towers of VLMs): paligemma (paligemma_replica.py: PaliGemmaForConditionalGeneration as
+    # modeling_paligemma.py @ efa7189c runs it, siglip_replica.py's SigLIP tower and the projector's Linear frozen, the
+    # forward's float [L, L + 1] mask into every layer's sdpa, its own loss on the fp32 logits' shifted copy): any image
+    # resized to image_size, (image_size / patch_size)^2 image tokens (64, 256) before --seq's text; train full / ckpt /
+    # LoRA (o_proj, down_proj: the language model's alone), fp32 / bf16, infer; then the text alone (the mask and the
+    # loss without the tower run). Every third held out.
+    pg = [
+        ("train", "paligemma_small", 1, 32, "adamw", "fp32", False, 0),
+        ("train", "paligemma_small", 1, 64, "adamw", "bf16", False, 0),
+        ("train", "paligemma_small", 1, 32, "sgd", "fp32", True, 0),
+        ("train", "paligemma_small", 2, 32, "adamw", "fp32", False, 8),
+        ("train", "paligemma224_small", 1, 16, "adamw", "fp32", False, 0),
+        ("train", "paligemma224_small", 1, 16, "adamw", "bf16", True, 8),
+        ("infer", "paligemma_small", 1, 32, None, "fp32", False, 0),
+        ("infer", "paligemma224_small", 1, 16, None, "bf16", False, 0),
+        ("infer", "paligemma_small", 2, 48, None, "fp32", False, 0),
+    ]
+    mode_cases(out, pg, lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="224x224", images=1)
+    train_cases(out, [("paligemma_small", 1, 64, "adamw", "fp32", False, 0), ("paligemma_small", 2, 48, "sgd", "bf16", False, 0),
+                      ("paligemma_small", 1, 96, "adamw", "fp32", True, 0)])
     return out
 
 

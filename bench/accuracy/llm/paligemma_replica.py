@@ -1,0 +1,189 @@
+"""paligemma_replica.py -- PaliGemmaForConditionalGeneration (issue 31, vision towers of VLMs) written from the
+transformers source, not from vramcalc's engine; measured by measure_llm.py (train with --image or without, --mode
+infer) and counted by `python3 paligemma_replica.py CONFIG...`.
+
+Sources read (huggingface/transformers):
+  P = models/paligemma/modeling_paligemma.py @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e:
+      PaliGemmaMultiModalProjector (linear = nn.Linear(vision_config.hidden_size, vision_config.projection_dim,
+      bias=True)); PaliGemmaForConditionalGeneration.__init__ (vision_tower = AutoModel.from_config(vision_config):
+      SiglipVisionModel; multi_modal_projector; language_model = AutoModelForCausalLM.from_config(text_config):
+      GemmaForCausalLM, lm_head tied); get_image_features (vision_tower(pixel_values).last_hidden_state,
+      multi_modal_projector, / text_config.hidden_size ** 0.5); forward (is_training = token_type_ids is not None and
+      labels is not None; inputs_embeds = embed_tokens(input_ids); cache_position = arange(L); position_ids =
+      cache_position.unsqueeze(0) + 1; with pixel_values: special_image_mask = (input_ids == image_token_index)
+      .unsqueeze(-1).expand_as(inputs_embeds), the inputs_embeds[special_image_mask].numel() check (a boolean-indexed
+      copy), image_features.to(dtype), inputs_embeds.masked_scatter(...); causal_mask = _update_causal_mask(...);
+      outputs = language_model(attention_mask=causal_mask, position_ids, inputs_embeds, ...) without labels; the loss:
+      logits = outputs.logits.float(), shift_logits = logits[..., :-1, :], shift_labels = labels[..., 1:], no
+      attention_mask: both .contiguous(), nn.CrossEntropyLoss() on the views; returns logits (the fp32 ones) and
+      image_hidden_states = image_features);
+      _update_causal_mask (attention_mask None, no cache: target_length = cache_position[0] + L + 1; causal_mask =
+      torch.full((L, T), min_dtype, dtype=self.dtype); training: torch.triu(causal_mask, diagonal=1), else
+      causal_mask[:, :L] = 0.0; causal_mask *= torch.arange(T) > cache_position.reshape(-1, 1);
+      causal_mask[None, None].expand(B, 1, -1, -1)).
+  The language model: GemmaModel.forward as transformers 4.4x runs a 4-D mask (returned as it is by its
+      _update_causal_mask; hidden_states = inputs_embeds, the rotary embedding, * normalizer, the layers, norm), the
+      harness's Gemma layers (reference.py DecoderLayer / Attention, sdpa_attention_forward: repeat_kv with a mask,
+      is_causal False), the mask sliced attention_mask[:, :, :, :S] by sdpa_attention_forward (a view).
+  The tower: siglip_replica.SiglipVisionModel (modeling_siglip.py @ efa7189c), imported, vision_use_head false.
+Frozen tower and projector, as the Gemma 3 replica runs them (LLaMA-Factory's freeze_vision_tower and
+freeze_multi_modal_projector defaults): their forward builds no graph.
+"""
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch
+import torch.nn as nn
+
+import siglip_replica
+
+# PaliGemmaConfig (configuration_paligemma.py @ 04d596e6) with vision_config None
+PALI_VISION_DEFAULTS = {"intermediate_size": 4096, "hidden_size": 1152, "patch_size": 14, "image_size": 224,
+                        "num_hidden_layers": 27, "num_attention_heads": 16, "vision_use_head": False}
+
+
+def vision_keys(vision_config):
+    """SiglipVisionConfig as PaliGemmaConfig builds it: the dict's keys over SiglipVisionConfig's defaults (or
+    PaliGemmaConfig's tower without one)."""
+    if not vision_config:
+        return siglip_replica.resolve(PALI_VISION_DEFAULTS)
+    return siglip_replica.resolve(vision_config)
+
+
+def image_tokens(vision_config):
+    """PaliGemmaConfig: text_config.num_image_tokens = (image_size // patch_size) ** 2; PaliGemmaProcessor puts that
+    many image tokens first, then bos, the prompt and "\\n" (the text --seq counts)."""
+    v = vision_keys(vision_config)
+    return (v["image_size"] // v["patch_size"]) ** 2
+
+
+def flatten(raw):
+    """config.json -> the language model's keys (text_config's, GemmaConfig's model_type) with the tower's and
+    PaliGemma's own beside them (measure_llm.py)."""
+    return dict(raw["text_config"], model_type="paligemma", vision_config=raw.get("vision_config") or {},
+                image_token_index=raw.get("image_token_index", 256000), projection_dim=raw.get("projection_dim", 2048))
+
+
+class PaliGemmaMultiModalProjector(nn.Module):
+    def __init__(self, vision_hidden, projection_dim):
+        super().__init__()
+        import vctorch
+        self.linear = vctorch._Linear2x(vision_hidden, projection_dim)
+
+    def forward(self, image_features):
+        return self.linear(image_features)
+
+
+def update_causal_mask(cache_position, input_tensor, is_training, dtype):
+    """P: _update_causal_mask with attention_mask None and no cache (flash not replicated)."""
+    min_dtype = torch.finfo(dtype).min
+    inputs_lead_dim, sequence_length = input_tensor.shape[:2]
+    target_length = int(cache_position[0]) + sequence_length + 1
+    causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
+    if sequence_length != 1:
+        if is_training:
+            causal_mask = torch.triu(causal_mask, diagonal=1)
+        else:
+            causal_mask[:, :sequence_length] = 0.0
+    causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
+    return causal_mask[None, None, :, :].expand(inputs_lead_dim, 1, -1, -1)
+
+
+def build(cfg, attn_impl=None):
+    """PaliGemmaForConditionalGeneration at small width. cfg: flatten()'s keys (measure_llm.py)."""
+    import reference as R
+
+    if (attn_impl or "sdpa") != "sdpa":
+        raise SystemExit("paligemma_replica.py: sdpa only (the 4-D float mask into sdpa_attention_forward)")
+    vk = vision_keys(cfg.d.get("vision_config"))
+    if vk.get("vision_use_head", True):
+        raise SystemExit("paligemma_replica.py: vision_use_head false (the checkpoints')")
+    text = R.Config(dict(cfg.d, model_type="gemma"))
+    tid = cfg.d.get("image_token_index", 256000)
+    if cfg.d.get("projection_dim", 2048) != text.hidden_size:
+        raise SystemExit("paligemma_replica.py: projection_dim must be text_config.hidden_size")
+
+    class PaliGemma(R.CausalLM):
+        def __init__(self):
+            super().__init__(text, "sdpa")  # GemmaForCausalLM (embed_tokens, layers, norm, rotary, tied lm_head)
+            self.vision_tower = siglip_replica.SiglipVisionModel(vk)
+            self.multi_modal_projector = PaliGemmaMultiModalProjector(vk["hidden_size"], text.hidden_size)
+            self.pixel_values = None  # the processor's [images, C, S, S] float32, set by measure_llm.py
+            self.token_type_ids = None  # the processor's token_type_ids (training: the suffix's 1s)
+
+        def get_image_features(self, pixel_values):
+            selected_image_feature = self.vision_tower._transformer(pixel_values)[0]  # .last_hidden_state
+            image_features = self.multi_modal_projector(selected_image_feature)
+            del selected_image_feature
+            return image_features / (text.hidden_size ** 0.5)
+
+        def forward(self, input_ids, labels=None, past_key_values=None, **kw):
+            if past_key_values is not None:
+                raise ValueError("paligemma_replica.py: generate() is not replicated")
+            token_type_ids = self.token_type_ids if labels is not None else None
+            is_training = token_type_ids is not None and labels is not None
+            inputs_embeds = self.embed_tokens(input_ids)
+            cache_position = torch.arange(0, inputs_embeds.shape[1])
+            position_ids = cache_position.unsqueeze(0) + 1  # Paligemma positions are 1-indexed
+            image_features = None
+            if self.pixel_values is not None:
+                image_features = self.get_image_features(self.pixel_values)
+                special_image_mask = (input_ids == tid).unsqueeze(-1)
+                special_image_mask = special_image_mask.expand_as(inputs_embeds)
+                if inputs_embeds[special_image_mask].numel() != image_features.numel():
+                    raise ValueError("image features and image tokens do not match")
+                image_features = image_features.to(inputs_embeds.dtype)
+                inputs_embeds = inputs_embeds.masked_scatter(special_image_mask, image_features)
+            causal_mask = update_causal_mask(cache_position, inputs_embeds, is_training, self.embed_tokens.weight.dtype)
+            # GemmaForCausalLM.forward -> GemmaModel.forward (its own locals; the caller's inputs_embeds, image_features
+            # and causal_mask stay alive in this forward)
+            hidden_states = inputs_embeds
+            position_embeddings = self.rotary_emb(hidden_states, position_ids)
+            normalizer = torch.tensor(text.hidden_size ** 0.5, dtype=hidden_states.dtype)
+            hidden_states = hidden_states * normalizer
+            mask = causal_mask[:, :, :, :inputs_embeds.shape[1]]  # sdpa_attention_forward's slice (a view)
+            for layer in self.layers:
+                hidden_states = self._layer(layer, hidden_states, mask, position_embeddings, None,
+                                            cache_position.shape[0], 0)
+            del mask
+            hidden_states = self.norm(hidden_states)
+            del position_embeddings  # GemmaModel.forward returns (its locals go; last_hidden_state kept by outputs)
+            lm_logits = self.lm_head(hidden_states)  # GemmaForCausalLM: no labels, no loss
+            del hidden_states  # GemmaForCausalLM.forward returns: outputs.logits (lm_logits) held by `outputs`
+            logits = lm_logits
+            loss = None
+            if labels is not None:
+                logits = logits.float()
+                shift_logits = logits[..., :-1, :]
+                shift_labels = labels[..., 1:]
+                shift_logits = shift_logits.contiguous()
+                shift_labels = shift_labels.contiguous()
+                flat_logits = shift_logits.view(-1, text.vocab_size)
+                flat_labels = shift_labels.view(-1)
+                loss = nn.CrossEntropyLoss()(flat_logits, flat_labels)
+                del shift_logits, shift_labels, flat_logits, flat_labels
+            del causal_mask, inputs_embeds, image_features, lm_logits  # forward returns (the fp32 logits returned)
+            return loss, logits
+
+    model = PaliGemma()
+    for p in list(model.vision_tower.parameters()) + list(model.multi_modal_projector.parameters()):
+        p.requires_grad_(False)
+    return model
+
+
+def counts(raw):
+    """{class: parameters} of PaliGemmaForConditionalGeneration built here on the meta device."""
+    import reference as R
+    from check_params import MetaMode
+    with MetaMode():
+        m = build(R.Config(flatten(raw)))
+    return {"PaliGemmaForConditionalGeneration": sum(p.numel() for p in m.parameters())}
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        print(p, json.dumps(counts(json.load(open(p)))))

@@ -1,0 +1,184 @@
+/*
+ * test_fam_paligemma.c — model_type "paligemma" (issue 31, vision towers of VLMs; src/hf/hf.c's row, hf_vision.c
+ * read_siglip / paligemma_keys / write_siglip, layers/llm.c prefix_mask_4x, src/engine/loss.c emit_paligemma):
+ * PaliGemmaForConditionalGeneration as models/paligemma/modeling_paligemma.py runs it at huggingface/transformers
+ * @ efa7189c (PaliGemmaMultiModalProjector, get_image_features, forward, _update_causal_mask), its SiglipVisionModel
+ * the Gemma 3 tower of hf_vision.c (modeling_siglip.py @ efa7189c), its language model the gemma row's
+ * GemmaForCausalLM; PaliGemmaConfig's defaults at configuration_paligemma.py @ 04d596e6.
+ *
+ * 1. The parameters, by hand from those __init__s. tests/data/hf/paligemma-3b-pt-224.json is written from
+ *    google/paligemma-3b-pt-224's config.json as published on the Hub (not read from the Hub here: no network;
+ *    the values as the model card's and transformers' conversion script's, the vocabulary 257,216).
+ * 2. The measured cases of bench/accuracy/llm/measured.json (paligemma_replica.py), held within 1%.
+ * 3. Refusals: exit 2 and one line naming the key (text_config.*, vision_config.*, projection_dim) or option.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli_run.h"
+#include "fam_hf.h"
+#include "vramcalc/vramcalc.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+/* google/paligemma-3b-pt-224, by hand:
+ *   GemmaForCausalLM (text_config: hidden 2048, intermediate 16384, 18 layers, 8 heads of head_dim 256 (GemmaConfig's
+ *     default), 1 kv head, vocab 257,216, lm_head tied): embed_tokens 257,216 x 2048 = 526,778,368; per GemmaDecoderLayer
+ *     q_proj 2048 x 2048 = 4,194,304, k_proj and v_proj 256 x 2048 = 524,288 each, o_proj 4,194,304, gate/up/down
+ *     3 x 2048 x 16384 = 100,663,296, two RMSNorms 4,096: 110,104,576; x 18 = 1,981,882,368; norm 2,048:
+ *     2,508,662,784 (all trainable);
+ *   SiglipVisionModel (hidden 1152, intermediate 4304, 27 layers, 224 / 14 = 16, 256 patches, no head):
+ *     patch_embedding 3 x 14 x 14 x 1152 + 1152 = 678,528; position_embedding 256 x 1152 = 294,912; per layer
+ *     4 x (1152^2 + 1152) + (1152 x 4304 + 4304) + (4304 x 1152 + 1152) + 4 x 1152 = 15,239,504, x 27 = 411,466,608;
+ *     post_layernorm 2,304: 412,442,352;
+ *   PaliGemmaMultiModalProjector.linear 1152 x 2048 + 2048 = 2,361,344.
+ *   Total 2,923,466,480 (the model card's 2.92B; keras-hub's pali_gemma_3b_224 preset lists 2,923,335,408 for its
+ *   257,152-token vocabulary, 64 x 2048 fewer: the same modules).
+ * Without vision_config PaliGemmaConfig builds SiglipVisionConfig(intermediate_size=4096, hidden_size=1152,
+ *   patch_size=14, image_size=224, num_hidden_layers=27, num_attention_heads=16, vision_use_head=False): per layer
+ *   5,313,024 + (1152 x 4096 + 4096) + (4096 x 1152 + 1152) + 4,608 = 14,760,064, x 27 = 398,521,728; with the
+ *   embeddings and post_layernorm 399,497,472. */
+static void test_counts(void **state)
+{
+    (void)state;
+    vc_model *m = fam_load_file(HF "paligemma-3b-pt-224.json", 0);
+    assert_int_equal(vc_model_parameters(m), INT64_C(2923466480));
+    vc_model_free(m);
+    static const char text[] = "\"text_config\": {\"hidden_size\": 2048, \"intermediate_size\": 16384, \"model_type\": "
+                               "\"gemma\", \"num_attention_heads\": 8, \"num_hidden_layers\": 18, \"num_key_value_heads\": "
+                               "1, \"vocab_size\": 257216}";
+    char js[600];
+    snprintf(js, sizeof js, "{\"model_type\": \"paligemma\", %s}", text);
+    assert_int_equal(count_of(js), INT64_C(2508662784) + INT64_C(399497472) + INT64_C(2361344));
+    /* the trainable ones: the language model's (the tower and projector frozen) */
+    char a[600];
+    snprintf(a, sizeof a, "%s -f json", HF "paligemma-3b-pt-224.json");
+    assert_int_equal(cli_json_field(a, "\"trainable_parameters\": "), INT64_C(2508662784));
+    /* LoRA r 8 on q_proj, v_proj with an image: PEFT matches the tower's SiglipAttention q_proj / v_proj too:
+     * 18 x (8 x (2048 + 2048) + 8 x (2048 + 256)) = 921,600 and 27 x 2 x 8 x (1152 + 1152) = 995,328. Without --image
+     * the tower is written as its weights alone (VisionWeights, as Gemma 3's), which --lora-targets does not reach:
+     * the language model's 921,600 */
+    snprintf(a, sizeof a, "%s --lora 8 --lora-targets q_proj,v_proj --image 224x224 -f json", HF "paligemma-3b-pt-224.json");
+    assert_int_equal(cli_json_field(a, "\"trainable_parameters\": "), INT64_C(1916928));
+    snprintf(a, sizeof a, "%s --lora 8 --lora-targets q_proj,v_proj -f json", HF "paligemma-3b-pt-224.json");
+    assert_int_equal(cli_json_field(a, "\"trainable_parameters\": "), INT64_C(921600));
+    /* the layers: the projector's Linear and its scaling, the forward's mask in every attention, its own loss */
+    static const char small[] = "{\"model_type\": \"paligemma\", \"projection_dim\": 64, \"text_config\": {\"hidden_size\": "
+                                "64, \"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 16, "
+                                "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"vocab_size\": 512}, "
+                                "\"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"vision_use_head\": false}}";
+    assert_true(emitted(small, "multi_modal_projector.linear"));
+    assert_true(emitted(small, "\"prefix_mask\""));
+    assert_true(emitted(small, "\"paligemma_lm\""));
+}
+
+/* bench/accuracy/llm/measured.json's paligemma cases (run_suite.py's `pg` rows and the text-alone ones;
+ * paligemma_replica.py, torch 1.13 CPU, the allocator counter; --attention math, --workspace 0) */
+static void test_measured(void **state)
+{
+    (void)state;
+#define IM " --image 224x224 --images 1"
+#define LOD " --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets o_proj,down_proj"
+#define CK " --grad-ckpt --grad-ckpt-kind non-reentrant"
+    static const cli_measured t[] = {
+        {"paligemma_small.json --seq 32 -b 1 -o adamw -p fp32" IM, 5433856},
+        {"paligemma_small.json --seq 64 -b 1 -o adamw -p bf16" IM, 4552704},
+        {"paligemma_small.json --seq 32 -b 1 -o sgd -p fp32" CK IM, 2801152},
+        {"paligemma_small.json --seq 32 -b 2 -o adamw -p fp32" IM LOD, 6060032},
+        {"paligemma224_small.json --seq 16 -b 1 -o adamw -p fp32" IM, 9932288},
+        {"paligemma224_small.json --seq 16 -b 1 -o adamw -p bf16" CK IM LOD, 5370368},
+        {"paligemma_small.json --seq 64 -b 1 -o adamw -p fp32", 4288000},
+        {"paligemma_small.json --seq 48 -b 2 -o sgd -p bf16", 2670080},
+        {"paligemma_small.json --seq 96 -b 1 -o adamw -p fp32" CK, 4049920},
+    };
+    assert_measured(t, sizeof t / sizeof *t, " --attention math --workspace 0 -f json", 1.0);
+    /* --mode infer (the image) */
+    static const cli_measured i[] = {
+        {"paligemma_small.json -m infer --seq 32 -b 1 -p fp32" IM, 1881600},
+        {"paligemma224_small.json -m infer --seq 16 -b 1 -p bf16" IM, 4446208},
+        {"paligemma_small.json -m infer --seq 48 -b 2 -p fp32" IM, 2817024},
+    };
+    assert_measured(i, sizeof i / sizeof *i, " --attention math --workspace 0 -f json", 1.0);
+#undef CK
+#undef LOD
+#undef IM
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    static const fam_refusal c[] = {
+        {"\"vision_config\": 3", "vision_config: expected an object"},
+        {"\"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 5}", "vision_config.num_attention_heads"},
+        {"\"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"patch_size\": 300}",
+         "vision_config.patch_size: 300: larger than image_size (224)"},
+        {"\"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"vision_use_head\": 1}",
+         "vision_config.vision_use_head: expected true or false"},
+        {"\"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"hidden_act\": \"gelu_fast\"}",
+         "vision_config.hidden_act"},
+        {"\"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"layer_norm_eps\": 2}",
+         "vision_config.layer_norm_eps"},
+    };
+    fam_refuse_edits("{\"model_type\": \"paligemma\", \"projection_dim\": 64, \"text_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, "
+                     "\"num_key_value_heads\": 1, \"head_dim\": 16, \"intermediate_size\": 128, \"num_hidden_layers\": 2, "
+                     "\"vocab_size\": 512}, ", c, sizeof c / sizeof *c);
+    static const fam_refusal t[] = {
+        {"\"text_config\": 5", "text_config: expected an object"},
+        {"\"text_config\": {\"model_type\": \"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 1}", "text_config.model_type: \"gemma2\": paligemma is modelled with a Gemma language model"},
+        {"\"text_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 3}",
+         "text_config.num_key_value_heads"},
+        {"\"text_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"vocab_size\": 0}",
+         "text_config.vocab_size"},
+    };
+    fam_refuse_edits("{\"model_type\": \"paligemma\", \"projection_dim\": 64, \"vision_config\": {\"hidden_size\": 64, "
+                     "\"num_attention_heads\": 4, \"vision_use_head\": false}, ", t, sizeof t / sizeof *t);
+    static const fam_refusal p[] = {
+        {"\"projection_dim\": 32", "projection_dim: 32: the projector's image features must be text_config.hidden_size (64)"},
+        {"\"projection_dim\": \"x\"", "projection_dim: expected a positive integer"},
+        {"\"projection_dim\": 1.5", "projection_dim: expected a positive integer"},
+    };
+    fam_refuse_edits("{\"model_type\": \"paligemma\", \"text_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, "
+                     "\"num_key_value_heads\": 1}, \"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4}, ",
+                     p, sizeof p / sizeof *p);
+    static const char f[] = HF "paligemma-3b-pt-224.json";
+    static const fam_refusal o[] = {
+        {"-m generate", "--mode: generate: paligemma's generate()"},
+        {"--serve --gpu h100-80gb", "--serve: paligemma under vLLM"},
+        {"--tp 2 --gpus 2", "--tp: paligemma on tensor-parallel ranks is not modelled"},
+        {"--loss liger", "--loss: paligemma: PaliGemmaForConditionalGeneration computes its own CrossEntropyLoss"},
+        {"--liger", "--liger: paligemma: apply_liger_kernel_to_paligemma's patch set is not modelled"},
+        {"--packing -b 2", "--packing: packed sequences through PaliGemma's 4-D float mask are not modelled"},
+        {"--image 224x224 --images 2", "--images: 2: paligemma is modelled at one image per sample"},
+        {"--images 2", "--images: needs --image WxH"},
+        {"--lora 8", "--lora needs --lora-targets"},
+    };
+    fam_refuse_options(f, o, sizeof o / sizeof *o);
+    /* honoured: any --image size is resized to image_size (SiglipImageProcessor), 256 image tokens before the text */
+    char a[600];
+    snprintf(a, sizeof a, "%s --image 224x224 -f json", f);
+    const long long d = cli_json_field(a, "\"peak_allocated\": ");
+    snprintf(a, sizeof a, "%s --image 640x480 -f json", f);
+    assert_int_equal(cli_json_field(a, "\"peak_allocated\": "), d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
