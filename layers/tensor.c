@@ -21,6 +21,7 @@ typedef struct {
     int sel; /* per-sample dim index, set by setup */
     int output; /* TopK: 0 values, 1 indices; Parameter: its mode (0 expand, 1 lookup, 2 repeat) */
     int64_t grid; /* Parameter: bicubic_from (0: none) */
+    int64_t table; /* Parameter lookup: table_rows, the stored rows when more than shape's (0: shape[0]) */
     bool reduce[VC_MAX_DIMS];
 } tensor_cfg;
 
@@ -361,7 +362,7 @@ static int parameter_parse(vc_args *a, void *p)
 {
     tensor_cfg *c = p;
     return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd) || vc_arg_int(a, "bicubic_from", 0, 1, &c->grid) ||
-           vc_arg_enum(a, "mode", parameter_modes, 0, &c->output);
+           vc_arg_enum(a, "mode", parameter_modes, 0, &c->output) || vc_arg_int(a, "table_rows", 0, 1, &c->table);
 }
 
 static int parameter_setup(vc_setup *s, void *p)
@@ -381,9 +382,16 @@ static int parameter_setup(vc_setup *s, void *p)
         return vc_param_shape(s, "weight", 2, w, 0);
     }
     if (c->output && c->grid > 0) return vc_fail(s, "mode", "bicubic_from interpolates an expanded parameter only");
-    if (vc_param_shape(s, "weight", c->nd, c->shape, 0)) return -1;
+    /* table_rows T (lookup only): the table and its position_ids buffer hold T rows, the lookup the first shape[0]
+     * (SiglipTextEmbeddings: position_ids[:, :seq_length], a view of the buffer, modeling_siglip.py @ efa7189c) */
+    if (c->table > 0 && (c->output != 1 || c->table < c->shape[0]))
+        return vc_fail(s, "table_rows", "a lookup's stored rows, at least shape[0] (%lld)", (long long)c->shape[0]);
+    int64_t w[VC_MAX_DIMS];
+    memcpy(w, c->shape, sizeof w);
+    if (c->table > 0) w[0] = c->table;
+    if (vc_param_shape(s, "weight", c->nd, w, 0)) return -1;
     /* lookup: the position_ids buffer, int64 [1, rows] (register_buffer(..., persistent=False): model memory) */
-    return c->output == 1 ? vc_buffer(s, "position_ids", c->shape[0], VC_DT_I64) : 0;
+    return c->output == 1 ? vc_buffer(s, "position_ids", w[0], VC_DT_I64) : 0;
 }
 
 static void parameter_emit(vc_build *b, const void *p)
