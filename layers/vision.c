@@ -587,6 +587,11 @@ static void sl_emit(vc_build *b, const void *p)
     (void)p;
     const int64_t B = vc_batch(b), n = vc_input_shape(b, 0)->d[0];
     vc_batch_dependent(b);
+    if (B > (INT64_C(1) << 26)) { /* the [B, B] logits within 2^52 elements */
+        vc_refuse(b, O("batch"), "%lld: SiglipModel's logits_per_text would be %lld x %lld", (long long)B, (long long)B,
+                  (long long)B);
+        return;
+    }
     if (vc_autocast_dt(b) != VC_DT_F32) {
         vc_refuse(b, O("precision"), "amp: SiglipModel's norm, div and logits under torch.autocast are not modelled "
                                      "(norm is on autocast's float32 list); fp32, bf16, fp16 and mixed-* are");

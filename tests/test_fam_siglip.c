@@ -205,7 +205,7 @@ static void test_model_refusals(void **state)
     static const fam_refusal v[] = { /* vision_config's keys */
         {"\"num_attention_heads\": 5}", "vision_config.num_attention_heads: hidden_size (768: absent, the default of SiglipVisionConfig) must be"},
         {"\"image_size\": 4, \"patch_size\": 8}", "vision_config.patch_size: 8: larger than image_size (4)"},
-        {"\"hidden_size\": 1536}", "vision_config.hidden_size: 1536: not text_config's hidden_size (768)"},
+        {"\"hidden_size\": 1536}", "vision_config.hidden_size: text_config's 768 and vision_config's 1536 differ"},
         {"\"vision_use_head\": false}", "vision_config.vision_use_head: false: SiglipModel.forward's image_embeds"},
         {"\"vision_use_head\": 1}", "vision_config.vision_use_head: expected true or false"},
         {"\"num_channels\": 0}", "vision_config.num_channels"},
@@ -216,6 +216,7 @@ static void test_model_refusals(void **state)
     static const fam_refusal w[] = {
         {"\"text_config\": []", "text_config: expected an object"},
         {"\"vision_config\": 3", "vision_config: expected an object: SiglipConfig builds SiglipVisionConfig"},
+        {"\"text_config\": {\"hidden_size\": 1536}", "text_config.hidden_size: text_config's 1536 and vision_config's 768"},
     };
     fam_refuse_edits("{\"model_type\": \"siglip\", ", w, sizeof w / sizeof *w);
     static const char f[] = HF "siglip-base-patch16-224.json";

@@ -1480,7 +1480,7 @@ static void emit_kto(vc_build *b)
 static void emit_siglip(vc_build *b)
 {
     const vc_t y = b->val_t[b->m->output];
-    const int64_t B = b->batch;
+    const int64_t B = b->batch < (INT64_C(1) << 26) ? b->batch : (INT64_C(1) << 26); /* SiglipLogits refuses more */
     vc_batch_dependent(b);
     const vc_numel bb = vc_n_fixed(B * B), nb = vc_n_fixed(B);
     const vc_dtype dt = (vc_dtype)b->t[y].dt;

@@ -1583,10 +1583,12 @@ static int siglip_tower(const cJSON *cfg, const arch *a, arch *t, const cJSON *n
     if (!t->vit.head)
         return vc_set_error(err, VC_ERR_MODEL, "vision_config.vision_use_head", "false: SiglipModel.forward's image_embeds "
                             "is the vision tower's pooler_output, None without SiglipMultiheadAttentionPoolingHead");
-    if (t->H != a->H)
-        return vc_set_error(err, VC_ERR_MODEL, "vision_config.hidden_size", "%lld: not text_config's hidden_size (%lld): "
-                            "SiglipModel.forward's matmul(text_embeds, image_embeds.t()) needs one width (the text head "
-                            "is nn.Linear(hidden_size, hidden_size))", (long long)t->H, (long long)a->H);
+    if (t->H != a->H) /* named where the config has it (the defaults agree) */
+        return vc_set_error(err, VC_ERR_MODEL, cJSON_GetObjectItemCaseSensitive(rt.cfg, "hidden_size")
+                                                   ? "vision_config.hidden_size" : "text_config.hidden_size",
+                            "text_config's %lld and vision_config's %lld differ: SiglipModel.forward's "
+                            "matmul(text_embeds, image_embeds.t()) needs one width (the text head is "
+                            "nn.Linear(hidden_size, hidden_size))", (long long)a->H, (long long)t->H);
     t->seq = t->vit.patches;
     return 0;
 }
