@@ -33,6 +33,14 @@
 
 #define HF VC_TEST_DATA "/hf/"
 
+/* the parameters of the config.json at path */
+static void file_count(const char *path, int64_t want)
+{
+    vc_model *m = fam_load_file(path, 0);
+    assert_int_equal(vc_model_parameters(m), want);
+    vc_model_free(m);
+}
+
 /* google/siglip-base-patch16-224's SiglipVisionModel (H 768, 3072, 12 layers, 224 / 16 = 14, 196 patches):
  *   patch_embedding Conv2d(3, 768, 16, 16) 3 x 256 x 768 + 768 = 590,592; position_embedding 196 x 768 = 150,528;
  *   per SiglipEncoderLayer: q/k/v/out_proj 4 x (768^2 + 768) = 2,362,368, fc1 768 x 3072 + 3072 = 2,362,368,
@@ -47,12 +55,8 @@
 static void test_counts(void **state)
 {
     (void)state;
-    vc_model *m = fam_load_file(HF "siglip-base-patch16-224-vision.json", 0);
-    assert_int_equal(vc_model_parameters(m), INT64_C(92884224));
-    vc_model_free(m);
-    m = fam_load_file(HF "siglip-so400m-patch14-384-vision.json", 0);
-    assert_int_equal(vc_model_parameters(m), INT64_C(428225600));
-    vc_model_free(m);
+    file_count(HF "siglip-base-patch16-224-vision.json", INT64_C(92884224));
+    file_count(HF "siglip-so400m-patch14-384-vision.json", INT64_C(428225600));
     assert_int_equal(count_of("{\"model_type\": \"siglip_vision_model\"}"), INT64_C(92884224));
     assert_int_equal(count_of("{\"model_type\": \"siglip_vision_model\", \"vision_use_head\": false}"),
                      INT64_C(92884224) - INT64_C(7087104));
@@ -140,12 +144,8 @@ static void test_refusals(void **state)
 static void test_model_counts(void **state)
 {
     (void)state;
-    vc_model *m = fam_load_file(HF "siglip-base-patch16-224.json", 0);
-    assert_int_equal(vc_model_parameters(m), INT64_C(203155970));
-    vc_model_free(m);
-    m = fam_load_file(HF "siglip-so400m-patch14-384.json", 0);
-    assert_int_equal(vc_model_parameters(m), INT64_C(877960498));
-    vc_model_free(m);
+    file_count(HF "siglip-base-patch16-224.json", INT64_C(203155970));
+    file_count(HF "siglip-so400m-patch14-384.json", INT64_C(877960498));
     /* SiglipConfig(text_config=None, vision_config=None): both classes' defaults */
     assert_int_equal(count_of("{\"model_type\": \"siglip\"}"), INT64_C(203155970));
     assert_int_equal(count_of("{\"model_type\": \"siglip\", \"text_config\": null, \"vision_config\": null}"),

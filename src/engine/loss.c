@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h" /* vc__op_nograd */
 #include "plan.h"
 
 /* The model's output as fp32: output.float() (_to_copy, saves nothing) when it is not. */
@@ -1484,26 +1485,10 @@ static void emit_siglip(vc_build *b)
     vc_batch_dependent(b);
     const vc_numel bb = vc_n_fixed(B * B), nb = vc_n_fixed(B);
     const vc_dtype dt = (vc_dtype)b->t[y].dt;
-    vc_op *o = vc_op_begin(b, "eye");
-    vc_t eye = vc_op_out(o, bb, VC_DT_F32);
-    vc_op_end(o);
-    o = vc_op_begin(b, "ones_like");
-    vc_t ones = vc_op_out(o, bb, dt);
-    vc_op_end(o);
-    o = vc_op_begin(b, "neg");
-    vc_op_in_nodiff(o, ones);
-    vc_t neg = vc_op_out(o, bb, dt);
-    vc_op_end(o);
-    o = vc_op_begin(b, "mul");
-    vc_op_in_nodiff(o, eye);
-    vc_t two = vc_op_out(o, bb, VC_DT_F32);
-    vc_op_end(o);
-    o = vc_op_begin(b, "add");
-    vc_op_in_nodiff(o, neg);
-    vc_op_in_nodiff(o, two);
-    vc_t m1 = vc_op_out(o, bb, VC_DT_F32);
-    vc_op_end(o);
-    o = vc_op_begin(b, "mul");
+    vc_t eye = vc__op_nograd(b, "eye", -1, -1, bb, VC_DT_F32);
+    vc_t neg = vc__op_nograd(b, "neg", vc__op_nograd(b, "ones_like", -1, -1, bb, dt), -1, bb, dt);
+    vc_t m1 = vc__op_nograd(b, "add", neg, vc__op_nograd(b, "mul", eye, -1, bb, VC_DT_F32), bb, VC_DT_F32);
+    vc_op *o = vc_op_begin(b, "mul");
     vc_op_in_nodiff(o, m1);
     int iy = vc_op_in(o, y);
     vc_t prod = vc_op_out(o, bb, VC_DT_F32);

@@ -136,6 +136,14 @@ class SiglipEncoderLayer(nn.Module):
         return hidden_states
 
 
+def encoder(layers, h, ckpt):
+    """SiglipEncoder.forward: each SiglipEncoderLayer, through the checkpoint function (non-reentrant) with gradient
+    checkpointing in training."""
+    for blk in layers:
+        h = vctorch._checkpoint2x(blk.__call__, h) if ckpt else blk(h)
+    return h
+
+
 class SiglipMultiheadAttentionPoolingHead(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -184,13 +192,7 @@ class SiglipVisionModel(nn.Module):
 
     def _transformer(self, pixel_values):  # SiglipVisionTransformer.forward
         hidden_states = self._embeddings(pixel_values)
-        h = hidden_states
-        for blk in self.layers:  # SiglipEncoder.forward
-            if self.gradient_checkpointing and self.training:
-                h = vctorch._checkpoint2x(blk.__call__, h)
-            else:
-                h = blk(h)
-        encoder_outputs = h
+        encoder_outputs = encoder(self.layers, hidden_states, self.gradient_checkpointing and self.training)
         last_hidden_state = self.post_layernorm(encoder_outputs)
         pooler_output = self.head(last_hidden_state) if self.use_head else None
         return last_hidden_state, pooler_output
@@ -243,12 +245,7 @@ class SiglipTextTransformer(nn.Module):
         input_shape = input_ids.size()
         input_ids = input_ids.view(-1, input_shape[-1])
         hidden_states = self._embeddings(input_ids)  # a local until the return
-        h = hidden_states
-        for blk in self.layers:  # SiglipEncoder.forward
-            if self.gradient_checkpointing and self.training:
-                h = vctorch._checkpoint2x(blk.__call__, h)
-            else:
-                h = blk(h)
+        h = encoder(self.layers, hidden_states, self.gradient_checkpointing and self.training)
         last_hidden_state = self.final_layer_norm(h)
         del h
         pooled_output = last_hidden_state[:, -1, :]  # "sticky" EOS: the last token
