@@ -29,7 +29,7 @@ extern const vc_kind vc_kind_Mamba2Mixer; /* mamba2.c */
 extern const vc_kind vc_kind_ShortConv; /* shortconv.c */
 extern const vc_kind vc_kind_GraniteMoE; /* granitemoe.c */
 extern const vc_kind vc_kind_PixelValues, vc_kind_VisionWeights, vc_kind_VisionPosEmbed, vc_kind_VisionRotary,
-    vc_kind_VisionAttention, vc_kind_VisionOutputs, vc_kind_DeepstackAdd; /* vision.c */
+    vc_kind_VisionAttention, vc_kind_VisionOutputs, vc_kind_DeepstackAdd, vc_kind_SiglipLogits; /* vision.c */
 extern const vc_kind vc_kind_T5LayerNorm, vc_kind_T5StackMask, vc_kind_T5PositionBias, vc_kind_T5Return, vc_kind_T5Attention,
     vc_kind_T5DecoderIds; /* t5.c */
 extern const vc_kind vc_kind_WhisperAttention, vc_kind_WhisperEncoderPositions; /* whisper.c */
@@ -59,7 +59,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_ShortConv,
     &vc_kind_GraniteMoE,
     &vc_kind_PixelValues, &vc_kind_VisionWeights, &vc_kind_VisionPosEmbed, &vc_kind_VisionRotary,
-    &vc_kind_VisionAttention, &vc_kind_VisionOutputs, &vc_kind_DeepstackAdd,
+    &vc_kind_VisionAttention, &vc_kind_VisionOutputs, &vc_kind_DeepstackAdd, &vc_kind_SiglipLogits,
     &vc_kind_T5LayerNorm, &vc_kind_T5StackMask, &vc_kind_T5PositionBias, &vc_kind_T5Return, &vc_kind_T5Attention,
     &vc_kind_T5DecoderIds,
     &vc_kind_WhisperAttention, &vc_kind_WhisperEncoderPositions,

@@ -22,6 +22,7 @@ typedef struct {
     int output; /* TopK: 0 values, 1 indices; Cast: its dtype */
     int mode;   /* Parameter: PARAM_EXPAND, PARAM_LOOKUP or PARAM_REPEAT */
     int64_t grid; /* Parameter: bicubic_from (0: none) */
+    int64_t table; /* Parameter lookup: table_rows, the stored rows when more than shape's (0: shape[0]) */
     bool reduce[VC_MAX_DIMS];
 } tensor_cfg;
 
@@ -363,7 +364,7 @@ static int parameter_parse(vc_args *a, void *p)
 {
     tensor_cfg *c = p;
     return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd) || vc_arg_int(a, "bicubic_from", 0, 1, &c->grid) ||
-           vc_arg_enum(a, "mode", parameter_modes, PARAM_EXPAND, &c->mode);
+           vc_arg_enum(a, "mode", parameter_modes, PARAM_EXPAND, &c->mode) || vc_arg_int(a, "table_rows", 0, 1, &c->table);
 }
 
 static int parameter_setup(vc_setup *s, void *p)
@@ -384,9 +385,16 @@ static int parameter_setup(vc_setup *s, void *p)
         s->ops = 10; /* the autocast copy, 2 slices, 2 views, 2 casts, interpolate, cat, expand */
         return vc_param_shape(s, "weight", 2, w, 0);
     }
-    if (vc_param_shape(s, "weight", c->nd, c->shape, 0)) return -1;
+    /* table_rows T (lookup only): the table and its position_ids buffer hold T rows, the lookup the first shape[0]
+     * (SiglipTextEmbeddings: position_ids[:, :seq_length], a view of the buffer, modeling_siglip.py @ efa7189c) */
+    if (c->table > 0 && (c->mode != PARAM_LOOKUP || c->table < c->shape[0]))
+        return vc_fail(s, "table_rows", "a lookup's stored rows, at least shape[0] (%lld)", (long long)c->shape[0]);
+    int64_t w[VC_MAX_DIMS];
+    memcpy(w, c->shape, sizeof w);
+    if (c->table > 0) w[0] = c->table;
+    if (vc_param_shape(s, "weight", c->nd, w, 0)) return -1;
     /* lookup: the position_ids buffer, int64 [1, rows] (register_buffer(..., persistent=False): model memory) */
-    return c->mode == PARAM_LOOKUP ? vc_buffer(s, "position_ids", c->shape[0], VC_DT_I64) : 0;
+    return c->mode == PARAM_LOOKUP ? vc_buffer(s, "position_ids", w[0], VC_DT_I64) : 0;
 }
 
 static void parameter_emit(vc_build *b, const void *p)

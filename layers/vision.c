@@ -526,3 +526,96 @@ const vc_kind vc_kind_DeepstackAdd = {
     .min_inputs = 1, .max_inputs = 3, .cfg_size = sizeof(dsa_cfg),
     .parse = dsa_parse, .setup = dsa_setup, .emit = dsa_emit,
 };
+
+/* ---- SiglipLogits: SiglipModel.forward after its two towers (modeling_siglip.py @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e),
+ * on image_embeds = vision_outputs[1] and text_embeds = text_outputs[1] ([B, dim] each, inputs 0 and 1):
+ *   image_embeds = image_embeds / image_embeds.norm(p=2, dim=-1, keepdim=True), the same for text_embeds: norm
+ *     (norm.ScalarOpt_dim: a new [B, 1], saving self and result; its backward FunctionsManual.cpp norm_backward at
+ *     p 2, grad * (self / norm).masked_fill_(norm == 0, 0): a [B, dim] and a bool [B, 1] temporary beside the new
+ *     gradient), then div (DivBackward0 saves self and other: grad / other, a new [B, dim]; other's
+ *     -grad * ((self / other) / other), three [B, dim] temporaries and a [B, dim] product the engine sums to [B, 1]);
+ *   logits_per_text = torch.matmul(text_embeds, image_embeds.t()) * self.logit_scale.exp() + self.logit_bias: mm
+ *     ([B, B], saving both), exp (a new [1], saving its result), mul (a new [B, B]: each operand saved when the
+ *     other needs its gradient), add (a new [B, B]); logits_per_image = logits_per_text.t() (a view).
+ * The [B, B] logits are a square of the batch: sizes exact for the batch planned (vc_batch_dependent); the
+ * per-sample shape declared is [1]. The loss (return_loss=True) is the model's "siglip" row (src/engine/loss.c). */
+static int sl_parse(vc_args *a, void *p)
+{
+    (void)a;
+    (void)p;
+    return 0;
+}
+
+static int sl_setup(vc_setup *s, void *p)
+{
+    (void)p;
+    if (s->in[0].nd != 1 || s->in[1].nd != 1 || s->in[0].d[0] != s->in[1].d[0])
+        return vc_fail(s, "inputs", "expected image_embeds and text_embeds of one size [dim] each");
+    int64_t one = 1;
+    s->out = vc_shape_make(1, &one);
+    return vc_param(s, "logit_scale", 1) || vc_param(s, "logit_bias", 1);
+}
+
+/* x / x.norm(p=2, dim=-1, keepdim=True), x [B, n] */
+static vc_t sl_normalize(vc_build *b, vc_t x, int64_t n)
+{
+    const vc_dtype dt = vc_dt_of(b, x);
+    vc_op *o = vc_op_begin(b, "norm");
+    vc_op_in(o, x);
+    vc_t nrm = vc_op_out(o, vc_n_sample(1), dt);
+    vc_op_save(o, x);
+    vc_op_save(o, nrm);
+    vc_op_btemp_held(o, vc_n_sample(n), dt);             /* self / norm */
+    vc_op_btemp_held(o, vc_n_sample(1), VC_DT_BOOL);     /* norm == 0 */
+    vc_op_end(o);
+    o = vc_op_begin(b, "div");
+    int ix = vc_op_in(o, x), in = vc_op_in(o, nrm);
+    vc_t y = vc_op_out(o, vc_n_sample(n), dt);
+    vc_op_save_if(o, x, in);
+    vc_op_save(o, nrm);
+    vc_op_grad(o, in, VC_GRAD_NEW_REDUCE);
+    vc_op_btemp_held(o, vc_n_sample(n), dt); /* self / other */
+    vc_op_btemp_held(o, vc_n_sample(n), dt); /* (self / other) / other */
+    vc_op_btemp_held(o, vc_n_sample(n), dt); /* -grad */
+    (void)ix;
+    vc_op_end(o);
+    return y;
+}
+
+static void sl_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    const int64_t B = vc_batch(b), n = vc_input_shape(b, 0)->d[0];
+    vc_batch_dependent(b);
+    if (B > (INT64_C(1) << 26)) { /* the [B, B] logits within 2^52 elements */
+        vc_refuse(b, O("batch"), "%lld: SiglipModel's logits_per_text would be %lld x %lld", (long long)B, (long long)B,
+                  (long long)B);
+        return;
+    }
+    if (vc_autocast_dt(b) != VC_DT_F32) {
+        vc_refuse(b, O("precision"), "amp: SiglipModel's norm, div and logits under torch.autocast are not modelled "
+                                     "(norm is on autocast's float32 list); fp32, bf16, fp16 and mixed-* are");
+        return;
+    }
+    if (vc_peft_input_grads(b)) { /* PEFT with gradient checkpointing: enable_input_require_grads */
+        vc_refuse(b, O("grad_ckpt"), "with " O("lora") ": PEFT's enable_input_require_grads hooks "
+                  "get_input_embeddings(), which SiglipModel does not define (modeling_siglip.py @ efa7189c; what "
+                  "PreTrainedModel's default does for it was not read): not modelled");
+        return;
+    }
+    vc_t img = sl_normalize(b, vc_input(b, 0), n);
+    vc_t txt = sl_normalize(b, vc_input(b, 1), n);
+    const vc_numel bb = vc_n_fixed(B * B);
+    vc_t it = vc__op_view(b, img, vc_numel_of(b, img), false); /* image_embeds.t() */
+    vc_t mm = vc__op_bmm_raw(b, txt, it, bb);
+    vc_t sc = vc__op_unary(b, "exp", vc_weight(b, 0), VC_SAVE_OUT, false);
+    vc_t y = vc__op_mul_dt(b, mm, sc, bb, vc_dt_of(b, mm));
+    vc_set_output(b, vc__op_add(b, y, vc_weight(b, 1), bb, false));
+}
+
+const vc_kind vc_kind_SiglipLogits = {
+    .ops = 9,
+    .name = "SiglipLogits", .summary = "SiglipModel's normalized embeddings and logits_per_text [B, B] (matmul x logit_scale.exp() + logit_bias)",
+    .min_inputs = 2, .max_inputs = 2, .cfg_size = 0,
+    .parse = sl_parse, .setup = sl_setup, .emit = sl_emit,
+};

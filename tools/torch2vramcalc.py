@@ -626,7 +626,7 @@ _OP_KINDS = OrderedDict([
                "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
                "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
                "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",
-               "PixtralAttention", "PixtralMerge", "PixtralOutputs", "LayerScalar", "Cast")])
+               "PixtralAttention", "PixtralMerge", "PixtralOutputs", "LayerScalar", "Cast", "SiglipLogits")])
 
 
 def _kind_table():

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h" /* vc__op_nograd */
 #include "plan.h"
 
 /* The model's output as fp32: output.float() (_to_copy, saves nothing) when it is not. */
@@ -1502,6 +1503,57 @@ static void emit_kto(vc_build *b)
     vc__extend_life(b, kl);
 }
 
+/* SiglipModel.forward's loss with return_loss=True (modeling_siglip.py @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e),
+ * on the model's output logits_per_text [B, B] (layers/vision.c SiglipLogits) in the model's dtype dt:
+ *   eye = torch.eye(logits_per_text.size(0)): float32 [B, B] (the default dtype);
+ *   m1_diag1 = -torch.ones_like(logits_per_text) + 2 * eye: ones_like and its neg in dt, 2 * eye float32, their sum
+ *     float32 (type promotion), each temporary freed as the expression ends;
+ *   loglik = F.logsigmoid(m1_diag1 * logits_per_text): the product float32 (MulBackward0 saves m1_diag1 for the
+ *     logits' gradient, grad * m1_diag1 in float32 cast to dt by the engine), log_sigmoid_forward's output float32
+ *     (its CUDA buffer empty; saves self), its backward a new [B, B];
+ *   nll = -torch.sum(loglik, dim=-1) ([B], the sum freed by neg), loss = nll.mean().
+ * eye, m1_diag1, loglik and nll are locals of the forward, alive until it returns with the loss. */
+static void emit_siglip(vc_build *b)
+{
+    const vc_t y = b->val_t[b->m->output];
+    const int64_t B = b->batch < (INT64_C(1) << 26) ? b->batch : (INT64_C(1) << 26); /* SiglipLogits refuses more */
+    vc_batch_dependent(b);
+    const vc_numel bb = vc_n_fixed(B * B), nb = vc_n_fixed(B);
+    const vc_dtype dt = (vc_dtype)b->t[y].dt;
+    vc_t eye = vc__op_nograd(b, "eye", -1, -1, bb, VC_DT_F32);
+    vc_t neg = vc__op_nograd(b, "neg", vc__op_nograd(b, "ones_like", -1, -1, bb, dt), -1, bb, dt);
+    vc_t m1 = vc__op_nograd(b, "add", neg, vc__op_nograd(b, "mul", eye, -1, bb, VC_DT_F32), bb, VC_DT_F32);
+    vc_op *o = vc_op_begin(b, "mul");
+    vc_op_in_nodiff(o, m1);
+    int iy = vc_op_in(o, y);
+    vc_t prod = vc_op_out(o, bb, VC_DT_F32);
+    vc_op_save(o, m1);
+    vc_op_grad(o, iy, dt == VC_DT_F32 ? VC_GRAD_NEW : VC_GRAD_NEW_REDUCE);
+    vc_op_end(o);
+    o = vc_op_begin(b, "log_sigmoid_forward");
+    int ip = vc_op_in(o, prod);
+    vc_t ls = vc_op_out(o, bb, VC_DT_F32);
+    vc_op_save(o, prod);
+    vc_op_grad(o, ip, VC_GRAD_NEW);
+    vc_op_end(o);
+    o = vc_op_begin(b, "sum");
+    vc_op_grad(o, vc_op_in(o, ls), VC_GRAD_PASS);
+    vc_t sm = vc_op_out(o, nb, VC_DT_F32);
+    vc_op_end(o);
+    o = vc_op_begin(b, "neg");
+    vc_op_in(o, sm);
+    vc_t nll = vc_op_out(o, nb, VC_DT_F32);
+    vc_op_end(o);
+    o = vc_op_begin(b, "mean"); /* MeanBackward0: grad.expand(sizes) / numel, a new [B] */
+    vc_op_in(o, nll);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+    vc__extend_life(b, eye);
+    vc__extend_life(b, m1);
+    vc__extend_life(b, ls);
+    vc__extend_life(b, nll);
+}
+
 /* The rows, indexed by vc_loss (model.h). */
 static const vc_loss_row rows[] = {
     [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean, NULL},
@@ -1578,6 +1630,9 @@ static const vc_loss_row rows[] = {
     [VC_LOSS_PALIGEMMA] = {"paligemma_lm", NULL, "PaliGemmaForConditionalGeneration's own CrossEntropyLoss: fp32 logits, "
                            "their shifted copy, the shifted labels", true, true, false, emit_paligemma,
                            "PaliGemma's loss on a tensor-parallel rank is not modelled"},
+    [VC_LOSS_SIGLIP] = {"siglip", NULL, "SiglipModel's sigmoid loss with return_loss=True: -logsigmoid of the "
+                        "eye-based labels x logits_per_text [B, B], summed per text, their mean", false, false, false,
+                        emit_siglip, "SiglipModel under tensor parallelism is not modelled"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

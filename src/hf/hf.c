@@ -1357,6 +1357,25 @@ const hf_family vc__hf_families[] = {
      .vision = VIS_PALIGEMMA,
      .lora_targets = NULL},
 #undef GEMMA_KEYS
+    /* SiglipConfig (configuration_siglip.py @ d5ab4d58: text_config and vision_config, each its class's defaults when
+     * absent or None) and SiglipModel (modeling_siglip.py @ efa7189c; hf_layers.c build_siglip): the keys below are
+     * SiglipTextConfig's (vocab_size 32000, hidden_size 768, intermediate_size 3072, num_hidden_layers 12,
+     * num_attention_heads 12, max_position_embeddings 64, hidden_act gelu_pytorch_tanh, layer_norm_eps 1e-6,
+     * attention_dropout 0.0), read from text_config; vision_config is read with the siglip_vision_model row above
+     * (arch.tower, vc_hf_build). SiglipTextTransformer: token + position embeddings, SiglipEncoderLayers without a
+     * mask (siglip_layer), final_layer_norm, pooled = the last token, head nn.Linear(hidden_size, hidden_size). The
+     * loss is SiglipModel.forward's own with return_loss=True (loss "siglip", src/engine/loss.c). PEFT's mapping
+     * (peft @ 00073fe8 utils/constants.py) has no siglip: --lora-targets. */
+    {.model_type = "siglip", .config_class = "SiglipConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 768),
+              [K_LAYERS] = DEF("num_hidden_layers", 12), [K_HEADS] = DEF("num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-6),
+              [K_MAXPOS] = DEF("max_position_embeddings", 64), [K_INTER] = DEF("intermediate_size", 3072),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_pytorch_tanh"), [K_QKV_BIAS] = FIXED(1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = FIXED(0)},
+     .block = BLK_SIGLIP, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED, .head = HEAD_CLS, .head_class = "SiglipModel", .prefix = "text_model", .nested = "text_config",
+     .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1625,6 +1644,48 @@ static int check_seq(const arch *a, vc_error *err)
     return 0;
 }
 
+/* SiglipModel's vision tower (vc_hf_build): vision_config (absent or None: SiglipVisionConfig's defaults) read with the
+ * siglip_vision_model row, errors naming vision_config.KEY; the head must exist (image_embeds is its pooler_output) */
+static int siglip_tower(const cJSON *cfg, const arch *a, arch *t, const cJSON *no_keys, vc_error *err)
+{
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < vc__hf_nfamilies && !t->f; i++)
+        if (vc__hf_families[i].block == BLK_SIGLIP_VISION) t->f = &vc__hf_families[i];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "vision_config");
+    if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
+        return vc_set_error(err, VC_ERR_MODEL, "vision_config", "expected an object: SiglipConfig builds "
+                            "SiglipVisionConfig(**vision_config)");
+    rd rt = {v && cJSON_IsObject(v) ? v : no_keys, err, "siglip", false, 1, "vision_config"};
+    t->ckpt = a->ckpt;
+    t->ckpt_every = a->ckpt_every;
+    if (vc__hf_read(&rt, t)) return -1;
+    if (!t->vit.head)
+        return vc_set_error(err, VC_ERR_MODEL, "vision_config.vision_use_head", "false: SiglipModel.forward's image_embeds "
+                            "is the vision tower's pooler_output, None without SiglipMultiheadAttentionPoolingHead");
+    if (t->H != a->H) /* named where the config has it (the defaults agree) */
+        return vc_set_error(err, VC_ERR_MODEL, cJSON_GetObjectItemCaseSensitive(rt.cfg, "hidden_size")
+                                                   ? "vision_config.hidden_size" : "text_config.hidden_size",
+                            "text_config's %lld and vision_config's %lld differ: SiglipModel.forward's "
+                            "matmul(text_embeds, image_embeds.t()) needs one width (the text head is "
+                            "nn.Linear(hidden_size, hidden_size))", (long long)a->H, (long long)t->H);
+    t->seq = t->vit.patches;
+    return 0;
+}
+
+/* One named input of the model file: {"shape": dims, "dtype": dt}, a float one made in float32 ("cast": false) */
+static bool siglip_input(cJSON *ins, const char *name, int nd, const int64_t *dims, const char *dt)
+{
+    cJSON *o = cJSON_AddObjectToObject(ins, name);
+    cJSON *sh = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+    bool ok = sh != NULL;
+    for (int d = 0; ok && d < nd; d++) {
+        cJSON *x = cJSON_CreateNumber((double)dims[d]);
+        ok = x && cJSON_AddItemToArray(sh, x);
+        if (!ok) cJSON_Delete(x);
+    }
+    return ok && cJSON_AddStringToObject(o, "dtype", dt) && (strcmp(dt, "float32") || cJSON_AddFalseToObject(o, "cast"));
+}
+
 vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split split, const vc_hf_release *rel, cJSON **model,
                       vc_error *err)
 {
@@ -1643,7 +1704,13 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     r.fam = a.f->model_type;
     const cJSON *nest = a.f->nested ? cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested) : NULL;
-    if (a.f->nested && !(a.f->nested_opt && (!nest || cJSON_IsNull(nest)))) {
+    /* SiglipConfig.__init__: text_config / vision_config None (absent) -> {}, the class's defaults */
+    static const cJSON no_keys = {.type = cJSON_Object};
+    const bool siglip = a.f->block == BLK_SIGLIP;
+    if (siglip && (!nest || cJSON_IsNull(nest))) {
+        r.cfg = &no_keys;
+        r.nested = a.f->nested;
+    } else if (a.f->nested && !(a.f->nested_opt && (!nest || cJSON_IsNull(nest)))) {
         /* Gemma3Config: the language model's keys are text_config's (Qwen2_5_VLConfig: when it has one) */
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested);
         if (!cJSON_IsObject(t))
@@ -1671,6 +1738,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     const bool q3vm = !strcmp(a.f->model_type, "qwen3_vl_moe"); /* hf_qwen3_vl_moe.c */
     if (q3vm && vc__hf_qwen3_vl_moe_experts(&a, rel ? rel->release : 0, rel && rel->experts_default, err)) return err->code;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
+    arch tower; /* siglip: SiglipModel's vision tower, vision_config read with the siglip_vision_model row */
+    if (siglip && siglip_tower(cfg, &a, &tower, &no_keys, err)) return err->code;
     if (q3vm && vc__hf_qwen3_vl_moe_read(cfg, &a, err)) return err->code;
     const bool vllm = a.vllm || (rel && rel->serve);
     /* cohere2 under vLLM: Cohere2ForCausalLM is served by the same CohereForCausalLM (vllm-project/vllm#11203, merged
@@ -1762,6 +1831,23 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
+    if (siglip) { /* SiglipModel: one image of the vision tower's image_size per sample */
+        if (o && o->image_w > 0 && (o->image_w != tower.vit.img || o->image_h != tower.vit.img))
+            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: siglip runs vision_config's image_size (%lld x "
+                                "%lld; SiglipVisionEmbeddings' position ids do not fit another size unless "
+                                "interpolate_pos_encoding, which is not modelled)", (long long)o->image_w,
+                                (long long)o->image_h, (long long)tower.vit.img, (long long)tower.vit.img);
+        if (o && o->images > 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: SiglipModel pairs one image with each text (" O("batch")
+                                " is the pairs)", (long long)o->images);
+        if (split.tp > 1) return vc_set_error(err, VC_ERR_USAGE, O("tp"), "siglip: tensor parallelism is not modelled");
+        if (a.ckpt && a.ckpt_every > 1) /* SiglipEncoder checkpoints every layer of both towers */
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "siglip: SiglipEncoder checkpoints every "
+                                "SiglipEncoderLayer of both towers; every N-th layer is not modelled for it");
+        if (o && o->loss != VC_LOSS_IMPL_HF)
+            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "siglip: SiglipModel computes its own sigmoid loss "
+                                "(return_loss=True); only " OV("loss", "hf") " is modelled");
+    }
     const bool siglip_v = a.f->block == BLK_SIGLIP_VISION; /* SiglipVisionModel: no CLS token */
     const bool vit = a.f->block == BLK_VIT || a.f->block == BLK_DINOV2 || siglip_v; /* pixel_values in (hf_read.c read_vit) */
     if (vit) { /* ViTForImageClassification / Dinov2ForImageClassification: the image is the input */
@@ -1799,7 +1885,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 (long long)a.vit.patches, (long long)(a.vit.patches + 1));
     } else if (!strcmp(a.f->model_type, "mllama")) { /* MllamaConfig's tower and cross-attention layers (hf_mllama.c) */
         if (vc__hf_mllama_read(&rv, &a, o, split, vllm)) return err->code;
-    } else if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
+    } else if (!siglip && !a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
         return err->code;
     }
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
@@ -1916,6 +2002,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 ? "seq2seq_lm" /* T5ForConditionalGeneration's / WhisperForConditionalGeneration's CrossEntropyLoss */
                             : siglip_v ? "logits_mean" /* loss = outputs.pooler_output.mean() (no .float()) */
                             : a.f->vision == VIS_PALIGEMMA ? "paligemma_lm" /* PaliGemmaForConditionalGeneration's own */
+                            : siglip   ? "siglip" /* SiglipModel.forward(..., return_loss=True).loss */
                             : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
@@ -1935,6 +2022,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->block == BLK_T5 || a.f->block == BLK_BART)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld, target %lld)", r.fam, an[0] ? " " : "", an,
                  (long long)a.seq, (long long)a.tgt);
+    if (siglip)
+        snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld text tokens, %lld x %lld image, %lld patches)", r.fam,
+                 an[0] ? " " : "", an, (long long)a.seq, (long long)tower.vit.w, (long long)tower.vit.h,
+                 (long long)tower.vit.patches);
     if (vit)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld x %lld image, %lld patches%s)", r.fam, an[0] ? " " : "",
                  an, (long long)a.vit.w, (long long)a.vit.h, (long long)a.vit.patches, siglip_v ? "" : " + CLS");
@@ -1950,7 +2041,28 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
              r.fam, a.l4v.on || a.ml.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
                     : a.f->vision ? ""
-                                : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
+                                : a.f->nested && !siglip ? ": the language model; the vision tower is not modelled" : "");
+    if (siglip) { /* "inputs": pixel_values [num_channels, image_size, image_size] float32 (SiglipImageProcessor's,
+                   * cast by SiglipVisionEmbeddings), input_ids [seq] */
+        cJSON *ins = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
+                         ? cJSON_AddObjectToObject(m, "inputs") : NULL;
+        const int64_t pd[3] = {tower.vit.cin, tower.vit.h, tower.vit.w};
+        bool ok = ins && siglip_input(ins, "pixel_values", 3, pd, "float32") && siglip_input(ins, "input_ids", 1, &a.seq, "int64") &&
+                  cJSON_AddStringToObject(m, "loss", loss_name) && cJSON_AddItemToObject(m, "layers", layers);
+        if (!ok) {
+            if (!cJSON_GetObjectItemCaseSensitive(m, "layers")) cJSON_Delete(layers);
+            cJSON_Delete(m);
+            return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+        }
+        a.tower = &tower;
+        vc__hf_write(&r, layers, &a); /* the layers (hf_layers.c build_siglip) */
+        if (r.oom) {
+            cJSON_Delete(m);
+            return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+        }
+        *model = m;
+        return VC_OK;
+    }
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;

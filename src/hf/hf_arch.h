@@ -109,6 +109,8 @@ enum {
                      * the model's input is pixel_values as BLK_VIT's (hf_read.c read_vit) */
     BLK_SIGLIP_VISION, /* SiglipEncoderLayer: vision_model.encoder.layers.N.self_attn.q_proj, pre-LN (hf_layers.c
                         * siglip_layer); SiglipVisionModel on pixel_values as BLK_VIT's, no CLS token */
+    BLK_SIGLIP, /* SiglipModel: text_model.encoder.layers.N (siglip_layer, no mask) beside BLK_SIGLIP_VISION's tower
+                 * (arch.tower), pixel_values and input_ids in (hf_layers.c build_siglip) */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -303,7 +305,7 @@ enum { A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST, A_GELU_QUIC
 /* arch.liger: the kernels of apply_liger_kernel_to_<family> switched on (hf.c liger_family; --liger-kernels) */
 enum { LIGER_ROPE = 1, LIGER_RMS_NORM = 2, LIGER_SWIGLU = 4, LIGER_GEGLU = 8, LIGER_FLCE = 16, LIGER_CE = 32 };
 
-typedef struct {
+typedef struct arch {
     const hf_family *f;
     int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
     double eps, p_embd, p_attn, p_resid, p_cls, final_cap, attn_cap, rotary;
@@ -456,13 +458,15 @@ typedef struct {
         const cJSON *cross;
         int64_t H, I, N, G, NH, cin, P, img, tiles, ratios, vout;
     } ml;
+    /* siglip (SiglipModel): the vision tower's arch, vision_config read with the siglip_vision_model row (hf.c) */
+    const struct arch *tower;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -1068,7 +1068,8 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_FALCON: falcon_layer(&inner, a); break;
         case BLK_VIT: vit_layer(&inner, a); break;
         case BLK_DINOV2: dinov2_layer(&inner, a); break;
-        case BLK_SIGLIP_VISION: siglip_layer(&inner, a); break;
+        case BLK_SIGLIP_VISION:
+        case BLK_SIGLIP: siglip_layer(&inner, a); break;
         case BLK_LFM2: lfm2_layer(&inner, a, i); break;
         default: decoder_layer(&inner, a, i); break;
         }
@@ -1309,6 +1310,59 @@ static void build_siglip_vision(wr *w, const arch *a)
     str(w, emb, "held_until", end); /* encoder_outputs (the last layer's output) is post_layernorm's saved input */
 }
 
+/* The layer of w's list named `name` (NULL none) */
+static cJSON *named(wr *w, const char *name)
+{
+    for (cJSON *o = w->arr ? w->arr->child : NULL; o; o = o->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return o;
+    }
+    return NULL;
+}
+
+/* SiglipModel.forward (modeling_siglip.py @ efa7189c) on pixel_values and input_ids (the model's two inputs), the
+ * vision tower first:
+ *  - self.vision_model: build_siglip_vision on a->tower (vision_config), its Cast reading the model's pixel_values;
+ *    vision_outputs (last_hidden_state, pooler_output) a local until the forward returns: post_layernorm's output
+ *    held to the logits;
+ *  - self.text_model, SiglipTextTransformer.forward: SiglipTextEmbeddings (token_embedding(input_ids) +
+ *    position_embedding(position_ids[:, :seq_length]): Parameter's lookup over the max_position_embeddings rows'
+ *    table and buffer), hidden_states a local until it returns; SiglipEncoder without an attention mask (none is
+ *    passed: the step is SiglipModel(input_ids, pixel_values, return_loss=True)); final_layer_norm (last_hidden_state,
+ *    in text_outputs until SiglipModel.forward returns); pooled_output = last_hidden_state[:, -1, :] (a view, "sticky"
+ *    EOS), self.head (nn.Linear(hidden_size, hidden_size));
+ *  - SiglipLogits (layers/vision.c): the normalized embeddings, logits_per_text; the loss is the model's "siglip"
+ *    row (src/engine/loss.c). */
+static void build_siglip(wr *w, const arch *a)
+{
+    const arch *v = a->tower;
+    const int first = cJSON_GetArraySize(w->arr);
+    build_siglip_vision(w, v);
+    ins(w, cJSON_GetArrayItem(w->arr, first), "pixel_values", NULL, NULL, NULL); /* the Cast */
+    cJSON *o = named(w, "vision_model.post_layernorm");
+    if (o) cJSON_DeleteItemFromObjectCaseSensitive(o, "held_until");
+    str(w, o, "held_until", "logits");
+    o = add_layer(w, "Embedding", "text_model.embeddings.token_embedding");
+    ins(w, o, "input_ids", NULL, NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    o = add_layer(w, "Parameter", "text_model.embeddings.position_embedding");
+    shape2(w, o, a->seq, a->H);
+    str(w, o, "mode", "lookup");
+    if (a->seq < a->maxpos) num(w, o, "table_rows", (double)a->maxpos);
+    cJSON *emb = add_layer(w, "Add", "text_model.embeddings");
+    ins(w, emb, "text_model.embeddings.token_embedding", "text_model.embeddings.position_embedding", NULL, NULL);
+    layer_stack(w, a, "text_model.encoder.layers", "text_model.embeddings");
+    cJSON *fin = layernorm(w, a, "text_model.final_layer_norm", NULL);
+    o = add_layer(w, "Select", "text_model.pooled_output"); /* last_hidden_state[:, -1, :] */
+    num(w, o, "dim", 1);
+    num(w, o, "index", -1);
+    linear(w, "text_model.head", NULL, a->H, a->H, true);
+    str(w, emb, "held_until", "text_model.head");
+    str(w, fin, "held_until", "logits");
+    ins(w, add_layer(w, "SiglipLogits", "logits"), "vision_model.head.first", "text_model.head", NULL, NULL);
+}
+
 /* What a DINOv2 model's estimate does not model, refused before the plan (src/engine/plan.c): autocast. Under
  * torch.autocast Dinov2LayerScale's hidden_state * lambda1 (a float32 parameter, elementwise mul on no autocast
  * list) promotes the half-precision attention and MLP outputs to float32, and with them the residual stream, where
@@ -1365,6 +1419,9 @@ static void build_layers(wr *w, const arch *a)
         return;
     case BLK_SIGLIP_VISION:
         build_siglip_vision(w, a);
+        return;
+    case BLK_SIGLIP: /* SiglipModel */
+        build_siglip(w, a);
         return;
     case BLK_BART: /* BartForConditionalGeneration (hf_bart.c) */
         vc__hf_bart_write(w->r, w->arr, a);

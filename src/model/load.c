@@ -1006,9 +1006,9 @@ static vc_status load_loss(loader *L, const cJSON *root)
     if (!loss && member(root, "loss_chunks"))
         return vc__fail(L, VC_ERR_MODEL, "loss_chunks", "goes with \"loss\": \"chunked_ce\"");
     if (!loss) return VC_OK;
-    const char *losses[16];
-    int nl = vc__loss_count() < 16 ? vc__loss_count() : 16;
-    char all[320] = "", got[80];
+    const char *losses[24];
+    int nl = vc__loss_count() < 24 ? vc__loss_count() : 24;
+    char all[480] = "", got[80];
     for (int i = 0; i < nl; i++) {
         losses[i] = vc_loss_row_get((vc_loss)i)->name;
         size_t l = strlen(all);

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 import vctorch
 
 ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet", "vit", "dinov2",
-            "siglip_vision_model")  # modernbert_replica.py,
+            "siglip_vision_model", "siglip")  # modernbert_replica.py,
 # mpnet_replica.py, vision_encoder_replica.py (vit: pixel_values in, measure_llm.py pixels()), dinov2_replica.py,
 # siglip_replica.py (SiglipVisionModel: no labels, its loss pooler_output.mean())
 
@@ -236,7 +236,7 @@ class BertForSequenceClassification(nn.Module):
 
 
 def build(cfg):
-    if cfg["model_type"] == "siglip_vision_model":
+    if cfg["model_type"] in ("siglip_vision_model", "siglip"):
         import siglip_replica
         return siglip_replica.build(cfg)
     if cfg["model_type"] == "dinov2":

@@ -2183,6 +2183,19 @@ def cases():
     mode_cases(out, pg, lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="224x224", images=1)
     train_cases(out, [("paligemma_small", 1, 64, "adamw", "fp32", False, 0), ("paligemma_small", 2, 48, "sgd", "bf16", False, 0),
                       ("paligemma_small", 1, 96, "adamw", "fp32", True, 0)])
+    # issue 31 (towers): SiglipModel (siglip_replica.py, modeling_siglip.py @ efa7189c): the vision tower
+    # (SiglipVisionModel's, the pooling head, attention_dropout 0.1) first, then SiglipTextTransformer (token + position
+    # embeddings, SiglipEncoderLayers without a mask, final_layer_norm, the last token, head), the normalized
+    # embeddings, logits_per_text [B, B], and with return_loss=True the sigmoid loss (eye-based labels, logsigmoid,
+    # sum, mean). siglip_small: both towers 64 wide, 2 layers, 32 x 32 images of 8 x 8, 16 text positions (--seq 16,
+    # the processor's padding="max_length"; 10 and 8 below it). Train (full, every layer of both towers checkpointed,
+    # LoRA r=8 on q_proj,v_proj: PEFT has no mapping for siglip), fp32 and bf16, and --mode infer. Every third held out.
+    mode_cases(out, [("train", 4, 16, "adamw", "fp32", False, 0), ("train", 4, 16, "sgd", "bf16", False, 0),
+                     ("train", 4, 16, "adamw", "fp32", True, 0), ("infer", 4, 16, None, "fp32", False, 0),
+                     ("train", 2, 16, "adamw", "bf16", False, 8), ("infer", 3, 16, None, "bf16", False, 0),
+                     ("train", 3, 10, "sgd", "fp32", False, 0), ("train", 4, 16, "sgd", "bf16", True, 0),
+                     ("infer", 2, 8, None, "fp32", False, 0)],
+               config="siglip_small", lora_targets="q_proj,v_proj")
     return out
 
 

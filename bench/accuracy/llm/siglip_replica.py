@@ -1,4 +1,4 @@
-"""siglip_replica.py -- SiglipVisionModel (issue 31, towers) as a PyTorch module, written from the transformers
+"""siglip_replica.py -- SiglipVisionModel and SiglipModel (issue 31, towers) as PyTorch modules, written from the transformers
 source (not from vramcalc's engine), measured by measure_llm.py (--mode train / infer) and counted by
 `python3 siglip_replica.py CONFIG...`.
 
@@ -24,6 +24,16 @@ Sources read (huggingface/transformers):
       num_attention_heads, batch_first=True); layernorm; mlp SiglipMLP; forward: probe.repeat(batch_size, 1, 1),
       attention(probe, h, h)[0], residual, layernorm, residual + mlp(.), [:, 0]).
   configuration_siglip.py @ d5ab4d58c4e44f1a6463fd4037fcdefb355ea468: SiglipVisionConfig's defaults (DEFAULTS).
+  SiglipModel (model_type siglip, S above): SiglipTextEmbeddings (token_embedding nn.Embedding(vocab_size, H),
+      position_embedding nn.Embedding(max_position_embeddings, H) over position_ids[:, :seq_length] of its buffer),
+      SiglipTextTransformer.forward (input_ids.view(-1, L), the embeddings, SiglipEncoder without an attention mask,
+      final_layer_norm, last_hidden_state[:, -1, :], head nn.Linear(H, H)), SiglipModel.__init__ (logit_scale,
+      logit_bias nn.Parameter(torch.randn(1))) and SiglipModel.forward (vision tower first; the normalized embeddings;
+      logits_per_text = matmul(text_embeds, image_embeds.t()) * logit_scale.exp() + logit_bias; with return_loss the
+      eye-based labels, logsigmoid, -sum(dim=-1), mean), copied statement by statement; SiglipTextConfig's defaults
+      (TEXT_DEFAULTS, configuration_siglip.py @ d5ab4d58). Training is SiglipModel(input_ids, pixel_values,
+      return_loss=True).loss.backward(); the text ids padded to max_position_embeddings as the processor's
+      padding="max_length" (the model's docstring) -- --seq gives their length.
 SiglipVisionModel returns no loss: a training step here is loss = outputs.pooler_output.mean() (last_hidden_state's
 mean without the head), in the output's dtype, as vramcalc models it (loss logits_mean).
 Linears are vctorch._Linear2x, LayerNorms vctorch._LayerNorm2x, the Conv2d vctorch's 2.x convolution, SDPA
@@ -126,6 +136,14 @@ class SiglipEncoderLayer(nn.Module):
         return hidden_states
 
 
+def encoder(layers, h, ckpt):
+    """SiglipEncoder.forward: each SiglipEncoderLayer, through the checkpoint function (non-reentrant) with gradient
+    checkpointing in training."""
+    for blk in layers:
+        h = vctorch._checkpoint2x(blk.__call__, h) if ckpt else blk(h)
+    return h
+
+
 class SiglipMultiheadAttentionPoolingHead(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -174,13 +192,7 @@ class SiglipVisionModel(nn.Module):
 
     def _transformer(self, pixel_values):  # SiglipVisionTransformer.forward
         hidden_states = self._embeddings(pixel_values)
-        h = hidden_states
-        for blk in self.layers:  # SiglipEncoder.forward
-            if self.gradient_checkpointing and self.training:
-                h = vctorch._checkpoint2x(blk.__call__, h)
-            else:
-                h = blk(h)
-        encoder_outputs = h
+        encoder_outputs = encoder(self.layers, hidden_states, self.gradient_checkpointing and self.training)
         last_hidden_state = self.post_layernorm(encoder_outputs)
         pooler_output = self.head(last_hidden_state) if self.use_head else None
         return last_hidden_state, pooler_output
@@ -193,7 +205,102 @@ class SiglipVisionModel(nn.Module):
         return loss, out
 
 
+TEXT_DEFAULTS = {  # SiglipTextConfig.__init__ (configuration_siglip.py @ d5ab4d58)
+    "vocab_size": 32000, "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "max_position_embeddings": 64, "hidden_act": "gelu_pytorch_tanh",
+    "layer_norm_eps": 1e-6, "attention_dropout": 0.0,
+}
+
+
+def resolve_text(raw):
+    """SiglipConfig's text_config with SiglipTextConfig's defaults filled in (None or absent: {})."""
+    d = dict(TEXT_DEFAULTS)
+    d.update({k: v for k, v in (raw.get("text_config") or {}).items() if v is not None})
+    return d
+
+
+class SiglipTextTransformer(nn.Module):
+    """SiglipTextEmbeddings, SiglipEncoder (no attention mask: none is passed), final_layer_norm, head (S @ efa7189c)."""
+
+    def __init__(self, c):
+        super().__init__()
+        H, M = c["hidden_size"], c["max_position_embeddings"]
+        self.token_embedding = nn.Embedding(c["vocab_size"], H)
+        self.position_embedding = nn.Embedding(M, H)
+        self.register_buffer("position_ids", torch.arange(M).expand((1, -1)), persistent=False)
+        self.layers = nn.ModuleList(SiglipEncoderLayer(c) for _ in range(c["num_hidden_layers"]))
+        self.final_layer_norm = vctorch._LayerNorm2x(H, eps=c["layer_norm_eps"])
+        self.head = vctorch._Linear2x(H, H)
+        self.gradient_checkpointing = False
+
+    def _embeddings(self, input_ids):  # SiglipTextEmbeddings.forward (position_ids None)
+        seq_length = input_ids.shape[-1]
+        position_ids = self.position_ids[:, :seq_length]
+        inputs_embeds = self.token_embedding(input_ids)
+        position_embeddings = self.position_embedding(position_ids)
+        embeddings = inputs_embeds + position_embeddings
+        return embeddings
+
+    def forward(self, input_ids):  # SiglipTextTransformer.forward
+        input_shape = input_ids.size()
+        input_ids = input_ids.view(-1, input_shape[-1])
+        hidden_states = self._embeddings(input_ids)  # a local until the return
+        h = encoder(self.layers, hidden_states, self.gradient_checkpointing and self.training)
+        last_hidden_state = self.final_layer_norm(h)
+        del h
+        pooled_output = last_hidden_state[:, -1, :]  # "sticky" EOS: the last token
+        pooled_output = self.head(pooled_output)
+        return last_hidden_state, pooled_output
+
+
+class SiglipModel(nn.Module):
+    """SiglipModel (S @ efa7189c): vision_model, text_model, logit_scale, logit_bias; forward(input_ids,
+    pixel_values, return_loss=True) in training, the loss as SiglipModel.forward computes it."""
+
+    def __init__(self, raw):
+        super().__init__()
+        self.c = resolve_text(raw)
+        vc = dict(raw.get("vision_config") or {})
+        self.vision_model = SiglipVisionModel(vc)
+        self.text_model = SiglipTextTransformer(self.c)
+        self.logit_scale = nn.Parameter(torch.randn(1))
+        self.logit_bias = nn.Parameter(torch.randn(1))
+        self.gradient_checkpointing = False
+        self.input_ids = None  # the batch's token ids, set by measure_llm.py (resident like pixel_values)
+
+    def forward(self, pixel_values, labels=None):
+        self.vision_model.gradient_checkpointing = self.text_model.gradient_checkpointing = self.gradient_checkpointing
+        return_loss = self.training
+        vision_outputs = self.vision_model._transformer(pixel_values)  # (last_hidden_state, pooler_output)
+        text_outputs = self.text_model(self.input_ids)
+        image_embeds = vision_outputs[1]
+        text_embeds = text_outputs[1]
+        # normalized features
+        image_embeds = image_embeds / image_embeds.norm(p=2, dim=-1, keepdim=True)
+        text_embeds = text_embeds / text_embeds.norm(p=2, dim=-1, keepdim=True)
+        # cosine similarity as logits
+        logits_per_text = (
+            torch.matmul(text_embeds, image_embeds.t().to(text_embeds.device)) * self.logit_scale.exp()
+            + self.logit_bias
+        )
+        logits_per_image = logits_per_text.t()
+        loss = None
+        if return_loss:
+            eye = torch.eye(logits_per_text.size(0), device=logits_per_text.device)
+            m1_diag1 = -torch.ones_like(logits_per_text) + 2 * eye
+            loglik = torch.nn.functional.logsigmoid(m1_diag1 * logits_per_text)
+            nll = -torch.sum(loglik, dim=-1)
+            loss = nll.mean()
+            del eye, m1_diag1, loglik, nll
+        # SiglipOutput(loss, logits_per_image, logits_per_text, text_embeds, image_embeds, text_model_output,
+        # vision_model_output): the caller takes .loss (training) or the logits, the rest dropped with it
+        del vision_outputs, text_outputs, image_embeds, text_embeds, logits_per_text
+        return loss, logits_per_image
+
+
 def build(cfg):
+    if cfg.get("model_type") == "siglip":
+        return SiglipModel(cfg)
     return SiglipVisionModel(cfg)
 
 
@@ -202,7 +309,8 @@ def counts(cfg):
     from check_params import MetaMode
     with MetaMode():
         m = build(cfg)
-    return {"SiglipVisionModel": sum(p.numel() for p in m.parameters())}
+    name = "SiglipModel" if cfg.get("model_type") == "siglip" else "SiglipVisionModel"
+    return {name: sum(p.numel() for p in m.parameters())}
 
 
 def main(paths):
