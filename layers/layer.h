@@ -295,6 +295,9 @@ void vc_set_forward_local2(vc_build *b, vc_t t);
 /* Keeps t until the model's forward returns, its loss computed (a variable of a
  * *ForConditionalGeneration.forward: a VLM's pixel_values rebound to their cast copy, layers/vision.c). */
 void vc_keep_forward(vc_build *b, vc_t t);
+/* Keeps t until the base model's forward returns, before the LM head runs (a local of LlamaModel.forward:
+ * position_embeddings, the rotary cos / sin every decoder layer reads) */
+void vc_keep_model_forward(vc_build *b, vc_t t);
 /* Gemma 4's shared_kv_states (Gemma4TextModel.forward's dict, layers/llm.c): the keys and values a layer of
  * type `type` (0, 1) stores for the kv-shared layers of its type after it, with their sequence length S and
  * whether their storage is [B, S, heads, D] (blhd); _get: false when none was stored in this forward. */

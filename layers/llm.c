@@ -105,6 +105,7 @@ static void rope_complex_emit(vc_build *b, const rope_cfg *c)
     vc_release(b, cis);
     vc_release(b, pos);
     vc_release(b, posf);
+    if (vc_input_is_model_input(b, 0) && !vc_serving(b)) vc_keep_model_forward(b, out); /* Llama4TextModel's freqs_cis */
     vc_set_output(b, out);
 }
 
@@ -162,6 +163,13 @@ static void rope_emit(vc_build *b, const void *p)
     }
     vc_release(b, pos);
     vc_release(b, posf);
+    /* position_embeddings = self.rotary_emb(hidden_states, position_ids): a local of LlamaModel.forward
+     * (models/llama/modeling_llama.py @ 5dd4a63; Gemma4TextModel.forward's dict of them per layer type,
+     * modeling_gemma4.py @ 0246b4f3), alive until it returns its hidden states to the head, not only to the
+     * last decoder layer's use. A vision tower's (positions from the patch grid, not the token ids: Qwen2-VL's
+     * rotary_pos_emb) is a local of the tower's forward, gone at its last use as the tower returns. vLLM's
+     * model (--serve's profile and graph capture) has no such tuple: its rotary reads cos_sin_cache per layer. */
+    if (vc_input_is_model_input(b, 0) && !vc_serving(b)) vc_keep_model_forward(b, out);
     vc_set_output(b, out);
 }
 

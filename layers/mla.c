@@ -362,9 +362,15 @@ static void mla_emit(vc_build *b, const void *p)
         a.masked = true;
         a.causal = false;
         a.mask = dsa_mask(b, c, L, a.S, vc_dt_of(b, q), ixl);
+        /* the converted mask is a C++ local of F.scaled_dot_product_attention (attention.cpp
+         * scaled_dot_product_attention: attn_mask = convert_boolean_attn_mask(attn_mask_, query.dtype()), then the
+         * backend call; cyyever/pytorch @0d188885, as sliding_mask_args in layers/llm.c): alive until the call
+         * returns, not only to the backend's add_ of it into the scores */
+        vc_hold(b, a.mask);
     }
     bool blhd = false;
     vc_t y = vc__op_sdpa_gqa(b, q, k, val, &a, &blhd);
+    if (a.masked && c->inh && !vc_serving(b)) vc_release(b, a.mask);
     for (int i = 0; i < 3; i++) /* forward's locals topk_indices, index_mask, the combined attention_mask */
         if (ixl[i] >= 0) vc_release(b, ixl[i]);
     if (c->inh) { /* k_pass, q_rot, k_rot, the states */

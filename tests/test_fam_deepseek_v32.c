@@ -186,8 +186,9 @@ static void test_tiny(void **state)
 }
 
 /* The estimate of a replica config at --attention math --workspace 0 (the CPU harness's) against the peak
- * dsa_replica.py measured (measured.json), within 2% */
-static void near_measured(const char *cfg, vc_mode mode, int64_t batch, int64_t seq, vc_precision p, int64_t measured)
+ * dsa_replica.py measured (measured.json), within tol (a fraction) */
+static void near_measured_tol(const char *cfg, vc_mode mode, int64_t batch, int64_t seq, vc_precision p, int64_t measured,
+                              double tol)
 {
     vc_model *m = fam_load_file(cfg, seq);
     vc_options o;
@@ -202,9 +203,14 @@ static void near_measured(const char *cfg, vc_mode mode, int64_t batch, int64_t 
     vc_error err;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
     const double e = (double)r.memory.peak_allocated / (double)measured - 1.0;
-    if (e > 0.02 || e < -0.02) fail_msg("%s: %lld against the measured %lld", cfg, (long long)r.memory.peak_allocated, (long long)measured);
+    if (e > tol || e < -tol) fail_msg("%s: %lld against the measured %lld", cfg, (long long)r.memory.peak_allocated, (long long)measured);
     vc_result_free(&r);
     vc_model_free(m);
+}
+
+static void near_measured(const char *cfg, vc_mode mode, int64_t batch, int64_t seq, vc_precision p, int64_t measured)
+{
+    near_measured_tol(cfg, mode, batch, seq, p, measured, 0.02);
 }
 
 static void test_replica(void **state)
@@ -217,6 +223,12 @@ static void test_replica(void **state)
     near_measured(LLMCFG "deepseek_v32_small.json", VC_MODE_INFER, 2, 64, VC_PREC_FP32, 2518528);
     near_measured(LLMCFG "deepseek_v32_small.json", VC_MODE_TRAIN, 2, 256, VC_PREC_FP32, 28423168);
     near_measured(LLMCFG "deepseek_v32_widek_small.json", VC_MODE_INFER, 2, 48, VC_PREC_FP32, 2105344);
+    /* deepseek_v32_small --mode infer, batch 1, seq 96, bf16: 1,360,896 bytes measured, at the math backend's
+     * softmax. F.scaled_dot_product_attention converts the bool mask (attention.cpp convert_boolean_attn_mask,
+     * cyyever/pytorch @0d188885) into a local that lives until the call returns: where(mask, 0, -inf) bf16
+     * [1, 1, 96, 96] = 96 x 96 x 2 = 18,432 bytes alive at the softmax. Freed at the backend's add_ of it into the
+     * scores (before layers/mla.c held it) the estimate was 1,341,440 (-1.43%); with it 1,359,872 (-0.08%) */
+    near_measured_tol(LLMCFG "deepseek_v32_small.json", VC_MODE_INFER, 1, 96, VC_PREC_BF16, 1360896, 0.002);
 }
 
 /* GLM-5, model_type glm_moe_dsa (src/hf/hf.c's row; configuration_glm_moe_dsa.py @ 008e5743, modular_glm_moe_dsa.py

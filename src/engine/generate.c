@@ -521,6 +521,7 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     } else {
         vc__emit_instances(b, 0, head);
     }
+    vc__end_model_forward(b); /* the base model returns its hidden states to the head */
     if (!b->st && at != one && !b->gen.capture) { /* hidden_states[:, -logits_to_keep:, :]: a view */
         int hv = m->inst[head].in[0];
         int64_t row = vc_shape_numel(&one->val[hv].shape);
@@ -825,16 +826,7 @@ void vc__gen_emit(vc_build *b)
         encdec_emit(b);
         return;
     }
-    size_t head = m->ninst;
-    for (size_t i = m->ninst; i-- > 0;)
-        if (!strcmp(m->inst[i].kind->name, "Linear")) {
-            head = i;
-            break;
-        }
-    if (head == m->ninst) head = m->ninst - 1;
-    /* Mamba2ForCausalLM.forward (modeling_mamba2.py @ 020a37d2): lm_head(hidden_states[:, slice_indices, :].to(
-     * self.lm_head.weight.dtype)): the slice before the cast, so the cast is part of the head */
-    if (head > 0 && head < m->ninst && !strcmp(m->inst[head - 1].kind->name, "Cast")) head--;
+    const size_t head = vc__head_inst(m);
     const int64_t P = g->prompt, M = g->steps;
     const vc_t prompt = b->val_t[0];
     int64_t vocab = vc_shape_numel(&g->twin[1]->val[m->output].shape) / g->head_rows;

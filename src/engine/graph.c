@@ -201,6 +201,16 @@ void vc_keep_forward(vc_build *b, vc_t t)
     if (!b->st) b->fwd_keep[b->nfwd_keep++] = t;
 }
 
+void vc_keep_model_forward(vc_build *b, vc_t t)
+{
+    if (t < 0 || b->st) return;
+    if (b->nmdl_keep == (int)(sizeof b->mdl_keep / sizeof *b->mdl_keep)) {
+        vc_refuse(b, NULL, "more than %d tensors kept to the base model's return", b->nmdl_keep);
+        return;
+    }
+    b->mdl_keep[b->nmdl_keep++] = t;
+}
+
 vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0, 0, 0}; }
 vc_dtype vc_dt_of(const vc_build *b, vc_t t) { return t >= 0 ? (vc_dtype)b->t[t].dt : VC_DT_F32; }
 bool vc_requires_grad(const vc_build *b, vc_t t) { return t >= 0 && b->t[t].rg; }

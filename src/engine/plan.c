@@ -190,6 +190,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->gen.ret[0] = b->gen.ret[1] = -1;
     b->fwd_local = b->fwd_local2 = -1;
     b->nfwd_keep = 0;
+    b->nmdl_keep = 0;
     for (int i = 0; i < 2; i++) b->kv_share[i].k = b->kv_share[i].v = -1;
     b->nkvd = 0;
     b->kvd_death = -1;
@@ -231,7 +232,10 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     }
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
     else {
-        vc__emit_instances(b, 0, vc__loss_forward_end(b)); /* a fused loss runs the LM head itself */
+        const size_t end = vc__loss_forward_end(b), head = vc__head_inst(m) < end ? vc__head_inst(m) : end;
+        vc__emit_instances(b, 0, head); /* the base model */
+        vc__end_model_forward(b);
+        vc__emit_instances(b, head, end); /* the head (a fused loss runs the LM head itself) */
         for (int32_t k = 0; k < b->npre && !b->st; k++) /* the inputs' casts: arguments of the model's forward */
             for (int32_t j = 0; j < b->op[k].nit; j++)
                 if (op_items(b, k)[j].type == IT_OUT) vc__extend_life(b, op_items(b, k)[j].t);
@@ -393,8 +397,30 @@ void vc__reference_leave(vc_build *b, vc_ref_scope *sc)
     sc->save = NULL;
 }
 
+void vc__end_model_forward(vc_build *b)
+{
+    for (int i = 0; i < b->nmdl_keep && !b->st; i++) vc__extend_life(b, b->mdl_keep[i]);
+    b->nmdl_keep = 0;
+}
+
+size_t vc__head_inst(const vc_model *m)
+{
+    size_t head = m->ninst;
+    for (size_t i = m->ninst; i-- > 0;)
+        if (!strcmp(m->inst[i].kind->name, "Linear")) {
+            head = i;
+            break;
+        }
+    if (head == m->ninst) head = m->ninst - 1;
+    /* Mamba2ForCausalLM.forward (modeling_mamba2.py @ 020a37d2): lm_head(hidden_states[:, slice_indices, :].to(
+     * self.lm_head.weight.dtype)): the slice before the cast, so the cast is part of the head */
+    if (head > 0 && head < m->ninst && !strcmp(m->inst[head - 1].kind->name, "Cast")) head--;
+    return head;
+}
+
 void vc__end_forward(vc_build *b)
 {
+    b->nmdl_keep = 0; /* a pass that never reached its head (an encoder, a tower): nothing more to keep */
     if (b->fwd_local >= 0) vc__extend_life(b, b->fwd_local);
     if (b->fwd_local2 >= 0) vc__extend_life(b, b->fwd_local2);
     b->fwd_local = b->fwd_local2 = -1;

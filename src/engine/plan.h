@@ -411,6 +411,8 @@ struct vc_build {
     int32_t fwd_local2; /* vc_forward_local2: a second one (ModernBERT's sliding-window mask), -1 */
     int32_t *fwd_keep; /* vc_keep_forward: more tensors kept until the forward returns */
     size_t nfwd_keep, cfwd_keep;
+    int32_t mdl_keep[8]; /* vc_keep_model_forward: kept until the base model's forward returns (the head's start) */
+    int nmdl_keep;
     int32_t blk_keep[16], blk_keep_at[16]; /* vc_keep_through_block: kept until instance blk_keep_at[i] returns */
     /* vc_kv_share_set: the keys and values a layer stores for later layers of its type (Gemma 4's
      * shared_kv_states, layers/llm.c), per type: k, v, their sequence length, [B, S, heads, D] storage */
@@ -471,6 +473,12 @@ size_t vc__loss_forward_end(const vc_build *b);
 void vc__emit_instances(vc_build *b, size_t i0, size_t i1);
 /* plan.c: the model's forward returns: its vc_forward_local tensor is let go. */
 void vc__end_forward(vc_build *b);
+/* plan.c: the base model's forward (LlamaModel.forward and the like) returns before the head
+ * (*ForCausalLM.forward's lm_head): its vc_keep_model_forward tensors are let go. */
+void vc__end_model_forward(vc_build *b);
+/* plan.c: the instance of m's LM head (the last Linear, a Cast before it included; generate.c's
+ * logits_to_keep split), from which the *ForCausalLM part of the forward runs. */
+size_t vc__head_inst(const vc_model *m);
 /* --loss dpo: TRL's reference forward of the whole model under torch.no_grad() (plan.c):
  * with `copy`, a frozen copy of the weights (ref_t), else the model's own with PEFT's
  * adapters disabled; returns its output (the reference logits), -1 after an error. */

@@ -276,14 +276,13 @@ def build(cfg, attn_impl=None):
                              "sliding_attention": ((kv <= q) & (kv > q - w))[None, None] | block}
                     del tt, prev, group, block
             position_ids = torch.arange(inputs_embeds.shape[1]).unsqueeze(0)
-            hidden_states = inputs_embeds
-            del inputs_embeds
+            hidden_states = inputs_embeds  # Gemma3Model.forward keeps its inputs_embeds local through language_model(...)
             pes = {"full_attention": self.rotary_emb(hidden_states, position_ids),
                    "sliding_attention": self.rotary_emb_local(hidden_states, position_ids)}
             for layer in self.layers:
                 hidden_states = self._layer(layer, hidden_states, masks[layer.attention_type], pes[layer.attention_type])
             hidden_states = self.norm(hidden_states)
-            del masks
+            del masks, inputs_embeds, pes  # Gemma3Model.forward returns before the head
             return self._head(hidden_states, labels, 0, self.lm_head)
 
         def _generate_step(self, input_ids, past_key_values, cache_position=None, attention_mask=None,
@@ -321,15 +320,14 @@ def build(cfg, attn_impl=None):
                              "sliding_attention": ((kv <= q) & (kv > q - w))[None, None] | block}
                     del tt, prev, group, block, q, kv
             position_ids = cache_position.unsqueeze(0)
-            hidden_states = inputs_embeds
-            del inputs_embeds
+            hidden_states = inputs_embeds  # Gemma3Model.forward keeps its inputs_embeds local through language_model(...)
             pes = {"full_attention": self.rotary_emb(hidden_states, position_ids),
                    "sliding_attention": self.rotary_emb_local(hidden_states, position_ids)}
             for layer in self.layers:
                 hidden_states = layer(hidden_states, masks[layer.attention_type], pes[layer.attention_type],
                                       past_key_values)
             hidden_states = self.norm(hidden_states)
-            del masks
+            del masks, inputs_embeds, pes  # Gemma3Model.forward returns before the head
             return self._head(hidden_states, None, logits_to_keep, self.lm_head)
 
     model = Gemma3VL()
