@@ -1300,6 +1300,24 @@ const hf_family vc__hf_families[] = {
               [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "MarianMTModel", .lora_targets = NULL},
+    /* PegasusConfig (configuration_pegasus.py @00e12e7c PegasusConfig.__init__: vocab_size 50265, max_position_embeddings
+     * 1024, 12 + 12 layers of 16 heads, ffn 4096, d_model 1024, gelu, dropout 0.1, attention and activation dropout 0,
+     * scale_embedding False; tie_word_embeddings PretrainedConfig's True) and PegasusForConditionalGeneration
+     * (modeling_pegasus.py @00b676f8, src/hf/hf_bart.c): marian's embeddings (PegasusSinusoidalPositionalEmbedding is
+     * "Copied from" Marian's), MBart's pre-LN layers (PegasusEncoderLayer / PegasusDecoderLayer "Copied from" them) and
+     * each stack's final layer_norm; the attention "Copied from" bart's. PEFT's mapping (peft @ 00073fe8) has no
+     * pegasus: --lora-targets. */
+    {.model_type = "pegasus", .config_class = "PegasusConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50265), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
+              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
+              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
+              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .head_class = "PegasusForConditionalGeneration", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

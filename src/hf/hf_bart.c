@@ -114,9 +114,10 @@ int vc__hf_bart_read(rd *r, arch *a)
 {
     /* the row's variant (hf.c): bart's learned positions (+ 2) and layernorm_embedding; marian's sinusoidal
      * positions, no layernorm_embedding, share_encoder_decoder_embeddings and decoder_vocab_size */
-    const bool marian = !strcmp(a->f->model_type, "marian");
-    a->bt.sinus = marian;
-    a->bt.ln_emb = !marian;
+    const bool marian = !strcmp(a->f->model_type, "marian"), pegasus = !strcmp(a->f->model_type, "pegasus");
+    a->bt.sinus = marian || pegasus; /* PegasusSinusoidalPositionalEmbedding: "Copied from" Marian's */
+    a->bt.ln_emb = !marian && !pegasus;
+    a->bt.pre = pegasus;
     a->bt.share = true;
     a->bt.dec_V = a->V;
     if (marian && marian_read(r, a)) return -1;
@@ -195,7 +196,9 @@ void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp)
 {
     memset(lp, 0, sizeof *lp);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    if (!cJSON_IsString(mt) || (strcmp(mt->valuestring, "bart") && strcmp(mt->valuestring, "marian"))) return;
+    if (!cJSON_IsString(mt) ||
+        (strcmp(mt->valuestring, "bart") && strcmp(mt->valuestring, "marian") && strcmp(mt->valuestring, "pegasus")))
+        return;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "no_repeat_ngram_size");
     if (cJSON_IsNumber(v) && v->valuedouble > 0) lp->ngram = (int64_t)v->valuedouble;
     lp->bos = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cfg, "forced_bos_token_id"));
@@ -254,6 +257,12 @@ static void attention(edw *w, const arch *a, const char *mod, const char *in, co
                       bool cache, const char *res, const char *ln)
 {
     char q[64], k[64], v[64], core[64], out[64], dr[64];
+    const char *resid = in;
+    if (a->bt.pre) { /* pegasus (MBart's layers): residual = h; h = ln(h), the attention's argument to out_proj */
+        snprintf(out, sizeof out, "%s.out_proj", mod);
+        layer_norm(w, a, ln, in, out);
+        in = ln;
+    }
     snprintf(q, sizeof q, "%s.q_proj", mod);
     snprintf(k, sizeof k, "%s.k_proj", mod);
     snprintf(v, sizeof v, "%s.v_proj", mod);
@@ -272,20 +281,37 @@ static void attention(edw *w, const arch *a, const char *mod, const char *in, co
     if (cache) flag(w, o, "labels_no_cache", true); /* with labels (training) use_cache is False */
     linear(w, out, core, a->H, a->H, true);
     const char *d = dropout(w, dr, out, a->p_resid); /* before the Add: C leaves the order of arguments open */
-    ins(w, lay(w, "Add", res), in, d, NULL); /* residual + hidden_states */
-    layer_norm(w, a, ln, res, NULL);
+    ins(w, lay(w, "Add", res), resid, d, NULL); /* residual + hidden_states */
+    if (!a->bt.pre) layer_norm(w, a, ln, res, NULL);
 }
 
-/* fc1, act, dropout(activation_dropout), fc2, dropout, residual + h, final_layer_norm */
+/* fc1, act, dropout(activation_dropout), fc2, dropout, residual + h, final_layer_norm (pre-LN: final_layer_norm
+ * first, fc1 on it) */
 static void mlp(edw *w, const arch *a, const char *residual, int64_t inter)
 {
-    linear(w, "fc1", residual, a->H, inter, true);
+    if (a->bt.pre) layer_norm(w, a, "final_layer_norm", residual, NULL);
+    linear(w, "fc1", a->bt.pre ? "final_layer_norm" : residual, a->H, inter, true);
     act_layer(w, a, "activation_fn");
     const char *h = dropout(w, "activation_dropout", "activation_fn", a->wh.p_act);
     linear(w, "fc2", h, inter, a->H, true);
     const char *d = dropout(w, "fc2.dropout", "fc2", a->p_resid); /* before the Add (argument order is unspecified) */
     ins(w, lay(w, "Add", "residual"), residual, d, NULL);
-    layer_norm(w, a, "final_layer_norm", "residual", NULL);
+    if (!a->bt.pre) layer_norm(w, a, "final_layer_norm", "residual", NULL);
+}
+
+/* the layer's output: post-LN's final_layer_norm, pre-LN's last residual sum */
+static const char *layer_out(const arch *a) { return a->bt.pre ? "residual" : "final_layer_norm"; }
+
+/* pegasus: hidden_states = self.layer_norm(hidden_states) after a stack's layers; returns what the stack returns */
+static const char *stack_norm(edw *w, const arch *a, const char *stack, char *buf, size_t n)
+{
+    snprintf(buf, n, "model.%s.layers", stack);
+    if (!a->bt.pre) return buf;
+    char ln[64];
+    snprintf(ln, sizeof ln, "model.%s.layer_norm", stack);
+    layer_norm(w, a, ln, buf, NULL);
+    snprintf(buf, n, "%s", ln);
+    return buf;
 }
 
 static cJSON *blocks(edw *w, const arch *a, const char *name, const char *in, int64_t n)
@@ -360,15 +386,20 @@ void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
     edw b = {r, la};
     /* BartSdpaAttention's states live until out_proj returns: its argument (the layer's input, the caller's
      * residual) is held to there */
-    ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
-    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
-    attention(&b, a, "self_attn", "self_attn.hidden_states", NULL, a->NH, false, false, "self_attn.residual",
+    const bool pre = a->bt.pre;
+    if (!pre) {
+        ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
+        str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
+    }
+    attention(&b, a, "self_attn", pre ? "input" : "self_attn.hidden_states", NULL, a->NH, false, false, "self_attn.residual",
               "self_attn_layer_norm");
-    mlp(&b, a, "self_attn_layer_norm", a->I);
+    mlp(&b, a, pre ? "self_attn.residual" : "self_attn_layer_norm", a->I);
     /* BartEncoderLayer.forward returns: its input (the loop's hidden_states) and residual die then */
-    ret(&b, "return", "final_layer_norm", "input", "self_attn_layer_norm", false);
+    ret(&b, "return", layer_out(a), "input", pre ? "self_attn.residual" : "self_attn_layer_norm", false);
     /* BartEncoder.forward returns (inputs_embeds, embed_pos die); encoder_outputs held to the model's end */
-    ret(&w, "encoder", "model.encoder.layers", "model.encoder.inputs_embeds", "model.encoder.embed_positions", true);
+    char so[64];
+    ret(&w, "encoder", stack_norm(&w, a, "encoder", so, sizeof so), "model.encoder.inputs_embeds",
+        "model.encoder.embed_positions", true);
     /* decoder_input_ids: shift_tokens_right(labels) in training, given in inference */
     num(&w, lay(&w, "T5DecoderIds", "decoder_input_ids"), "length", (double)a->tgt);
     const char *d = embeds(&w, a, "decoder", "decoder_input_ids", h, sizeof h);
@@ -377,18 +408,26 @@ void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
     b.arr = la;
     const bool cache = !a->ckpt; /* use_cache: config.use_cache without labels (-m infer); the training step's labels
                                   * turn it off ("labels_no_cache"), as gradient checkpointing does */
-    ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
-    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
-    attention(&b, a, "self_attn", "self_attn.hidden_states", NULL, a->wh.dec_NH, true, cache, "self_attn.residual",
-              "self_attn_layer_norm");
-    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "encoder_attn.out_proj");
-    attention(&b, a, "encoder_attn", "self_attn_layer_norm", "encoder", a->wh.dec_NH, false, cache, "encoder_attn.residual",
-              "encoder_attn_layer_norm");
-    /* the cross block's residual (self_attn_layer_norm's output) until it is rebound after encoder_attn_layer_norm */
-    ret(&b, "encoder_attn.return", "encoder_attn_layer_norm", "self_attn_layer_norm", NULL, false);
-    mlp(&b, a, "encoder_attn.return", a->wh.dec_I);
-    ret(&b, "return", "final_layer_norm", "input", "encoder_attn.return", false);
-    ret(&w, "decoder", "model.decoder.layers", "model.decoder.inputs_embeds", "model.decoder.embed_positions", true);
+    if (!pre) {
+        ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
+        str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
+    }
+    attention(&b, a, "self_attn", pre ? "input" : "self_attn.hidden_states", NULL, a->wh.dec_NH, true, cache,
+              "self_attn.residual", "self_attn_layer_norm");
+    if (!pre) str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "encoder_attn.out_proj");
+    attention(&b, a, "encoder_attn", pre ? "self_attn.residual" : "self_attn_layer_norm", "encoder", a->wh.dec_NH, false,
+              cache, "encoder_attn.residual", "encoder_attn_layer_norm");
+    if (pre) { /* residual = the cross block's sum until return; the self-attention block's dies when rebound */
+        mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
+        ret(&b, "return", "residual", "input", "encoder_attn.residual", false);
+    } else {
+        /* the cross block's residual (self_attn_layer_norm's output) until it is rebound after encoder_attn_layer_norm */
+        ret(&b, "encoder_attn.return", "encoder_attn_layer_norm", "self_attn_layer_norm", NULL, false);
+        mlp(&b, a, "encoder_attn.return", a->wh.dec_I);
+        ret(&b, "return", "final_layer_norm", "input", "encoder_attn.return", false);
+    }
+    ret(&w, "decoder", stack_norm(&w, a, "decoder", so, sizeof so), "model.decoder.inputs_embeds",
+        "model.decoder.embed_positions", true);
     /* lm_logits = lm_head(outputs[0]) + final_logits_bias */
     cJSON *o = lay(&w, "Linear", "lm_head");
     num(&w, o, "in_features", (double)a->H);

@@ -52,6 +52,13 @@ decoder_start 58100, eos 0, share_encoder_decoder_embeddings True):
       zeros((1, target)), lm_head nn.Linear(d_model, target, bias=False), tie_weights ties it to the decoder's
       get_input_embeddings(); forward as bart's (labels: use_cache False, shift_tokens_right(labels, pad,
       decoder_start)), the loss over lm_logits.view(-1, decoder_vocab_size).
+model_type "pegasus" (PegasusForConditionalGeneration), modeling_pegasus.py @00b676f8 (configuration_pegasus.py
+@00e12e7c PegasusConfig.__init__: bart's sizes, pad 0, eos 1, decoder_start 0): marian's embeddings
+(PegasusSinusoidalPositionalEmbedding "Copied from" Marian's; the stacks' embed_tokens is shared itself), MBart's pre-LN
+layers (PegasusEncoderLayer / PegasusDecoderLayer "Copied from" MBartEncoderLayer / MBartDecoderLayer: residual = h;
+h = self_attn_layer_norm(h); self_attn; dropout; residual + h; the cross block the same with encoder_attn_layer_norm;
+residual = h; h = final_layer_norm(h); fc1, act, dropout, fc2, dropout; residual + h) and each stack's final
+`hidden_states = self.layer_norm(hidden_states)`; PegasusModel.get_input_embeddings() is shared.
 Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every LayerNorm vctorch._LayerNorm2x, SDPA
 vctorch._sdpa_math_2x (the math backend), dropout vctorch.dropout2x, as the harness's other replicas.
 """
@@ -90,6 +97,7 @@ DEFAULTS = {  # BartConfig.__init__
 }
 
 
+PEGASUS_DEFAULTS = dict(DEFAULTS, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)  # PegasusConfig.__init__
 MARIAN_DEFAULTS = dict(DEFAULTS, vocab_size=58101, pad_token_id=58100, decoder_start_token_id=58100, eos_token_id=0,
                        share_encoder_decoder_embeddings=True, decoder_vocab_size=None)  # MarianConfig.__init__
 
@@ -97,7 +105,7 @@ MARIAN_DEFAULTS = dict(DEFAULTS, vocab_size=58101, pad_token_id=58100, decoder_s
 class Config:
     def __init__(self, cfg):
         self.model_type = cfg.get("model_type", "bart")
-        for k, v in (MARIAN_DEFAULTS if self.model_type == "marian" else DEFAULTS).items():
+        for k, v in {"marian": MARIAN_DEFAULTS, "pegasus": PEGASUS_DEFAULTS}.get(self.model_type, DEFAULTS).items():
             setattr(self, k, cfg.get(k, v) if cfg.get(k) is not None else v)
         if self.model_type == "marian":
             self.decoder_vocab_size = self.decoder_vocab_size or self.vocab_size
@@ -145,14 +153,14 @@ class MarianSinusoidalPositionalEmbedding(nn.Embedding):
 
 
 def _positions(c, d_model):
-    if c.model_type == "marian":
+    if c.model_type in ("marian", "pegasus"):  # PegasusSinusoidalPositionalEmbedding: "Copied from" Marian's
         return MarianSinusoidalPositionalEmbedding(c.max_position_embeddings, d_model)
     return BartLearnedPositionalEmbedding(c.max_position_embeddings, d_model)
 
 
 def _embed_positions(stack, input_ids, past=0):
     """bart: embed_positions(input, past) (ids per sample, + 2); marian: embed_positions(input_shape, past) ([L])."""
-    if stack.config.model_type == "marian":
+    if stack.config.model_type in ("marian", "pegasus"):
         return stack.embed_positions(input_ids.shape, past)
     return stack.embed_positions(input_ids, past)
 
@@ -217,8 +225,26 @@ class BartEncoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.encoder_ffn_dim)
         self.fc2 = Linear(c.encoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
+        self.pre = c.model_type == "pegasus"
+
+    def forward_pre(self, hidden_states):  # MBartEncoderLayer.forward (pegasus's): pre-LN, fp16's clamp only
+        residual = hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states, attn_weights, _ = self.self_attn(hidden_states=hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = _drop(hidden_states, self.activation_dropout, self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        return (hidden_states,)
 
     def forward(self, hidden_states):
+        if self.pre:
+            return self.forward_pre(hidden_states)
         residual = hidden_states
         hidden_states, attn_weights, _ = self.self_attn(hidden_states=hidden_states)
         hidden_states = _drop(hidden_states, self.dropout, self.training)
@@ -248,8 +274,36 @@ class BartDecoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.decoder_ffn_dim)
         self.fc2 = Linear(c.decoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
+        self.pre = c.model_type == "pegasus"
+
+    def forward_pre(self, hidden_states, encoder_hidden_states, use_cache=True):  # MBartDecoderLayer.forward
+        residual = hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states, self_attn_weights, present_key_value = self.self_attn(hidden_states=hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.encoder_attn_layer_norm(hidden_states)
+        hidden_states, cross_attn_weights, cross_attn_present_key_value = self.encoder_attn(
+            hidden_states=hidden_states, key_value_states=encoder_hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        present_key_value = present_key_value + cross_attn_present_key_value
+        residual = hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = _drop(hidden_states, self.activation_dropout, self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        outputs = (hidden_states,)
+        if use_cache:
+            outputs += (present_key_value,)
+        return outputs
 
     def forward(self, hidden_states, encoder_hidden_states, use_cache=True):
+        if self.pre:
+            return self.forward_pre(hidden_states, encoder_hidden_states, use_cache)
         residual = hidden_states
         hidden_states, self_attn_weights, present_key_value = self.self_attn(hidden_states=hidden_states)
         hidden_states = _drop(hidden_states, self.dropout, self.training)
@@ -282,11 +336,12 @@ class BartEncoder(nn.Module):
         embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
         self.embed_tokens = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
         self.embed_tokens.weight = shared.weight
-        if c.model_type == "marian":  # MarianModel: the stack's embed_tokens is shared itself (or a deep copy)
+        if c.model_type in ("marian", "pegasus"):  # MarianModel, PegasusModel: shared itself (or a deep copy)
             self.embed_tokens = shared
         self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartEncoderLayer(c) for _ in range(c.encoder_layers)])
         self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type == "bart" else None
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type == "pegasus" else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids):
@@ -306,6 +361,8 @@ class BartEncoder(nn.Module):
             else:
                 layer_outputs = encoder_layer(hidden_states)
             hidden_states = layer_outputs[0]
+        if self.layer_norm is not None:
+            hidden_states = self.layer_norm(hidden_states)
         return (hidden_states,)
 
 
@@ -316,11 +373,12 @@ class BartDecoder(nn.Module):
         embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
         self.embed_tokens = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
         self.embed_tokens.weight = shared.weight
-        if c.model_type == "marian":
+        if c.model_type in ("marian", "pegasus"):
             self.embed_tokens = shared
         self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartDecoderLayer(c) for _ in range(c.decoder_layers)])
         self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type == "bart" else None
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type == "pegasus" else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids, encoder_hidden_states, use_cache):
@@ -347,6 +405,8 @@ class BartDecoder(nn.Module):
             hidden_states = layer_outputs[0]
             if use_cache:
                 next_decoder_cache += (layer_outputs[1],)
+        if self.layer_norm is not None:
+            hidden_states = self.layer_norm(hidden_states)
         return (hidden_states, next_decoder_cache)
 
 
@@ -378,6 +438,7 @@ class BartForConditionalGeneration(nn.Module):
 
     def get_input_embeddings(self):  # BartModel.get_input_embeddings: shared (neither stack calls it); marian's: the
         return self.encoder.embed_tokens if self.config.model_type == "marian" else self.shared  # encoder's embed_tokens
+        # (pegasus: PegasusModel.get_input_embeddings() is shared, the stacks' embed_tokens itself)
 
     def shift_tokens_right(self, input_ids):
         c = self.config
@@ -423,6 +484,21 @@ def _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, layer_idx
     form transformers 5's BartAttention has: self_attention_cache.update cats, the cross-attention's keys and values
     made at the first step and reused once is_updated; sdpa, is_causal only over more than one query)."""
     from whisper_replica import _attention_cached
+    if layer.pre:  # MBartDecoderLayer.forward (pegasus's)
+        residual = hidden_states
+        hidden_states = layer.self_attn_layer_norm(hidden_states)
+        hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = layer.encoder_attn_layer_norm(hidden_states)
+        hidden_states = _attention_cached(layer.encoder_attn, hidden_states, layer_idx, cache, encoder_hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = layer.final_layer_norm(hidden_states)
+        hidden_states = layer.activation_fn(layer.fc1(hidden_states))
+        hidden_states = layer.fc2(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
     residual = hidden_states
     hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
     hidden_states = residual + hidden_states
@@ -455,6 +531,8 @@ def forward_cached(model, decoder_input_ids, encoder_hidden_states, attention_ma
     _mask_for_sdpa(attention_mask)
     for idx, layer in enumerate(dec.layers):
         hidden_states = _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, idx, cache)
+    if dec.layer_norm is not None:  # pegasus: the decoder's final layer_norm
+        hidden_states = dec.layer_norm(hidden_states)
     del inputs_embeds, positions
     lm_logits = model.lm_head(hidden_states)
     lm_logits = lm_logits + model.final_logits_bias

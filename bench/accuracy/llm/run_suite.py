@@ -2168,6 +2168,19 @@ def cases():
                      ("generate", "marian_gen_small", 1, 64, 10, "bf16", False, 0),
                      ("generate", "marian_gen_small", 1, 40, 6, "fp32", False, 0)], num_beams=1)
     out[-1]["num_beams"] = 2
+    # PegasusForConditionalGeneration (bart_replica.py model_type pegasus, modeling_pegasus.py @00b676f8: marian's
+    # sinusoidal positions, MBart's pre-LN layers, each stack's final layer_norm): pegasus_small (relu,
+    # scale_embedding, dropouts 0.1); training (full, LoRA q_proj,v_proj, checkpointed), infer, generate (greedy fp32 /
+    # bf16, 2 beams). Every third held out.
+    mode_cases(out, [
+        ("train", "pegasus_small", 2, 96, "adamw", "fp32", False, 0),
+        ("train", "pegasus_small", 2, 64, "adamw", "bf16", False, 8),
+        ("infer", "pegasus_small", 4, 128, None, "fp32", False, 0),
+        ("train", "pegasus_small", 2, 96, "sgd", "fp32", True, 0),
+        ("generate", "pegasus_small", 2, 48, 8, "fp32", False, 0),
+        ("generate", "pegasus_small", 1, 64, 10, "bf16", False, 0),
+    ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    mode_cases(out, [("generate", "pegasus_small", 1, 40, 6, "fp32", False, 0)], num_beams=2)
     return out
 
 
