@@ -436,12 +436,24 @@ struct loop_state {
 static vc_t logits_processors(vc_build *b, vc_t scores, int64_t vocab, int64_t cur_len, int64_t max_length)
 {
     const vc_hf_logits *lp = &b->m->gen_lp;
-    const bool made[3] = {lp->ngram > 0, lp->bos && cur_len == 1, lp->eos && cur_len == max_length - 1};
-    static const char *const op[3] = {"clone", "full_like", "full_like"};
+    /* NoBadWordsLogitsProcessor (after NoRepeatNGram in _get_logits_processor's order: the form read through the code
+     * index, `if generation_config.bad_words_ids is not None: processors.append(NoBadWordsLogitsProcessor(...))`
+     * between encoder_no_repeat_ngram_size and min_length), SequenceBiasLogitsProcessor.__call__: at its first call
+     * _prepare_bias_variables makes length_1_bias = torch.zeros((V,)) (held by the processor); then every call
+     * bias = torch.zeros_like(scores); bias += length_1_bias (in place); scores_processed = scores + bias (bias a
+     * local, freed when it returns; the single-token sequences alone: src/hf/hf_bart.c) */
+    const bool made[4] = {lp->ngram > 0, lp->bad, lp->bos && cur_len == 1, lp->eos && cur_len == max_length - 1};
+    static const char *const op[4] = {"clone", "add", "full_like", "full_like"};
     vc_t s = scores;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (!made[i]) continue;
-        vc_t t = vc__op_nograd(b, op[i], s, -1, vc_n_sample(vocab), VC_DT_F32);
+        vc_t bias = -1;
+        if (i == 1) {
+            if (b->gen.lp_bias < 0) b->gen.lp_bias = vc__op_new(b, "zeros", vc_n_fixed(vocab), VC_DT_F32);
+            bias = vc__op_nograd(b, "zeros_like", s, -1, vc_n_sample(vocab), VC_DT_F32);
+        }
+        vc_t t = vc__op_nograd(b, op[i], s, bias, vc_n_sample(vocab), VC_DT_F32);
+        if (bias >= 0) vc__extend_life(b, bias);
         if (s != scores) vc__extend_life(b, s);
         s = t;
     }
@@ -467,7 +479,8 @@ static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
      * the same size was made there too (no_repeat_ngram_size: every step), or when it is that step */
     vc_t prev_scores = ls->scores, sc = logits_processors(b, ls->logits32, vocab, ls->len, b->gen.prompt + b->gen.steps);
     ls->scores = sc != ls->logits32 ? sc : -1;
-    if (prev_scores >= 0 && (b->m->gen_lp.ngram > 0 || b->gen.dstep[0] == 1)) vc__extend_life(b, prev_scores);
+    if (prev_scores >= 0 && (b->m->gen_lp.ngram > 0 || b->m->gen_lp.bad || b->gen.dstep[0] == 1))
+        vc__extend_life(b, prev_scores);
     vc_t nt;
     if (b->m->loss == VC_LOSS_GRPO) {
         /* TRL's GRPOTrainer generates with GenerationConfig(do_sample=True, temperature 1.0, top_p 1.0,
@@ -681,11 +694,16 @@ static void beam_step_end(vc_build *b, beam_state *bs, vc_t out, int64_t vocab, 
     bs->pos = vc__op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
     rebind(b, &bs->logits, vc__op_nograd(b, "_to_copy", out, -1, vc_n_sample(vocab), VC_DT_F32));
     vc_t lsm = vc__op_nograd(b, "_log_softmax", bs->logits, -1, vc_n_sample(vocab), VC_DT_F32);
+    /* `log_probs = nn.functional.log_softmax(logits, dim=-1)` rebinds the name that held the previous step's
+     * `log_probs + running_beam_scores[:, :, None]` (_beam_search @000034a reuses it): that sum is freed here, not
+     * at this step's sum (which a logits processor's tensors reach: marian_gen_small's 2 beams, measured) */
+    if (bs->logp >= 0) vc__extend_life(b, bs->logp);
+    bs->logp = -1;
     /* log_probs = logits_processor(flat_running_sequences, log_probs): the input freed once rebound */
     vc_t lpp = logits_processors(b, lsm, vocab, cur_len, ml);
     if (lpp != lsm) vc__extend_life(b, lsm);
     vc__extend_life(b, out); /* del model_outputs */
-    rebind(b, &bs->logp, vc__op_nograd(b, "add", lpp, bs->run_scores, vc_n_sample(vocab), VC_DT_F32));
+    bs->logp = vc__op_nograd(b, "add", lpp, bs->run_scores, vc_n_sample(vocab), VC_DT_F32);
     /* _get_top_k_continuations */
     vc_t ind, lp = topk2(b, bs->logp, 2 * N, &ind);
     vc_t cbi = vc__op_nograd(b, "floor_divide", ind, -1, vc_n_sample(2), VC_DT_I64);
@@ -1189,6 +1207,7 @@ static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err)
     g->enc_end = enc + 1;
     g->enc_val = m->inst[enc].out;
     g->enc_t = -1;
+    g->lp_bias = -1;
     g->nkv = 0;
     g->hybrid = false;
     /* the decoder's first input: decoder_start_token_id (t5), the forced prompt (whisper) */
@@ -1335,6 +1354,7 @@ static void encdec_beams(vc_build *b, vc_t start, vc_t mask, const vc_t *wh, int
      * held to the end */
     vc__extend_life(b, mask);
     vc__extend_life(b, g->enc_t);
+    vc__extend_life(b, g->lp_bias); /* the logits processors' (logits_processors), -1 none */
     for (int i = 0; i < 5; i++) vc__extend_life(b, wh[i]);
     if (g->features) vc__extend_life(b, start);
     rows_of_batch(b, nt, nop, N);
@@ -1433,7 +1453,7 @@ static void encdec_emit(vc_build *b)
     }
     /* what generate() still holds when it returns: the loop's tensors, model_kwargs' attention_mask and
      * encoder_outputs, the EncoderDecoderCache */
-    vc_t held[] = {ls.ids, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next, attn_mask, g->enc_t, ls.scores};
+    vc_t held[] = {ls.ids, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next, attn_mask, g->enc_t, ls.scores, g->lp_bias};
     for (size_t i = 0; i < sizeof held / sizeof *held; i++) vc__extend_life(b, held[i]);
     for (size_t i = 0; i < sizeof wh / sizeof *wh; i++) vc__extend_life(b, wh[i]);
     for (int i = 0; i < g->nslot; i++) {

@@ -289,6 +289,8 @@ typedef struct {
     int enc_val, ids_inst;
     int32_t enc_t;
     int64_t enc_len;
+    int32_t lp_bias; /* NoBadWordsLogitsProcessor's length_1_bias [V] float32, made at its first call and held by
+                      * the processor list to generate()'s end (generate.c logits_processors), -1 none */
     /* a config.json run with --image (generate.c "Images"): the image tokens of the prompt, and the
      * tower's instances [tower_first, tower_end), run in the prefill only; 0 none */
     int64_t image_tokens;

@@ -1376,6 +1376,43 @@ const hf_family vc__hf_families[] = {
      .block = BLK_SIGLIP, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .pos = POS_LEARNED, .head = HEAD_CLS, .head_class = "SiglipModel", .prefix = "text_model", .nested = "text_config",
      .lora_targets = NULL},
+    /* MarianConfig (configuration_marian.py MarianConfig.__init__, read through the code index without its commit:
+     * vocab_size 58101, decoder_vocab_size None (vocab_size), max_position_embeddings 1024, 12 + 12 layers of 16
+     * heads, ffn 4096, d_model 1024, gelu, dropout 0.1, attention and activation dropout 0, scale_embedding False,
+     * share_encoder_decoder_embeddings True; tie_word_embeddings PretrainedConfig's True) and MarianMTModel
+     * (modeling_marian.py @00b676f8, src/hf/hf_bart.c): bart's row with MarianSinusoidalPositionalEmbedding (a frozen
+     * nn.Embedding of max_position_embeddings rows, no offset, looked up under no_grad), embed_tokens(ids) *
+     * embed_scale, no layernorm_embedding; the layers and MarianAttention "Copied from" bart's (post-LN). PEFT's
+     * mapping (peft @ 00073fe8 utils/constants.py) has no marian: --lora-targets. */
+    {.model_type = "marian", .config_class = "MarianConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 58101), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
+              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
+              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
+              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .head_class = "MarianMTModel", .lora_targets = NULL},
+    /* PegasusConfig (configuration_pegasus.py @00e12e7c PegasusConfig.__init__: vocab_size 50265, max_position_embeddings
+     * 1024, 12 + 12 layers of 16 heads, ffn 4096, d_model 1024, gelu, dropout 0.1, attention and activation dropout 0,
+     * scale_embedding False; tie_word_embeddings PretrainedConfig's True) and PegasusForConditionalGeneration
+     * (modeling_pegasus.py @00b676f8, src/hf/hf_bart.c): marian's embeddings (PegasusSinusoidalPositionalEmbedding is
+     * "Copied from" Marian's), MBart's pre-LN layers (PegasusEncoderLayer / PegasusDecoderLayer "Copied from" them) and
+     * each stack's final layer_norm; the attention "Copied from" bart's. PEFT's mapping (peft @ 00073fe8) has no
+     * pegasus: --lora-targets. */
+    {.model_type = "pegasus", .config_class = "PegasusConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50265), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
+              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
+              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
+              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .head_class = "PegasusForConditionalGeneration", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1791,13 +1828,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "(the labels)", (long long)o->seq, (long long)o->target_seq);
     } else if (a.f->block == BLK_BART) { /* BartForConditionalGeneration (hf_bart.c): what is not modelled */
         if (a.ckpt && a.ckpt_every > 1) /* BartEncoder / BartDecoder checkpoint every layer (hf_bart.c) */
-            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "bart: BartEncoder and BartDecoder checkpoint "
-                                "every layer; every N-th layer (torchtune's selective AC) is not modelled for it");
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "%s: BartEncoder and BartDecoder checkpoint "
+                                "every layer; every N-th layer (torchtune's selective AC) is not modelled for it", r.fam);
         if (o && o->loss != VC_LOSS_IMPL_HF)
-            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "bart: BartForConditionalGeneration computes its own "
-                                "CrossEntropyLoss on the biased logits; only " OV("loss", "hf") " is modelled");
+            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s: %s computes its own CrossEntropyLoss on the biased "
+                                "logits; only " OV("loss", "hf") " is modelled", r.fam, a.f->head_class);
         if (split.tp > 1)
-            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "bart: tensor parallelism of an encoder-decoder is not modelled");
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of an encoder-decoder is not modelled",
+                                r.fam);
     } else if (o && o->target_seq > 0) {
         return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "is the decoder's length of an encoder-decoder (t5, whisper, bart); "
                             "%s has one sequence: " O("seq"), r.fam);
@@ -1902,8 +1940,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                             "WhisperForConditionalGeneration.forward raises ValueError past them)", (long long)a.seq,
                             (long long)npos);
     if (npos > 0 && a.seq > npos)
-        return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
-                            r.fam, (long long)npos, a.f->keys[K_MAXPOS].key);
+        return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: %s has %lld %s positions (%s)", (long long)a.seq,
+                            r.fam, (long long)npos, a.bt.sinus ? "sinusoidal" : "learned", a.f->keys[K_MAXPOS].key);
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: more than 2^40", (long long)a.seq);
     /* the image tokens join the text: the language model's sequence is --seq + the images' tokens (hf_vision.c) */
     if (a.vis.tokens > MAX_SIZE - a.seq)
@@ -1915,8 +1953,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (a.tgt > MAX_SIZE)
             return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld tokens: more than 2^40", (long long)a.tgt);
         if (a.f->block == BLK_BART && a.tgt > a.maxpos) /* the decoder's embed_positions: IndexError past them */
-            return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld decoder tokens: bart's decoder has %lld learned "
-                                "positions (max_position_embeddings)", (long long)a.tgt, (long long)a.maxpos);
+            return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld decoder tokens: %s's decoder has %lld %s "
+                                "positions (max_position_embeddings)", (long long)a.tgt, r.fam, (long long)a.maxpos,
+                                a.bt.sinus ? "sinusoidal" : "learned");
         /* the decoder's self- and cross-attention biases and scores (heads x target x target, heads x target x
          * seq) and its widest output (target x the vocabulary or d_ff) within 2^56 elements per sample, as
          * check_seq bounds the encoder's */

@@ -75,8 +75,52 @@ static int bt_prob(rd *r, const char *key, double *out)
     return 0;
 }
 
+/* MarianConfig (configuration_marian.py MarianConfig.__init__, the form with decoder_vocab_size and
+ * share_encoder_decoder_embeddings: read through the code index, its commit not given):
+ * `self.decoder_vocab_size = decoder_vocab_size or vocab_size`, share_encoder_decoder_embeddings True. MarianModel
+ * (modeling_marian.py @00b676f8): `self.shared = nn.Embedding(vocab_size, d_model, padding_idx)`, both stacks' embed_tokens
+ * when shared, else deep copies of it (MarianDecoder's own: nn.Embedding(config.decoder_vocab_size, ...) only when none is
+ * passed; the copy has vocab_size rows); MarianMTModel: target_vocab_size = vocab_size if shared else
+ * decoder_vocab_size (lm_head, final_logits_bias), the loss over lm_logits.view(-1, decoder_vocab_size). */
+static int marian_read(rd *r, arch *a)
+{
+    if (bt_bool(r, "share_encoder_decoder_embeddings", true, &a->bt.share)) return -1;
+    const cJSON *v = bt_key(r, "decoder_vocab_size");
+    if (v && (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+              v->valuedouble > (double)MAX_SIZE))
+        return vc__hf_bad(r, "decoder_vocab_size", "expected a whole number from 0 (vocab_size) to 2^40");
+    int64_t dv = v && v->valuedouble > 0 ? (int64_t)v->valuedouble : a->V, t;
+    if (__builtin_mul_overflow(dv, a->H, &t) || t > (INT64_C(1) << 48))
+        return vc__hf_bad(r, "decoder_vocab_size", "%lld: lm_head (d_model x decoder_vocab_size) is more than 2^48 elements",
+                          (long long)dv);
+    /* shared: lm_head has vocab_size rows, the loss views its logits as (-1, decoder_vocab_size): a RuntimeError or
+     * a mismatch with the labels unless they are equal */
+    if (a->bt.share && dv != a->V)
+        return vc__hf_bad(r, "decoder_vocab_size", "%lld with share_encoder_decoder_embeddings: MarianMTModel's lm_head has "
+                          "vocab_size (%lld) rows and its loss views the logits as (-1, decoder_vocab_size)",
+                          (long long)dv, (long long)a->V);
+    /* not shared: the decoder's embed_tokens is a deep copy of shared (vocab_size rows), lm_head has
+     * decoder_vocab_size; tie_weights (tie_word_embeddings) makes lm_head's weight the decoder's embed_tokens'
+     * (vocab_size rows) and the loss's view(-1, decoder_vocab_size) then fails unless they are equal */
+    if (!a->bt.share && a->tie && dv != a->V)
+        return vc__hf_bad(r, "decoder_vocab_size", "%lld beside vocab_size %lld with tie_word_embeddings: tie_weights gives "
+                          "lm_head the decoder's embed_tokens (a deep copy of shared, vocab_size rows)",
+                          (long long)dv, (long long)a->V);
+    a->bt.dec_V = dv;
+    return 0;
+}
+
 int vc__hf_bart_read(rd *r, arch *a)
 {
+    /* the row's variant (hf.c): bart's learned positions (+ 2) and layernorm_embedding; marian's sinusoidal
+     * positions, no layernorm_embedding, share_encoder_decoder_embeddings and decoder_vocab_size */
+    const bool marian = !strcmp(a->f->model_type, "marian"), pegasus = !strcmp(a->f->model_type, "pegasus");
+    a->bt.sinus = marian || pegasus; /* PegasusSinusoidalPositionalEmbedding: "Copied from" Marian's */
+    a->bt.ln_emb = !marian && !pegasus;
+    a->bt.pre = pegasus;
+    a->bt.share = true;
+    a->bt.dec_V = a->V;
+    if (marian && marian_read(r, a)) return -1;
     /* BartAttention.__init__ raises ValueError unless embed_dim is divisible by num_heads (the encoder's through
      * the row's head_dim split, naming encoder_attention_heads) */
     if (a->H % a->wh.dec_NH)
@@ -117,6 +161,22 @@ int vc__hf_bart_read(rd *r, arch *a)
         if ((v = bt_key(r, forced[i])) &&
             (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble >= (double)a->V))
             return vc__hf_bad(r, forced[i], "expected a token id from 0 to vocab_size - 1 (%lld)", (long long)a->V - 1);
+    /* bad_words_ids: NoBadWordsLogitsProcessor._validate_arguments (a non-empty list of lists of token ids, else
+     * ValueError) and _prepare_bias_variables (an id past the logits' vocabulary: ValueError) */
+    if ((v = bt_key(r, "bad_words_ids"))) {
+        bool ok = cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0;
+        const cJSON *seq, *id;
+        if (ok)
+            cJSON_ArrayForEach(seq, v) {
+                ok &= cJSON_IsArray(seq) && cJSON_GetArraySize(seq) > 0;
+                if (cJSON_IsArray(seq))
+                    cJSON_ArrayForEach(id, seq) ok &= cJSON_IsNumber(id) && id->valuedouble == floor(id->valuedouble) &&
+                                                      id->valuedouble >= 0 && id->valuedouble < (double)a->bt.dec_V;
+            }
+        if (!ok)
+            return vc__hf_bad(r, "bad_words_ids", "expected a non-empty list of non-empty lists of token ids from 0 to %lld "
+                              "(NoBadWordsLogitsProcessor raises ValueError)", (long long)a->bt.dec_V - 1);
+    }
     /* BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows */
     if (a->maxpos > MAX_SIZE - 2 || __builtin_mul_overflow(a->maxpos + 2, a->H, &t) || t > lim)
         return vc__hf_bad(r, "max_position_embeddings", "%lld: embed_positions (its + 2 rows x d_model) is more than 2^48 "
@@ -136,16 +196,40 @@ void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp)
 {
     memset(lp, 0, sizeof *lp);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "bart")) return;
+    if (!cJSON_IsString(mt) ||
+        (strcmp(mt->valuestring, "bart") && strcmp(mt->valuestring, "marian") && strcmp(mt->valuestring, "pegasus")))
+        return;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "no_repeat_ngram_size");
     if (cJSON_IsNumber(v) && v->valuedouble > 0) lp->ngram = (int64_t)v->valuedouble;
     lp->bos = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cfg, "forced_bos_token_id"));
+    /* NoBadWordsLogitsProcessor(bad_words_ids, eos_token_id): the sequences but those equal to [eos] (its
+     * __init__'s filter) become SequenceBiasLogitsProcessor's -inf biases; those of one token are length_1_bias
+     * alone (modelled: generate.c logits_processors), a longer one adds its per-step matching (eq, prod, where over
+     * the rows: not modelled, generate refuses it as another processor's key); none left: its _validate_arguments'
+     * ValueError (refused too). The values were checked by vc__hf_bart_read. */
+    v = cJSON_GetObjectItemCaseSensitive(cfg, "bad_words_ids");
+    if (cJSON_IsArray(v)) {
+        const cJSON *eos = cJSON_GetObjectItemCaseSensitive(cfg, "eos_token_id"), *seq, *e;
+        bool longer = false, kept = false;
+        cJSON_ArrayForEach(seq, v) {
+            const int n = cJSON_GetArraySize(seq);
+            const cJSON *t0 = cJSON_GetArrayItem(seq, 0);
+            bool is_eos = false;
+            if (n == 1 && cJSON_IsNumber(eos)) is_eos = t0->valuedouble == eos->valuedouble;
+            if (n == 1 && cJSON_IsArray(eos))
+                cJSON_ArrayForEach(e, eos) is_eos |= cJSON_IsNumber(e) && t0->valuedouble == e->valuedouble;
+            longer |= n > 1;
+            kept |= !is_eos;
+        }
+        lp->bad = kept && !longer;
+        if (!lp->bad) lp->other = "bad_words_ids";
+    }
     lp->eos = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cfg, "forced_eos_token_id"));
     /* _get_logits_processor's other processors: the key and the GenerationConfig default that adds none (NAN: null,
      * false or an empty list) */
     static const struct { const char *key; double none; } others[] = {
         {"min_length", 0}, {"min_new_tokens", 0}, {"repetition_penalty", 1}, {"encoder_repetition_penalty", 1},
-        {"encoder_no_repeat_ngram_size", 0}, {"bad_words_ids", NAN}, {"sequence_bias", NAN}, {"suppress_tokens", NAN},
+        {"encoder_no_repeat_ngram_size", 0}, {"sequence_bias", NAN}, {"suppress_tokens", NAN},
         {"begin_suppress_tokens", NAN}, {"forced_decoder_ids", NAN}, {"exponential_decay_length_penalty", NAN},
         {"remove_invalid_values", NAN}, {"renormalize_logits", NAN}, {"do_sample", NAN},
     };
@@ -173,6 +257,12 @@ static void attention(edw *w, const arch *a, const char *mod, const char *in, co
                       bool cache, const char *res, const char *ln)
 {
     char q[64], k[64], v[64], core[64], out[64], dr[64];
+    const char *resid = in;
+    if (a->bt.pre) { /* pegasus (MBart's layers): residual = h; h = ln(h), the attention's argument to out_proj */
+        snprintf(out, sizeof out, "%s.out_proj", mod);
+        layer_norm(w, a, ln, in, out);
+        in = ln;
+    }
     snprintf(q, sizeof q, "%s.q_proj", mod);
     snprintf(k, sizeof k, "%s.k_proj", mod);
     snprintf(v, sizeof v, "%s.v_proj", mod);
@@ -191,20 +281,37 @@ static void attention(edw *w, const arch *a, const char *mod, const char *in, co
     if (cache) flag(w, o, "labels_no_cache", true); /* with labels (training) use_cache is False */
     linear(w, out, core, a->H, a->H, true);
     const char *d = dropout(w, dr, out, a->p_resid); /* before the Add: C leaves the order of arguments open */
-    ins(w, lay(w, "Add", res), in, d, NULL); /* residual + hidden_states */
-    layer_norm(w, a, ln, res, NULL);
+    ins(w, lay(w, "Add", res), resid, d, NULL); /* residual + hidden_states */
+    if (!a->bt.pre) layer_norm(w, a, ln, res, NULL);
 }
 
-/* fc1, act, dropout(activation_dropout), fc2, dropout, residual + h, final_layer_norm */
+/* fc1, act, dropout(activation_dropout), fc2, dropout, residual + h, final_layer_norm (pre-LN: final_layer_norm
+ * first, fc1 on it) */
 static void mlp(edw *w, const arch *a, const char *residual, int64_t inter)
 {
-    linear(w, "fc1", residual, a->H, inter, true);
+    if (a->bt.pre) layer_norm(w, a, "final_layer_norm", residual, NULL);
+    linear(w, "fc1", a->bt.pre ? "final_layer_norm" : residual, a->H, inter, true);
     act_layer(w, a, "activation_fn");
     const char *h = dropout(w, "activation_dropout", "activation_fn", a->wh.p_act);
     linear(w, "fc2", h, inter, a->H, true);
     const char *d = dropout(w, "fc2.dropout", "fc2", a->p_resid); /* before the Add (argument order is unspecified) */
     ins(w, lay(w, "Add", "residual"), residual, d, NULL);
-    layer_norm(w, a, "final_layer_norm", "residual", NULL);
+    if (!a->bt.pre) layer_norm(w, a, "final_layer_norm", "residual", NULL);
+}
+
+/* the layer's output: post-LN's final_layer_norm, pre-LN's last residual sum */
+static const char *layer_out(const arch *a) { return a->bt.pre ? "residual" : "final_layer_norm"; }
+
+/* pegasus: hidden_states = self.layer_norm(hidden_states) after a stack's layers; returns what the stack returns */
+static const char *stack_norm(edw *w, const arch *a, const char *stack, char *buf, size_t n)
+{
+    snprintf(buf, n, "model.%s.layers", stack);
+    if (!a->bt.pre) return buf;
+    char ln[64];
+    snprintf(ln, sizeof ln, "model.%s.layer_norm", stack);
+    layer_norm(w, a, ln, buf, NULL);
+    snprintf(buf, n, "%s", ln);
+    return buf;
 }
 
 static cJSON *blocks(edw *w, const arch *a, const char *name, const char *in, int64_t n)
@@ -221,9 +328,10 @@ static cJSON *blocks(edw *w, const arch *a, const char *name, const char *in, in
     return arr;
 }
 
-/* BartScaledWordEmbedding + BartLearnedPositionalEmbedding + layernorm_embedding + dropout of one stack;
- * returns the name its layers read */
-static const char *embeds(edw *w, const arch *a, const char *stack, const char *ids, bool tied, char *buf, size_t n)
+/* BartScaledWordEmbedding + BartLearnedPositionalEmbedding + layernorm_embedding + dropout of one stack (marian:
+ * embed_tokens(input_ids) * embed_scale, MarianSinusoidalPositionalEmbedding, no layernorm_embedding); returns the
+ * name its layers read */
+static const char *embeds(edw *w, const arch *a, const char *stack, const char *ids, char *buf, size_t n)
 {
     char tok[64], sc[64], pos[64], sum[64], ln[64], dr[64];
     snprintf(tok, sizeof tok, "model.%s.embed_tokens", stack);
@@ -234,19 +342,36 @@ static const char *embeds(edw *w, const arch *a, const char *stack, const char *
     snprintf(dr, sizeof dr, "model.%s.dropout", stack);
     cJSON *o = lay(w, "Embedding", tok);
     if (ids) ins(w, o, ids, NULL, NULL);
-    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "num_embeddings", (double)a->V); /* marian's unshared decoder: a deep copy of shared, vocab_size rows */
     num(w, o, "embedding_dim", (double)a->H);
-    if (tied) str(w, o, "tie", "model.encoder.embed_tokens"); /* both stacks' embed_tokens are shared's weight */
-    flag(w, o, "input_embeddings", false); /* get_input_embeddings() is shared: PEFT's hook never fires */
+    if (ids && a->bt.share) str(w, o, "tie", "model.encoder.embed_tokens"); /* both stacks' embed_tokens are shared's weight */
+    if (!a->bt.sinus) {
+        flag(w, o, "input_embeddings", false); /* BartModel.get_input_embeddings() is shared: PEFT's hook never fires */
+    } else if (ids) {
+        /* MarianModel.get_input_embeddings() is the encoder's embed_tokens, shared itself when shared: its hook
+         * fires on the decoder's call too */
+        flag(w, o, "input_embeddings", a->bt.share);
+    }
     num(w, lay(w, "Scale", sc), "factor", a->emb_mult); /* * embed_scale */
-    o = lay(w, "PositionEmbedding", pos); /* arange(seq).expand(bsz, -1) + 2: ids per sample */
+    o = lay(w, "PositionEmbedding", pos);
     ins(w, o, ids ? ids : "input", NULL, NULL);
-    num(w, o, "num_embeddings", (double)(a->maxpos + 2));
     num(w, o, "embedding_dim", (double)a->H);
-    flag(w, o, "per_sample", true);
+    if (a->bt.sinus) {
+        /* MarianSinusoidalPositionalEmbedding: nn.Embedding(max_position_embeddings, d_model), its weight an
+         * nn.Parameter(requires_grad=False); forward under torch.no_grad(): arange(past, past + seq_len), [L, d_model] */
+        num(w, o, "num_embeddings", (double)a->maxpos);
+        flag(w, o, "frozen", true);
+    } else {
+        num(w, o, "num_embeddings", (double)(a->maxpos + 2)); /* arange(seq).expand(bsz, -1) + 2: ids per sample */
+        flag(w, o, "per_sample", true);
+    }
     ins(w, lay(w, "Add", sum), sc, pos, NULL);
-    layer_norm(w, a, ln, NULL, NULL);
-    snprintf(buf, n, "%s", dropout(w, dr, ln, a->p_resid));
+    const char *h = sum;
+    if (a->bt.ln_emb) {
+        layer_norm(w, a, ln, NULL, NULL);
+        h = ln;
+    }
+    snprintf(buf, n, "%s", dropout(w, dr, h, a->p_resid));
     return buf;
 }
 
@@ -255,46 +380,60 @@ void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
     edw w = {r, arr};
     char h[64];
     /* the encoder */
-    const char *e = embeds(&w, a, "encoder", NULL, false, h, sizeof h);
+    const char *e = embeds(&w, a, "encoder", NULL, h, sizeof h);
     cJSON *la = blocks(&w, a, "model.encoder.layers", e, a->N);
     if (!la) return;
     edw b = {r, la};
     /* BartSdpaAttention's states live until out_proj returns: its argument (the layer's input, the caller's
      * residual) is held to there */
-    ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
-    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
-    attention(&b, a, "self_attn", "self_attn.hidden_states", NULL, a->NH, false, false, "self_attn.residual",
+    const bool pre = a->bt.pre;
+    if (!pre) {
+        ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
+        str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
+    }
+    attention(&b, a, "self_attn", pre ? "input" : "self_attn.hidden_states", NULL, a->NH, false, false, "self_attn.residual",
               "self_attn_layer_norm");
-    mlp(&b, a, "self_attn_layer_norm", a->I);
+    mlp(&b, a, pre ? "self_attn.residual" : "self_attn_layer_norm", a->I);
     /* BartEncoderLayer.forward returns: its input (the loop's hidden_states) and residual die then */
-    ret(&b, "return", "final_layer_norm", "input", "self_attn_layer_norm", false);
+    ret(&b, "return", layer_out(a), "input", pre ? "self_attn.residual" : "self_attn_layer_norm", false);
     /* BartEncoder.forward returns (inputs_embeds, embed_pos die); encoder_outputs held to the model's end */
-    ret(&w, "encoder", "model.encoder.layers", "model.encoder.inputs_embeds", "model.encoder.embed_positions", true);
+    char so[64];
+    ret(&w, "encoder", stack_norm(&w, a, "encoder", so, sizeof so), "model.encoder.inputs_embeds",
+        "model.encoder.embed_positions", true);
     /* decoder_input_ids: shift_tokens_right(labels) in training, given in inference */
     num(&w, lay(&w, "T5DecoderIds", "decoder_input_ids"), "length", (double)a->tgt);
-    const char *d = embeds(&w, a, "decoder", "decoder_input_ids", true, h, sizeof h);
+    const char *d = embeds(&w, a, "decoder", "decoder_input_ids", h, sizeof h);
     la = blocks(&w, a, "model.decoder.layers", d, a->dec_N);
     if (!la) return;
     b.arr = la;
     const bool cache = !a->ckpt; /* use_cache: config.use_cache without labels (-m infer); the training step's labels
                                   * turn it off ("labels_no_cache"), as gradient checkpointing does */
-    ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
-    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
-    attention(&b, a, "self_attn", "self_attn.hidden_states", NULL, a->wh.dec_NH, true, cache, "self_attn.residual",
-              "self_attn_layer_norm");
-    str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "encoder_attn.out_proj");
-    attention(&b, a, "encoder_attn", "self_attn_layer_norm", "encoder", a->wh.dec_NH, false, cache, "encoder_attn.residual",
-              "encoder_attn_layer_norm");
-    /* the cross block's residual (self_attn_layer_norm's output) until it is rebound after encoder_attn_layer_norm */
-    ret(&b, "encoder_attn.return", "encoder_attn_layer_norm", "self_attn_layer_norm", NULL, false);
-    mlp(&b, a, "encoder_attn.return", a->wh.dec_I);
-    ret(&b, "return", "final_layer_norm", "input", "encoder_attn.return", false);
-    ret(&w, "decoder", "model.decoder.layers", "model.decoder.inputs_embeds", "model.decoder.embed_positions", true);
+    if (!pre) {
+        ret(&b, "self_attn.hidden_states", "input", NULL, NULL, false);
+        str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "self_attn.out_proj");
+    }
+    attention(&b, a, "self_attn", pre ? "input" : "self_attn.hidden_states", NULL, a->wh.dec_NH, true, cache,
+              "self_attn.residual", "self_attn_layer_norm");
+    if (!pre) str(&b, cJSON_GetArrayItem(la, cJSON_GetArraySize(la) - 1), "held_until", "encoder_attn.out_proj");
+    attention(&b, a, "encoder_attn", pre ? "self_attn.residual" : "self_attn_layer_norm", "encoder", a->wh.dec_NH, false,
+              cache, "encoder_attn.residual", "encoder_attn_layer_norm");
+    if (pre) { /* residual = the cross block's sum until return; the self-attention block's dies when rebound */
+        mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
+        ret(&b, "return", "residual", "input", "encoder_attn.residual", false);
+    } else {
+        /* the cross block's residual (self_attn_layer_norm's output) until it is rebound after encoder_attn_layer_norm */
+        ret(&b, "encoder_attn.return", "encoder_attn_layer_norm", "self_attn_layer_norm", NULL, false);
+        mlp(&b, a, "encoder_attn.return", a->wh.dec_I);
+        ret(&b, "return", "final_layer_norm", "input", "encoder_attn.return", false);
+    }
+    ret(&w, "decoder", stack_norm(&w, a, "decoder", so, sizeof so), "model.decoder.inputs_embeds",
+        "model.decoder.embed_positions", true);
     /* lm_logits = lm_head(outputs[0]) + final_logits_bias */
     cJSON *o = lay(&w, "Linear", "lm_head");
     num(&w, o, "in_features", (double)a->H);
-    num(&w, o, "out_features", (double)a->V);
+    num(&w, o, "out_features", (double)a->bt.dec_V); /* marian: target_vocab_size */
     flag(&w, o, "bias", false);
-    if (a->tie) str(&w, o, "tie", "model.encoder.embed_tokens");
-    num(&w, lay(&w, "BartLogitsBias", "final_logits_bias"), "vocab_size", (double)a->V);
+    /* tie_weights: the decoder's get_input_embeddings() (shared's weight, or marian's unshared decoder's own) */
+    if (a->tie) str(&w, o, "tie", a->bt.share ? "model.encoder.embed_tokens" : "model.decoder.embed_tokens");
+    num(&w, lay(&w, "BartLogitsBias", "final_logits_bias"), "vocab_size", (double)a->bt.dec_V);
 }

@@ -379,13 +379,16 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
  *  - precisions other than fp32 and bf16 (the model cast whole): fp16 runs WhisperEncoderLayer's
  *    isinf / isnan check and clamp; autocast and mixed-* are not modelled for it;
  *  - quantized weights, pipeline stages, op-level checkpointing and activation offloading. */
-/* The rows of the decoder's embed_positions weight, 0 none. */
-static int64_t decoder_positions(const vc_model *m)
+/* The rows of the decoder's embed_positions weight, 0 none; *frozen: the weight needs no gradient (marian's sinusoidal
+ * table, src/hf/hf_bart.c), when given. */
+static int64_t decoder_positions(const vc_model *m, bool *frozen)
 {
     for (size_t i = 0; i < m->ninst; i++)
         if (m->inst[i].name && !strcmp(m->inst[i].name, "model.decoder.embed_positions") && m->inst[i].np == 1 &&
-            m->par[m->inst[i].params[0]].nd == 2)
+            m->par[m->inst[i].params[0]].nd == 2) {
+            if (frozen) *frozen = m->inst[i].frozen;
             return m->par[m->inst[i].params[0]].dims[0];
+        }
     return 0;
 }
 
@@ -397,33 +400,42 @@ static int64_t decoder_positions(const vc_model *m)
  * (vllm/model_executor/models/registry.py @0002bff0: its one encoder-decoder is WhisperForConditionalGeneration). */
 static vc_status bart_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err)
 {
+    /* the family and its class: the model's name begins with them (src/hf/hf.c) */
+    const char *nm = m->name ? m->name : "bart BartForConditionalGeneration";
+    char fam[32], cls[64];
+    const size_t fl = strcspn(nm, " ");
+    snprintf(fam, sizeof fam, "%.*s", (int)fl, nm);
+    snprintf(cls, sizeof cls, "%.*s", (int)strcspn(nm + fl + (nm[fl] != 0), " "), nm + fl + (nm[fl] != 0));
     if (serve)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "vLLM has no BartForConditionalGeneration "
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "vLLM has no %s "
                             "(vllm/model_executor/models/registry.py @0002bff0: its one encoder-decoder is "
-                            "WhisperForConditionalGeneration, the others were removed with the V0 engine)");
+                            "WhisperForConditionalGeneration, the others were removed with the V0 engine)", cls);
     /* generate(): the decoder's positions are the start token's and the new tokens' but the last, each looked up at
-     * position + 2 in max_position_embeddings + 2 rows (BartLearnedPositionalEmbedding): an IndexError past them */
-    const int64_t rows = decoder_positions(m);
-    if (o->mode == VC_MODE_GENERATE && rows > 2 && o->new_tokens > rows - 2)
-        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld: bart's decoder has max_position_embeddings (%lld) "
+     * position + 2 in max_position_embeddings + 2 rows (BartLearnedPositionalEmbedding; marian's sinusoidal table:
+     * at position in max_position_embeddings rows, the frozen weight): an IndexError past them */
+    bool frozen = false;
+    const int64_t rows = decoder_positions(m, &frozen), off = frozen ? 0 : 2;
+    if (o->mode == VC_MODE_GENERATE && rows > off && o->new_tokens > rows - off)
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld: %s's decoder has max_position_embeddings (%lld) "
                             "positions (the start token and the new tokens but the last; an IndexError past them)",
-                            (long long)o->new_tokens, (long long)(rows - 2));
+                            (long long)o->new_tokens, fam, (long long)(rows - off));
     if (o->mode == VC_MODE_GENERATE && m->gen_lp.other)
-        return vc_set_error(err, VC_ERR_USAGE, m->gen_lp.other, "bart: generate()'s logits processor for this key is not "
-                            "modelled (no_repeat_ngram_size, forced_bos_token_id and forced_eos_token_id are)");
+        return vc_set_error(err, VC_ERR_USAGE, m->gen_lp.other, "%s: generate()'s logits processor for this key is not "
+                            "modelled (no_repeat_ngram_size, bad_words_ids of single tokens, forced_bos_token_id and "
+                            "forced_eos_token_id are)", fam);
     if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
-        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "bart is modelled in fp32 and bf16 (the model cast whole); %s",
+        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "%s is modelled in fp32 and bf16 (the model cast whole); %s", fam,
                             o->precision == VC_PREC_FP16 ? "fp16 adds BartEncoderLayer's isinf / isnan clamp, not modelled"
                                                          : "autocast and fp32 master weights are not modelled for it");
     if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
-                            "bart: quantized weights are not modelled");
+                            "%s: quantized weights are not modelled", fam);
     if (o->pp > 1 || m->stage.on)
-        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "bart: pipeline stages of an encoder-decoder are not modelled");
+        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "%s: pipeline stages of an encoder-decoder are not modelled", fam);
     if (o->ckpt_ops)
-        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_ops"), "bart: op-level selective checkpointing is not modelled");
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_ops"), "%s: op-level selective checkpointing is not modelled", fam);
     if (o->act_offload != VC_ACT_OFFLOAD_NONE)
-        return vc_set_error(err, VC_ERR_USAGE, O("act_offload"), "bart: offloading the saved activations is not modelled");
+        return vc_set_error(err, VC_ERR_USAGE, O("act_offload"), "%s: offloading the saved activations is not modelled", fam);
     return VC_OK;
 }
 
@@ -444,7 +456,7 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
      * part has no WhisperAttention); what follows holds for it as well */
     /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
      * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
-    int64_t total, maxpos = decoder_positions(m); /* max_target_positions */
+    int64_t total, maxpos = decoder_positions(m, NULL); /* max_target_positions */
     if (o->mode == VC_MODE_GENERATE && maxpos > 0 &&
         (__builtin_add_overflow(o->prompt, o->new_tokens, &total) || total > maxpos))
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld with a decoder prompt (" O("prompt") ") of %lld: "

@@ -67,11 +67,12 @@ int vc_hf_dtype(const cJSON *cfg, bool *no_fp16);
  * generation/utils.py @000034a _get_logits_processor), for the families whose generate() follows them (bart:
  * src/hf/hf_bart.c vc_hf_logits_processors); zeroed for the others. ngram: NoRepeatNGramLogitsProcessor's
  * no_repeat_ngram_size (0 none); bos, eos: forced_bos_token_id / forced_eos_token_id given (ForcedBOSTokenLogitsProcessor,
- * ForcedEOSTokenLogitsProcessor); other: the first key of another processor the config sets (not modelled: generate
+ * ForcedEOSTokenLogitsProcessor); bad: bad_words_ids of single tokens (NoBadWordsLogitsProcessor); other: the first key of another processor the config sets (not modelled: generate
  * refuses it), NULL none. */
 typedef struct {
     int64_t ngram;
     bool bos, eos;
+    bool bad; /* bad_words_ids given (NoBadWordsLogitsProcessor; single-token sequences: src/hf/hf_bart.c) */
     const char *other;
 } vc_hf_logits;
 void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp);

@@ -34,9 +34,35 @@ PretrainedConfig's True):
       tied to shared; forward: labels -> use_cache = False, decoder_input_ids = shift_tokens_right(labels,
       pad_token_id, decoder_start_token_id); lm_logits = lm_head(outputs[0]) + final_logits_bias;
       CrossEntropyLoss()(lm_logits.view(-1, V), labels.view(-1)).
+model_type "marian" (MarianMTModel, the same modules with marian's differences), read at huggingface/transformers
+@00b676f8f0489b88652a31d70751cc540dd06305 models/marian/modeling_marian.py (configuration_marian.py MarianConfig.__init__
+through the code index, its commit not given: vocab_size 58101, decoder_vocab_size None -> vocab_size, pad and
+decoder_start 58100, eos 0, share_encoder_decoder_embeddings True):
+  MarianSinusoidalPositionalEmbedding(nn.Embedding): max_position_embeddings rows (no offset), its weight an
+      nn.Parameter(requires_grad=False); forward under @torch.no_grad(): position_ids = torch.arange(past, past +
+      seq_len) ([seq_len], no batch), super().forward(position_ids);
+  MarianEncoder.forward: inputs_embeds = embed_tokens(input_ids) * embed_scale; embed_pos = embed_positions(input_shape);
+      hidden_states = inputs_embeds + embed_pos; dropout (no layernorm_embedding); MarianDecoder.forward the same
+      (inputs_embeds = embed_tokens(input); inputs_embeds * embed_scale; positions at past_key_values_length);
+  MarianAttention / MarianEncoderLayer / MarianDecoderLayer: "Copied from transformers.models.bart.modeling_bart" (Bart
+      -> Marian): the bart modules above (BartSdpaAttention @efa7189c's _shape copies: the row's attention);
+  MarianModel: shared = nn.Embedding(vocab_size, d_model, pad) the stacks' embed_tokens when
+      share_encoder_decoder_embeddings, else deep copies; get_input_embeddings() is the encoder's embed_tokens;
+  MarianMTModel: target_vocab_size = vocab_size if shared else decoder_vocab_size: final_logits_bias buffer
+      zeros((1, target)), lm_head nn.Linear(d_model, target, bias=False), tie_weights ties it to the decoder's
+      get_input_embeddings(); forward as bart's (labels: use_cache False, shift_tokens_right(labels, pad,
+      decoder_start)), the loss over lm_logits.view(-1, decoder_vocab_size).
+model_type "pegasus" (PegasusForConditionalGeneration), modeling_pegasus.py @00b676f8 (configuration_pegasus.py
+@00e12e7c PegasusConfig.__init__: bart's sizes, pad 0, eos 1, decoder_start 0): marian's embeddings
+(PegasusSinusoidalPositionalEmbedding "Copied from" Marian's; the stacks' embed_tokens is shared itself), MBart's pre-LN
+layers (PegasusEncoderLayer / PegasusDecoderLayer "Copied from" MBartEncoderLayer / MBartDecoderLayer: residual = h;
+h = self_attn_layer_norm(h); self_attn; dropout; residual + h; the cross block the same with encoder_attn_layer_norm;
+residual = h; h = final_layer_norm(h); fc1, act, dropout, fc2, dropout; residual + h) and each stack's final
+`hidden_states = self.layer_norm(hidden_states)`; PegasusModel.get_input_embeddings() is shared.
 Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every LayerNorm vctorch._LayerNorm2x, SDPA
 vctorch._sdpa_math_2x (the math backend), dropout vctorch.dropout2x, as the harness's other replicas.
 """
+import copy
 import json
 import math
 import os
@@ -67,14 +93,22 @@ DEFAULTS = {  # BartConfig.__init__
     "decoder_start_token_id": 2, "scale_embedding": False, "pad_token_id": 1, "tie_word_embeddings": True,
     "eos_token_id": 2,
     # generate()'s logits processors from the config's keys (GenerationConfig.from_model_config; its defaults: none)
-    "no_repeat_ngram_size": 0, "forced_bos_token_id": None, "forced_eos_token_id": None,
+    "no_repeat_ngram_size": 0, "forced_bos_token_id": None, "forced_eos_token_id": None, "bad_words_ids": None,
 }
+
+
+PEGASUS_DEFAULTS = dict(DEFAULTS, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)  # PegasusConfig.__init__
+MARIAN_DEFAULTS = dict(DEFAULTS, vocab_size=58101, pad_token_id=58100, decoder_start_token_id=58100, eos_token_id=0,
+                       share_encoder_decoder_embeddings=True, decoder_vocab_size=None)  # MarianConfig.__init__
 
 
 class Config:
     def __init__(self, cfg):
-        for k, v in DEFAULTS.items():
+        self.model_type = cfg.get("model_type", "bart")
+        for k, v in {"marian": MARIAN_DEFAULTS, "pegasus": PEGASUS_DEFAULTS}.get(self.model_type, DEFAULTS).items():
             setattr(self, k, cfg.get(k, v) if cfg.get(k) is not None else v)
+        if self.model_type == "marian":
+            self.decoder_vocab_size = self.decoder_vocab_size or self.vocab_size
 
 
 def _drop(x, p, training):
@@ -88,6 +122,8 @@ def _act(name):
         return F.gelu
     if name == "relu":
         return F.relu
+    if name in ("swish", "silu"):  # ACT2FN["swish"]: nn.SiLU
+        return F.silu
     raise ValueError("activation %r" % name)
 
 
@@ -101,6 +137,36 @@ class BartLearnedPositionalEmbedding(nn.Embedding):
         positions = torch.arange(past_key_values_length, past_key_values_length + seq_len, dtype=torch.long,
                                  device=self.weight.device).expand(bsz, -1)
         return super().forward(positions + self.offset)
+
+
+class MarianSinusoidalPositionalEmbedding(nn.Embedding):
+    def __init__(self, num_positions, embedding_dim):
+        super().__init__(num_positions, embedding_dim)
+        self.weight.requires_grad_(False)  # nn.Parameter(out, requires_grad=False): frozen, counted
+
+    @torch.no_grad()
+    def forward(self, input_ids_shape, past_key_values_length=0):
+        bsz, seq_len = input_ids_shape[:2]
+        position_ids = torch.arange(past_key_values_length, past_key_values_length + seq_len, dtype=torch.long,
+                                    device=self.weight.device)
+        return super().forward(position_ids)
+
+
+def _positions(c, d_model):
+    if c.model_type in ("marian", "pegasus"):  # PegasusSinusoidalPositionalEmbedding: "Copied from" Marian's
+        return MarianSinusoidalPositionalEmbedding(c.max_position_embeddings, d_model)
+    return BartLearnedPositionalEmbedding(c.max_position_embeddings, d_model)
+
+
+def _embed_positions(stack, input_ids, past=0):
+    """bart: embed_positions(input, past) (ids per sample, + 2); marian: embed_positions(input_shape, past) ([L])."""
+    if stack.config.model_type in ("marian", "pegasus"):
+        return stack.embed_positions(input_ids.shape, past)
+    return stack.embed_positions(input_ids, past)
+
+
+def _layernorm_embedding(stack, hidden_states):
+    return stack.layernorm_embedding(hidden_states) if stack.layernorm_embedding is not None else hidden_states
 
 
 class BartScaledWordEmbedding(nn.Embedding):
@@ -159,8 +225,26 @@ class BartEncoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.encoder_ffn_dim)
         self.fc2 = Linear(c.encoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
+        self.pre = c.model_type == "pegasus"
+
+    def forward_pre(self, hidden_states):  # MBartEncoderLayer.forward (pegasus's): pre-LN, fp16's clamp only
+        residual = hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states, attn_weights, _ = self.self_attn(hidden_states=hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = _drop(hidden_states, self.activation_dropout, self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        return (hidden_states,)
 
     def forward(self, hidden_states):
+        if self.pre:
+            return self.forward_pre(hidden_states)
         residual = hidden_states
         hidden_states, attn_weights, _ = self.self_attn(hidden_states=hidden_states)
         hidden_states = _drop(hidden_states, self.dropout, self.training)
@@ -190,8 +274,36 @@ class BartDecoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.decoder_ffn_dim)
         self.fc2 = Linear(c.decoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
+        self.pre = c.model_type == "pegasus"
+
+    def forward_pre(self, hidden_states, encoder_hidden_states, use_cache=True):  # MBartDecoderLayer.forward
+        residual = hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states, self_attn_weights, present_key_value = self.self_attn(hidden_states=hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.encoder_attn_layer_norm(hidden_states)
+        hidden_states, cross_attn_weights, cross_attn_present_key_value = self.encoder_attn(
+            hidden_states=hidden_states, key_value_states=encoder_hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        present_key_value = present_key_value + cross_attn_present_key_value
+        residual = hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = _drop(hidden_states, self.activation_dropout, self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = _drop(hidden_states, self.dropout, self.training)
+        hidden_states = residual + hidden_states
+        outputs = (hidden_states,)
+        if use_cache:
+            outputs += (present_key_value,)
+        return outputs
 
     def forward(self, hidden_states, encoder_hidden_states, use_cache=True):
+        if self.pre:
+            return self.forward_pre(hidden_states, encoder_hidden_states, use_cache)
         residual = hidden_states
         hidden_states, self_attn_weights, present_key_value = self.self_attn(hidden_states=hidden_states)
         hidden_states = _drop(hidden_states, self.dropout, self.training)
@@ -224,19 +336,22 @@ class BartEncoder(nn.Module):
         embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
         self.embed_tokens = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
         self.embed_tokens.weight = shared.weight
-        self.embed_positions = BartLearnedPositionalEmbedding(c.max_position_embeddings, c.d_model)
+        if c.model_type in ("marian", "pegasus"):  # MarianModel, PegasusModel: shared itself (or a deep copy)
+            self.embed_tokens = shared
+        self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartEncoderLayer(c) for _ in range(c.encoder_layers)])
-        self.layernorm_embedding = LayerNorm(c.d_model)
+        self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type == "bart" else None
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type == "pegasus" else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids):
         input = input_ids
         input_ids = input_ids.view(-1, input_ids.shape[-1])
         inputs_embeds = self.embed_tokens(input_ids)
-        embed_pos = self.embed_positions(input)
+        embed_pos = _embed_positions(self, input)
         embed_pos = embed_pos.to(inputs_embeds.device)
         hidden_states = inputs_embeds + embed_pos
-        hidden_states = self.layernorm_embedding(hidden_states)
+        hidden_states = _layernorm_embedding(self, hidden_states)
         hidden_states = _drop(hidden_states, self.dropout, self.training)
         for encoder_layer in self.layers:
             if self.training:
@@ -246,6 +361,8 @@ class BartEncoder(nn.Module):
             else:
                 layer_outputs = encoder_layer(hidden_states)
             hidden_states = layer_outputs[0]
+        if self.layer_norm is not None:
+            hidden_states = self.layer_norm(hidden_states)
         return (hidden_states,)
 
 
@@ -256,9 +373,12 @@ class BartDecoder(nn.Module):
         embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
         self.embed_tokens = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
         self.embed_tokens.weight = shared.weight
-        self.embed_positions = BartLearnedPositionalEmbedding(c.max_position_embeddings, c.d_model)
+        if c.model_type in ("marian", "pegasus"):
+            self.embed_tokens = shared
+        self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartDecoderLayer(c) for _ in range(c.decoder_layers)])
-        self.layernorm_embedding = LayerNorm(c.d_model)
+        self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type == "bart" else None
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type == "pegasus" else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids, encoder_hidden_states, use_cache):
@@ -266,10 +386,10 @@ class BartDecoder(nn.Module):
         input_shape = input.shape
         input_ids = input_ids.view(-1, input_shape[-1])
         inputs_embeds = self.embed_tokens(input)
-        positions = self.embed_positions(input, 0)
+        positions = _embed_positions(self, input, 0)
         positions = positions.to(inputs_embeds.device)
         hidden_states = inputs_embeds + positions
-        hidden_states = self.layernorm_embedding(hidden_states)
+        hidden_states = _layernorm_embedding(self, hidden_states)
         hidden_states = _drop(hidden_states, self.dropout, self.training)
         if self.gradient_checkpointing and self.training and use_cache:
             use_cache = False
@@ -285,6 +405,8 @@ class BartDecoder(nn.Module):
             hidden_states = layer_outputs[0]
             if use_cache:
                 next_decoder_cache += (layer_outputs[1],)
+        if self.layer_norm is not None:
+            hidden_states = self.layer_norm(hidden_states)
         return (hidden_states, next_decoder_cache)
 
 
@@ -294,17 +416,29 @@ class BartForConditionalGeneration(nn.Module):
         self.config = c
         embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
         self.shared = BartScaledWordEmbedding(c.vocab_size, c.d_model, c.pad_token_id, embed_scale=embed_scale)
-        self.encoder = BartEncoder(c, self.shared)
-        self.decoder = BartDecoder(c, self.shared)
-        self.register_buffer("final_logits_bias", torch.zeros((1, c.vocab_size)))
-        self.lm_head = Linear(c.d_model, c.vocab_size, bias=False)
-        if c.tie_word_embeddings:
-            self.lm_head.weight = self.shared.weight
+        target = c.vocab_size
+        if c.model_type == "marian":  # MarianModel / MarianMTModel
+            if c.share_encoder_decoder_embeddings:
+                enc_emb = dec_emb = self.shared
+            else:
+                enc_emb, dec_emb = copy.deepcopy(self.shared), copy.deepcopy(self.shared)
+                self.shared = None
+                target = c.decoder_vocab_size
+            self.encoder = BartEncoder(c, enc_emb)
+            self.decoder = BartDecoder(c, dec_emb)
+        else:
+            self.encoder = BartEncoder(c, self.shared)
+            self.decoder = BartDecoder(c, self.shared)
+        self.register_buffer("final_logits_bias", torch.zeros((1, target)))
+        self.lm_head = Linear(c.d_model, target, bias=False)
+        if c.tie_word_embeddings:  # tie_weights: the decoder's get_input_embeddings() (bart: shared's weight)
+            self.lm_head.weight = self.decoder.embed_tokens.weight
         self.attn_impl = "sdpa"
         self.gradient_checkpointing = False
 
-    def get_input_embeddings(self):  # BartModel.get_input_embeddings: shared (neither stack calls it)
-        return self.shared
+    def get_input_embeddings(self):  # BartModel.get_input_embeddings: shared (neither stack calls it); marian's: the
+        return self.encoder.embed_tokens if self.config.model_type == "marian" else self.shared  # encoder's embed_tokens
+        # (pegasus: PegasusModel.get_input_embeddings() is shared, the stacks' embed_tokens itself)
 
     def shift_tokens_right(self, input_ids):
         c = self.config
@@ -330,7 +464,7 @@ class BartForConditionalGeneration(nn.Module):
         loss = None
         if labels is not None:
             loss_fct = nn.CrossEntropyLoss()
-            loss = loss_fct(lm_logits.view(-1, self.config.vocab_size), labels.view(-1))
+            loss = loss_fct(lm_logits.view(-1, self.lm_head.out_features), labels.view(-1))
         return loss, lm_logits
 
 
@@ -350,6 +484,21 @@ def _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, layer_idx
     form transformers 5's BartAttention has: self_attention_cache.update cats, the cross-attention's keys and values
     made at the first step and reused once is_updated; sdpa, is_causal only over more than one query)."""
     from whisper_replica import _attention_cached
+    if layer.pre:  # MBartDecoderLayer.forward (pegasus's)
+        residual = hidden_states
+        hidden_states = layer.self_attn_layer_norm(hidden_states)
+        hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = layer.encoder_attn_layer_norm(hidden_states)
+        hidden_states = _attention_cached(layer.encoder_attn, hidden_states, layer_idx, cache, encoder_hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = layer.final_layer_norm(hidden_states)
+        hidden_states = layer.activation_fn(layer.fc1(hidden_states))
+        hidden_states = layer.fc2(hidden_states)
+        hidden_states = residual + hidden_states
+        return hidden_states
     residual = hidden_states
     hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
     hidden_states = residual + hidden_states
@@ -376,12 +525,14 @@ def forward_cached(model, decoder_input_ids, encoder_hidden_states, attention_ma
     dec = model.decoder
     past = cache.get_seq_length()
     inputs_embeds = dec.embed_tokens(decoder_input_ids)
-    positions = dec.embed_positions(decoder_input_ids, past)
+    positions = _embed_positions(dec, decoder_input_ids, past)
     hidden_states = inputs_embeds + positions  # inputs_embeds, positions: locals until it returns
-    hidden_states = dec.layernorm_embedding(hidden_states)
+    hidden_states = _layernorm_embedding(dec, hidden_states)
     _mask_for_sdpa(attention_mask)
     for idx, layer in enumerate(dec.layers):
         hidden_states = _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, idx, cache)
+    if dec.layer_norm is not None:  # pegasus: the decoder's final layer_norm
+        hidden_states = dec.layer_norm(hidden_states)
     del inputs_embeds, positions
     lm_logits = model.lm_head(hidden_states)
     lm_logits = lm_logits + model.final_logits_bias
@@ -416,6 +567,26 @@ def logits_processors(c, input_ids, scores, max_length):
         for i, banned in enumerate(_calc_banned_ngram_tokens(c.no_repeat_ngram_size, input_ids, scores.shape[0],
                                                              cur_len)):
             scores_processed[i, banned] = -float("inf")
+        scores = scores_processed
+        del scores_processed
+    if c.bad_words_ids is not None:
+        # NoBadWordsLogitsProcessor (after NoRepeatNGram in _get_logits_processor's order): __init__ drops the
+        # sequences equal to [eos]; SequenceBiasLogitsProcessor.__call__: at the first call _prepare_bias_variables'
+        # length_1_bias = torch.zeros((V,)) (kept by the processor: here on the config, for generate()'s lifetime);
+        # bias = torch.zeros_like(scores); bias += length_1_bias; scores_processed = scores + bias (single-token
+        # sequences only: the longer ones' matching is not replicated)
+        eos = c.eos_token_id if isinstance(c.eos_token_id, list) else [c.eos_token_id]
+        seqs = [q for q in c.bad_words_ids if all(q != [i] for i in eos)]
+        if any(len(q) > 1 for q in seqs):
+            raise ValueError("bad_words_ids: sequences of more than one token are not replicated")
+        if getattr(c, "_length_1_bias", None) is None:
+            c._length_1_bias = torch.zeros((scores.shape[-1],), dtype=torch.float)
+            for q in seqs:
+                c._length_1_bias[q[-1]] = -float("inf")
+        bias = torch.zeros_like(scores)
+        bias += c._length_1_bias
+        scores_processed = scores + bias
+        del bias
         scores = scores_processed
         del scores_processed
     if c.forced_bos_token_id is not None and cur_len == 1:
@@ -487,6 +658,7 @@ def generate(model, input_ids, max_new_tokens, on_phase=lambda name: None, on_st
         del logits
         on_step_end()
     del cache, model_inputs, encoder_hidden_states, attention_mask, held, next_token_logits, next_token_scores
+    c._length_1_bias = None  # the logits processors (NoBadWordsLogitsProcessor's length_1_bias) die with generate()
     return dec_ids
 
 

@@ -2196,6 +2196,44 @@ def cases():
                      ("train", 3, 10, "sgd", "fp32", False, 0), ("train", 4, 16, "sgd", "bf16", True, 0),
                      ("infer", 2, 8, None, "fp32", False, 0)],
                config="siglip_small", lora_targets="q_proj,v_proj")
+    # issue 31: MarianMTModel as a row of bart's (bart_replica.py model_type marian, modeling_marian.py @00b676f8:
+    # MarianSinusoidalPositionalEmbedding frozen and looked up under no_grad, embed_tokens(ids) * embed_scale, no
+    # layernorm_embedding, post-LN layers as bart's, final_logits_bias): marian_small (shared embeddings, swish,
+    # scale_embedding, dropouts 0.1) and marian_unshared_small (share_encoder_decoder_embeddings false: deep copies,
+    # relu, no dropout); training (full, LoRA q_proj,v_proj, every layer checkpointed), infer and generate (greedy;
+    # 2 beams in the second list). Every third held out in each list.
+    mode_cases(out, [
+        ("train", "marian_small", 2, 96, "adamw", "fp32", False, 0),
+        ("train", "marian_small", 2, 64, "adamw", "bf16", False, 8),
+        ("infer", "marian_small", 4, 128, None, "fp32", False, 0),
+        ("train", "marian_small", 2, 96, "adamw", "fp32", True, 8),
+        ("train", "marian_unshared_small", 2, 80, "sgd", "fp32", True, 0),
+        ("train", "marian_unshared_small", 2, 64, "adamw", "bf16", False, 0),
+        ("generate", "marian_small", 2, 48, 8, "fp32", False, 0),
+        ("generate", "marian_unshared_small", 1, 64, 10, "bf16", False, 0),
+        ("infer", "marian_unshared_small", 2, 96, None, "bf16", False, 0),
+    ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    mode_cases(out, [("generate", "marian_small", 1, 40, 6, "fp32", False, 0),
+                     ("generate", "marian_unshared_small", 2, 32, 6, "fp32", False, 0)], num_beams=2)
+    # marian_gen_small: marian_small with the Hub configs' bad_words_ids [[pad]] (NoBadWordsLogitsProcessor: length_1_bias
+    # once, zeros_like + add every step), greedy fp32 / bf16 and 2 beams
+    mode_cases(out, [("generate", "marian_gen_small", 2, 48, 8, "fp32", False, 0),
+                     ("generate", "marian_gen_small", 1, 64, 10, "bf16", False, 0),
+                     ("generate", "marian_gen_small", 1, 40, 6, "fp32", False, 0)], num_beams=1)
+    out[-1]["num_beams"] = 2
+    # PegasusForConditionalGeneration (bart_replica.py model_type pegasus, modeling_pegasus.py @00b676f8: marian's
+    # sinusoidal positions, MBart's pre-LN layers, each stack's final layer_norm): pegasus_small (relu,
+    # scale_embedding, dropouts 0.1); training (full, LoRA q_proj,v_proj, checkpointed), infer, generate (greedy fp32 /
+    # bf16, 2 beams). Every third held out.
+    mode_cases(out, [
+        ("train", "pegasus_small", 2, 96, "adamw", "fp32", False, 0),
+        ("train", "pegasus_small", 2, 64, "adamw", "bf16", False, 8),
+        ("infer", "pegasus_small", 4, 128, None, "fp32", False, 0),
+        ("train", "pegasus_small", 2, 96, "sgd", "fp32", True, 0),
+        ("generate", "pegasus_small", 2, 48, 8, "fp32", False, 0),
+        ("generate", "pegasus_small", 1, 64, 10, "bf16", False, 0),
+    ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    mode_cases(out, [("generate", "pegasus_small", 1, 40, 6, "fp32", False, 0)], num_beams=2)
     return out
 
 
