@@ -88,7 +88,7 @@ const char *vcw_suggest(const char *arg)
  * options spelt --like-this, escaped, after "vramcalc: ". */
 static char *error_result(const vc_error *err, const char *plain)
 {
-    char msg[1200], safe[4 * sizeof msg + 16], line[sizeof safe + 16];
+    char msg[sizeof err->file + sizeof err->path + sizeof err->msg + 64], safe[4 * sizeof msg + 16], line[sizeof safe + 16];
     if (err) vc_error_format_for(err, VC_SPELL_CLI, msg, sizeof msg);
     else snprintf(msg, sizeof msg, "%s", plain);
     vc_escape_text(safe, sizeof safe, msg);

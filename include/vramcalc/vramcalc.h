@@ -115,7 +115,7 @@ typedef struct {
     char file[256];   /* model file name ("-" for stdin), "" when not file-related */
     int line, col;    /* 1-based position in the file, 0 when unknown */
     char path[256];   /* JSON path, e.g. "layers[3].kernel_size"; "" when none */
-    char msg[512];    /* what is wrong, one line, no trailing newline */
+    char msg[2048];   /* what is wrong, one line, no trailing newline (the supported model_types fit) */
 } vc_error;
 
 /* Copies s into buf (n bytes, always terminated) so that it is safe to show

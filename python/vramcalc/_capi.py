@@ -16,7 +16,7 @@ c_size_t = ctypes.c_size_t
 
 class vc_error(ctypes.Structure):
     _fields_ = [("code", c_int), ("file", ctypes.c_char * 256), ("line", c_int), ("col", c_int),
-                ("path", ctypes.c_char * 256), ("msg", ctypes.c_char * 512)]
+                ("path", ctypes.c_char * 256), ("msg", ctypes.c_char * 2048)]
 
 
 class vc_gpu(ctypes.Structure):

@@ -17,7 +17,7 @@ FILE *cli_out, *cli_err;
  * is shown escaped (vc_escape_text): no raw control byte, valid UTF-8. */
 int die(const char *fmt, ...)
 {
-    char raw[2048], safe[4 * sizeof raw];
+    char raw[4096], safe[4 * sizeof raw];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(raw, sizeof raw, fmt, ap);
@@ -29,7 +29,7 @@ int die(const char *fmt, ...)
 
 int die_err(const vc_error *err)
 {
-    char msg[1200];
+    char msg[sizeof err->file + sizeof err->path + sizeof err->msg + 64];
     vc_error_format_for(err, VC_SPELL_CLI, msg, sizeof msg);
     return die("%s", msg);
 }
