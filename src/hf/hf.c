@@ -1330,6 +1330,12 @@ const hf_family vc__hf_families[] = {
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = FIXED(0)},
      .block = BLK_SIGLIP_VISION, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .head = HEAD_CLS, .head_class = "SiglipVisionModel", .prefix = "vision_model", .lora_targets = NULL},
+    /* DeepseekV4Config (DeepSeek-V4-Flash / -Pro; configuration_deepseek_v4.py @ 015c0781, modeling_deepseek_v4.py
+     * @ 01976081): a count-only row. Its keys are read and its parameters counted by hf_deepseek_v4.c, not by the
+     * row's reading and writing (no block template runs: vc_hf_build refuses every estimate after the count, as the
+     * compressed attention, the hyper-connections and the hash-MoE are not modelled). */
+    {.model_type = "deepseek_v4", .config_class = "DeepseekV4Config", .keys = {[K_ACT] = ACT("hidden_act", "silu")},
+     LLAMA_BLOCK, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1612,6 +1618,13 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "unsupported model_type \"%s\" (supported: " FAMILIES ")", e);
     }
     r.fam = a.f->model_type;
+    if (!strcmp(r.fam, "deepseek_v4")) { /* count-only (hf_deepseek_v4.c): the exact count, then the refusal */
+        int64_t n;
+        if (vc__hf_deepseek_v4_count(&r, &n)) return err->code;
+        return vc_set_error(err, VC_ERR_MODEL, "model_type", "deepseek_v4: the compressed attention (CSA/HCA), "
+                            "hyper-connections and hash-MoE are not modelled yet; the parameter count is exact: %lld "
+                            "parameters (DeepseekV4ForCausalLM's named_parameters(), buffers excluded)", (long long)n);
+    }
     const cJSON *nest = a.f->nested ? cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested) : NULL;
     if (a.f->nested && !(a.f->nested_opt && (!nest || cJSON_IsNull(nest)))) {
         /* Gemma3Config: the language model's keys are text_config's (Qwen2_5_VLConfig: when it has one) */
