@@ -167,6 +167,7 @@ static void test_bad_keys(void **state)
         {"{\"compress_rates\": {\"compressed_sparse_attention\": 0}}", "compress_rates.compressed_sparse_attention"},
         {"{\"compress_rates\": {\"sliding_attention\": 4}}", "compress_rates.sliding_attention"},
         {"{\"compress_rates\": [4, 128]}", "compress_rates"},
+        {"{\"compress_rates\": {\"compressed_sparse_attention\": 2}}", "compress_rates.heavily_compressed_attention"},
         {"{\"compress_rate_hca\": 0}", "compress_rate_hca"},
         {"{\"o_groups\": 3}", "o_groups"},
         {"{\"hc_mult\": 0}", "hc_mult"},

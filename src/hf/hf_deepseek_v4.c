@@ -90,13 +90,15 @@ static int bool_key(rd *r, const char *key, bool *out)
 }
 
 /* compress_rates (a dict keyed by the compressed layer types) with the legacy compress_rate_csa / compress_rate_hca
- * folded in: rate[LT_CSA], rate[LT_HCA] (position_bias's rows, so at least 1). */
+ * folded in: rate[LT_CSA], rate[LT_HCA] (position_bias's rows, so at least 1), 0 where a given dict lacks the key
+ * (the compressor of such a layer raises KeyError: refused by the caller once the layers are known). */
 static int compress_rates(rd *r, int64_t rate[3])
 {
     rate[LT_CSA] = 4;
     rate[LT_HCA] = 128;
     const cJSON *cr = cJSON_GetObjectItemCaseSensitive(r->cfg, "compress_rates");
     if (cr && !cJSON_IsNull(cr)) {
+        rate[LT_CSA] = rate[LT_HCA] = 0;
         if (!cJSON_IsObject(cr))
             return vc__hf_bad(r, "compress_rates", "expected an object {\"compressed_sparse_attention\": m, "
                               "\"heavily_compressed_attention\": m'}");
@@ -209,7 +211,7 @@ static int rotary(rd *r, int64_t D)
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(r->cfg, "partial_rotary_factor");
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(r->cfg, "qk_rope_head_dim");
     const char *key = p && !cJSON_IsNull(p) ? "partial_rotary_factor" : q ? "qk_rope_head_dim" : NULL;
-    double rope = 64.0 / 512.0 * (double)D;
+    double rope = floor(64.0 / 512.0 * (double)D);
     if (key && !strcmp(key, "partial_rotary_factor")) {
         if (!cJSON_IsNumber(p) || !isfinite(p->valuedouble) || p->valuedouble <= 0 || p->valuedouble > 1)
             return vc__hf_bad(r, key, "expected a number in (0, 1] (the fraction of head_dim rotated)");
@@ -265,6 +267,12 @@ int vc__hf_deepseek_v4_count(rd *r, int64_t *params)
         return vc__hf_bad(r, "scoring_func", "expected sqrtsoftplus, softmax or sigmoid");
     int64_t rate[3], n[3];
     if (compress_rates(r, rate) || layer_types(r, L, n) || mlp_layer_types(r, L) || rotary(r, D)) return -1;
+    for (int t = LT_CSA; t <= LT_HCA; t++)
+        if (n[t] && !rate[t]) {
+            char k[64];
+            snprintf(k, sizeof k, "compress_rates.%s", layer_type_names[t]);
+            return vc__hf_bad(r, k, "missing: the %s layers' compressor reads it (a KeyError)", layer_type_names[t]);
+        }
 
     /* The sum, once in long double (a config whose count passes 2^62 is refused naming hidden_size), then exactly in
      * int64_t. Per layer: DeepseekV4Attention (q_a_proj, q_a_norm, q_b_proj, kv_proj, kv_norm, o_a_proj, o_b_proj,
