@@ -173,8 +173,10 @@ static int layer_types(rd *r, int64_t L, int64_t n[3])
         }
         return 0;
     }
-    n[LT_HCA] = L < 2 ? L : 2; /* the default: two HCA layers, then HCA / CSA alternating */
-    for (int64_t i = 0; i < L - 2; i++) n[i % 2 ? LT_CSA : LT_HCA]++;
+    /* the default: two HCA layers, then for i < L - 2 CSA where i is odd, HCA where even */
+    const int64_t rest = L > 2 ? L - 2 : 0;
+    n[LT_CSA] = rest / 2;
+    n[LT_HCA] = (L < 2 ? L : 2) + (rest + 1) / 2;
     return 0;
 }
 
@@ -249,10 +251,6 @@ int vc__hf_deepseek_v4_count(rd *r, int64_t *params)
     if (K > E)
         return vc__hf_bad(r, "num_experts_per_tok", "%lld: more than n_routed_experts (%lld) (the router's topk)",
                           (long long)K, (long long)E);
-    if ((NH * D) % G)
-        return vc__hf_bad(r, "o_groups", "%lld does not divide num_attention_heads x head_dim (%lld): the grouped "
-                          "output projection splits the heads' outputs into o_groups groups", (long long)G,
-                          (long long)(NH * D));
     if (HC > 64) /* hyper-connections: fn is [(2 + n) * n, n * hidden] */
         return vc__hf_bad(r, "hc_mult", "%lld: expected 1 to 64 residual streams", (long long)HC);
     bool tie, mlp_bias, attn_bias;
@@ -289,6 +287,11 @@ int vc__hf_deepseek_v4_count(rd *r, int64_t *params)
      (T)n[LT_HCA] * ((T)2 * H * D + (T)rate[LT_HCA] * D + D))
     const long double total = V4_COUNT(long double);
     if (total > 0x1p62L) return vc__hf_bad(r, "hidden_size", "the parameters (%.3Le) pass 2^62", total);
+    /* o_a_proj's in_features heads x head_dim // o_groups (no overflow: heads x head_dim x o_lora_rank is in the sum) */
+    if ((NH * D) % G)
+        return vc__hf_bad(r, "o_groups", "%lld does not divide num_attention_heads x head_dim (%lld): the grouped "
+                          "output projection splits the heads' outputs into o_groups groups", (long long)G,
+                          (long long)(NH * D));
     *params = V4_COUNT(int64_t);
 #undef V4_COUNT
     return 0;
