@@ -8,6 +8,8 @@
  * The buffers, not counted: the rotary embeddings' {main,compress}_inv_freq and _original_inv_freq (the model's and
  * every compressor's and indexer's), DeepseekV4TopKRouter.e_score_correction_bias [E], DeepseekV4HashRouter.tid2eid
  * [vocab, top_k] (persistent, int64: in the checkpoint, not a parameter).
+ * The counts below (tiny 3,467; V4-Flash; V4-Pro) were also checked against a torch 1.13 transcription of those
+ * __init__s built on the meta device (sum(p.numel() for p in model.parameters())): the same three numbers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
