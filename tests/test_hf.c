@@ -1142,6 +1142,11 @@ static void test_family_table(void **state)
         } else if (f->moe == MOE_LFM2) { /* Lfm2MoeConfig() builds, but its layer_types None fails Lfm2DecoderLayer */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), "layer_types");
+        } else if (!strcmp(f->model_type, "deepseek_v4")) {
+            /* count-only (hf_deepseek_v4.c): DeepseekV4Config()'s defaults counted, then refused naming model_type */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "model_type");
+            assert_non_null(strstr(err.msg, "the parameter count is exact: 284325869015 parameters"));
         } else if (!strcmp(f->model_type, "glm4_moe")) {
             /* Glm4MoeConfig(): 96 heads do not divide 4096 without a head_dim (test_config_class_rows) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);

@@ -1413,6 +1413,12 @@ const hf_family vc__hf_families[] = {
               [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "PegasusForConditionalGeneration", .lora_targets = NULL},
+    /* DeepseekV4Config (DeepSeek-V4-Flash / -Pro; configuration_deepseek_v4.py @ 015c0781, modeling_deepseek_v4.py
+     * @ 01976081): a count-only row. Its keys are read and its parameters counted by hf_deepseek_v4.c, not by the
+     * row's reading and writing (no block template runs: vc_hf_build refuses every estimate after the count, as the
+     * compressed attention, the hyper-connections and the hash-MoE are not modelled). */
+    {.model_type = "deepseek_v4", .config_class = "DeepseekV4Config", .keys = {[K_ACT] = ACT("hidden_act", "silu")},
+     LLAMA_BLOCK, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1740,6 +1746,13 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "unsupported model_type \"%s\" (supported: " FAMILIES ")", e);
     }
     r.fam = a.f->model_type;
+    if (!strcmp(r.fam, "deepseek_v4")) { /* count-only (hf_deepseek_v4.c): the exact count, then the refusal */
+        int64_t n;
+        if (vc__hf_deepseek_v4_count(&r, &n)) return err->code;
+        return vc_set_error(err, VC_ERR_MODEL, "model_type", "deepseek_v4: the compressed attention (CSA/HCA), "
+                            "hyper-connections and hash-MoE are not modelled yet; the parameter count is exact: %lld "
+                            "parameters (DeepseekV4ForCausalLM's named_parameters(), buffers excluded)", (long long)n);
+    }
     const cJSON *nest = a.f->nested ? cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested) : NULL;
     /* SiglipConfig.__init__: text_config / vision_config None (absent) -> {}, the class's defaults */
     static const cJSON no_keys = {.type = cJSON_Object};

@@ -1,0 +1,298 @@
+/*
+ * hf_deepseek_v4.c — DeepSeek-V4 (model_type "deepseek_v4", issue 31: DeepSeek-V4-Flash, DeepSeek-V4-Pro): a count-only
+ * family. DeepseekV4Config's keys are read and checked (each bad or inconsistent one names its key) and
+ * DeepseekV4ForCausalLM's parameters counted exactly, as sum(p.numel() for p in model.parameters()) gives them; its
+ * memory is not modelled (the compressed attention's caches and block biases, the hyper-connections' hc_mult residual
+ * streams, the hash-MoE), so vc_hf_build (hf.c) refuses every estimate with the count in its one line.
+ *
+ * Sources:
+ *  - huggingface/transformers models/deepseek_v4/configuration_deepseek_v4.py @ 015c078164151a049126942989817713e83a8f3e:
+ *    DeepseekV4Config (the class's defaults are DeepSeek-V4-Flash-Base's: vocab_size 129280, hidden_size 4096,
+ *    moe_intermediate_size 2048, num_hidden_layers 43, num_attention_heads 64, num_key_value_heads 1, head_dim 512,
+ *    q_lora_rank 1024, n_routed_experts 256, n_shared_experts 1, num_experts_per_tok 6, hc_mult 4, o_groups 8,
+ *    o_lora_rank 1024, index_n_heads 64, index_head_dim 128, index_topk 512, sliding_window 128, tie_word_embeddings
+ *    False, mlp_bias False, attention_bias False, partial_rotary_factor None -> 64 / 512); __post_init__: compress_rates
+ *    None -> {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}, the legacy compress_rate_csa /
+ *    compress_rate_hca folded in; layer_types None -> the legacy compress_ratios (per layer 0 / 4 / 128 through
+ *    _COMPRESS_RATIO_TO_LAYER_TYPE, any other ratio a KeyError) else two "heavily_compressed_attention" then
+ *    "compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"; both lists cut to num_hidden_layers
+ *    (layer_types[:n]); mlp_layer_types None -> num_hash_layers (legacy, default 3) "hash_moe" then "moe";
+ *    partial_rotary_factor None -> the legacy qk_rope_head_dim / head_dim, qk_rope_head_dim = int(head_dim * factor);
+ *    validate_layer_type: len(layer_types) and len(mlp_layer_types) == num_hidden_layers, entries from
+ *    DEEPSEEK_V4_LAYER_TYPES / DEEPSEEK_V4_MLP_LAYER_TYPES.
+ *  - models/deepseek_v4/modeling_deepseek_v4.py @ 019760818965c71b0a4d38e95820ee0b6cee4240, the __init__s (parameters;
+ *    buffers are not parameters):
+ *      DeepseekV4ForCausalLM: model, lm_head Linear(H, V, no bias; tied to embed_tokens by tie_word_embeddings).
+ *      DeepseekV4Model: embed_tokens Embedding(V, H), layers, norm RMSNorm(H), hc_head DeepseekV4HyperHead (hc_fn
+ *        [n, n*H], hc_base [n], hc_scale [1]); rotary_emb's main / compress inv_freq are buffers (persistent=False).
+ *      DeepseekV4DecoderLayer: self_attn, mlp, input_layernorm RMSNorm(H), post_attention_layernorm RMSNorm(H),
+ *        attn_hc and ffn_hc DeepseekV4HyperConnection (fn [(2+n)*n, n*H], base [(2+n)*n], scale [3]).
+ *      DeepseekV4Attention: q_a_proj Linear(H, q_lora_rank), q_a_norm RMSNorm(q_lora_rank), q_b_proj
+ *        Linear(q_lora_rank, heads*head_dim), q_b_norm unweighted (no parameter), kv_proj Linear(H, head_dim) (one
+ *        shared K=V head whatever num_key_value_heads), kv_norm RMSNorm(head_dim), o_a_proj DeepseekV4GroupedLinear
+ *        (an nn.Linear(heads*head_dim // o_groups, o_groups*o_lora_rank): weight [o_groups*o_lora_rank,
+ *        heads*head_dim / o_groups]), o_b_proj Linear(o_groups*o_lora_rank, H), sinks [heads]; all without bias
+ *        (attention_bias is read by nothing); compressor by layer_types: none ("sliding_attention"),
+ *        DeepseekV4CSACompressor ("compressed_sparse_attention"), DeepseekV4HCACompressor
+ *        ("heavily_compressed_attention").
+ *      DeepseekV4CSACompressor: kv_proj, gate_proj Linear(H, 2*head_dim), position_bias [compress_rates[csa],
+ *        2*head_dim], kv_norm RMSNorm(head_dim), indexer DeepseekV4Indexer: kv_proj, gate_proj Linear(H,
+ *        2*index_head_dim), position_bias [compress_rates[csa], 2*index_head_dim], kv_norm RMSNorm(index_head_dim),
+ *        q_b_proj Linear(q_lora_rank, index_n_heads*index_head_dim), scorer.weights_proj Linear(H, index_n_heads);
+ *        their rotary_emb inv_freq buffers.
+ *      DeepseekV4HCACompressor: kv_proj, gate_proj Linear(H, head_dim), position_bias [compress_rates[hca], head_dim],
+ *        kv_norm RMSNorm(head_dim); its rotary_emb's buffers.
+ *      DeepseekV4SparseMoeBlock (every layer): gate DeepseekV4TopKRouter ("moe": weight [E, H]; e_score_correction_bias
+ *        a buffer) or DeepseekV4HashRouter ("hash_moe": weight [E, H]; tid2eid [V, top_k] a buffer), experts
+ *        DeepseekV4Experts (gate_up_proj [E, 2*I, H], down_proj [E, H, I]; I = moe_intermediate_size through
+ *        attribute_map), shared_experts DeepseekV4MLP (gate_proj / up_proj Linear(H, I), down_proj Linear(I, H),
+ *        biases with mlp_bias): one shared expert, n_shared_experts read by nothing.
+ *    MTP layers (num_nextn_predict_layers) are not instantiated (_keys_to_ignore_on_load_unexpected "mtp.*").
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+enum { LT_SLIDING, LT_CSA, LT_HCA };
+
+static const char *const layer_type_names[] = {"sliding_attention", "compressed_sparse_attention",
+                                               "heavily_compressed_attention"};
+
+/* An int field of DeepseekV4Config (@strict: an int, null refused), def when absent, in [lo, MAX_SIZE]. */
+static int int_key(rd *r, const char *key, int64_t def, int64_t lo, int64_t *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    if (!j) {
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) || j->valuedouble != floor(j->valuedouble))
+        return vc__hf_bad(r, key, "expected an integer (DeepseekV4Config)");
+    if (j->valuedouble < (double)lo || j->valuedouble > (double)MAX_SIZE)
+        return vc__hf_bad(r, key, "%.17g: expected %lld to %lld", j->valuedouble, (long long)lo, (long long)MAX_SIZE);
+    *out = (int64_t)j->valuedouble;
+    return 0;
+}
+
+static int bool_key(rd *r, const char *key, bool *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *out = false;
+    if (!j) return 0;
+    if (!cJSON_IsBool(j)) return vc__hf_bad(r, key, "expected true or false (DeepseekV4Config)");
+    *out = cJSON_IsTrue(j);
+    return 0;
+}
+
+/* compress_rates (a dict keyed by the compressed layer types) with the legacy compress_rate_csa / compress_rate_hca
+ * folded in: rate[LT_CSA], rate[LT_HCA] (position_bias's rows, so at least 1), 0 where a given dict lacks the key
+ * (the compressor of such a layer raises KeyError: refused by the caller once the layers are known). */
+static int compress_rates(rd *r, int64_t rate[3])
+{
+    rate[LT_CSA] = 4;
+    rate[LT_HCA] = 128;
+    const cJSON *cr = cJSON_GetObjectItemCaseSensitive(r->cfg, "compress_rates");
+    if (cr && !cJSON_IsNull(cr)) {
+        rate[LT_CSA] = rate[LT_HCA] = 0;
+        if (!cJSON_IsObject(cr))
+            return vc__hf_bad(r, "compress_rates", "expected an object {\"compressed_sparse_attention\": m, "
+                              "\"heavily_compressed_attention\": m'}");
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cr)
+        {
+            int t = !strcmp(e->string, layer_type_names[LT_CSA]) ? LT_CSA
+                    : !strcmp(e->string, layer_type_names[LT_HCA]) ? LT_HCA : -1;
+            char k[96];
+            char esc[48];
+            vc_escape(esc, sizeof esc, e->string);
+            snprintf(k, sizeof k, "compress_rates.%s", esc);
+            if (t < 0)
+                return vc__hf_bad(r, k, "not a compressed layer type (compressed_sparse_attention, "
+                                  "heavily_compressed_attention): no compressor reads it");
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 1 ||
+                e->valuedouble > (double)MAX_SIZE)
+                return vc__hf_bad(r, k, "expected a positive integer (the compressor's window, position_bias's rows)");
+            rate[t] = (int64_t)e->valuedouble;
+        }
+    }
+    static const char *const legacy[3] = {NULL, "compress_rate_csa", "compress_rate_hca"};
+    for (int t = LT_CSA; t <= LT_HCA; t++)
+        if (cJSON_GetObjectItemCaseSensitive(r->cfg, legacy[t]) && int_key(r, legacy[t], 0, 1, &rate[t])) return -1;
+    return 0;
+}
+
+/* layer_types (else the legacy compress_ratios, else the default schedule), counted into n[LT_*]. */
+static int layer_types(rd *r, int64_t L, int64_t n[3])
+{
+    n[LT_SLIDING] = n[LT_CSA] = n[LT_HCA] = 0;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
+    if (lt && !cJSON_IsNull(lt)) {
+        if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != L)
+            return vc__hf_bad(r, "layer_types", "expected a list of num_hidden_layers (%lld) layer types "
+                              "(validate_layer_type)", (long long)L);
+        int i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, lt)
+        {
+            int t = -1;
+            for (int k = 0; k < 3 && cJSON_IsString(e); k++)
+                if (!strcmp(e->valuestring, layer_type_names[k])) t = k;
+            if (t < 0) {
+                char key[48];
+                snprintf(key, sizeof key, "layer_types[%d]", i);
+                return vc__hf_bad(r, key, "expected sliding_attention, compressed_sparse_attention or "
+                                  "heavily_compressed_attention (DEEPSEEK_V4_LAYER_TYPES)");
+            }
+            n[t]++;
+            i++;
+        }
+        return 0;
+    }
+    const cJSON *ratios = cJSON_GetObjectItemCaseSensitive(r->cfg, "compress_ratios");
+    if (ratios && !cJSON_IsNull(ratios)) {
+        /* the checkpoints ship num_hidden_layers + 1 (the MTP layer's last), cut to num_hidden_layers */
+        if (!cJSON_IsArray(ratios) || cJSON_GetArraySize(ratios) < L)
+            return vc__hf_bad(r, "compress_ratios", "expected a list of at least num_hidden_layers (%lld) ratios",
+                              (long long)L);
+        for (int i = 0; i < L; i++) {
+            const cJSON *e = cJSON_GetArrayItem(ratios, i);
+            int t = !cJSON_IsNumber(e) ? -1 : e->valuedouble == 0 ? LT_SLIDING : e->valuedouble == 4 ? LT_CSA
+                                                 : e->valuedouble == 128 ? LT_HCA : -1;
+            if (t < 0) {
+                char key[48];
+                snprintf(key, sizeof key, "compress_ratios[%d]", i);
+                return vc__hf_bad(r, key, "expected 0, 4 or 128 (_COMPRESS_RATIO_TO_LAYER_TYPE: another ratio is a "
+                                  "KeyError)");
+            }
+            n[t]++;
+        }
+        return 0;
+    }
+    /* the default: two HCA layers, then for i < L - 2 CSA where i is odd, HCA where even */
+    const int64_t rest = L > 2 ? L - 2 : 0;
+    n[LT_CSA] = rest / 2;
+    n[LT_HCA] = (L < 2 ? L : 2) + (rest + 1) / 2;
+    return 0;
+}
+
+/* mlp_layer_types: checked only (a hash_moe layer's HashRouter has the TopKRouter's weight; tid2eid is a buffer). */
+static int mlp_layer_types(rd *r, int64_t L)
+{
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(r->cfg, "mlp_layer_types");
+    if (mt && !cJSON_IsNull(mt)) {
+        if (!cJSON_IsArray(mt) || cJSON_GetArraySize(mt) != L)
+            return vc__hf_bad(r, "mlp_layer_types", "expected a list of num_hidden_layers (%lld) MoE types "
+                              "(validate_layer_type)", (long long)L);
+        int i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, mt)
+        {
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "hash_moe") && strcmp(e->valuestring, "moe"))) {
+                char key[48];
+                snprintf(key, sizeof key, "mlp_layer_types[%d]", i);
+                return vc__hf_bad(r, key, "expected hash_moe or moe (DEEPSEEK_V4_MLP_LAYER_TYPES)");
+            }
+            i++;
+        }
+        return 0;
+    }
+    int64_t hash;
+    return int_key(r, "num_hash_layers", 3, 0, &hash);
+}
+
+/* partial_rotary_factor (else the legacy qk_rope_head_dim / head_dim, else 64 / 512): the rotary slice
+ * int(head_dim * factor) must be an even number of channels within head_dim (apply_rotary_pos_emb rotates the trailing
+ * 2 * len(inv_freq) of them). */
+static int rotary(rd *r, int64_t D)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(r->cfg, "partial_rotary_factor");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(r->cfg, "qk_rope_head_dim");
+    const char *key = p && !cJSON_IsNull(p) ? "partial_rotary_factor" : q ? "qk_rope_head_dim" : NULL;
+    double rope = floor(64.0 / 512.0 * (double)D);
+    if (key && !strcmp(key, "partial_rotary_factor")) {
+        if (!cJSON_IsNumber(p) || !isfinite(p->valuedouble) || p->valuedouble <= 0 || p->valuedouble > 1)
+            return vc__hf_bad(r, key, "expected a number in (0, 1] (the fraction of head_dim rotated)");
+        rope = floor((double)D * p->valuedouble);
+    } else if (key) {
+        int64_t v;
+        if (int_key(r, key, 0, 1, &v)) return -1;
+        rope = (double)v;
+    }
+    if (rope < 2 || rope > (double)D || fmod(rope, 2) != 0)
+        return vc__hf_bad(r, key ? key : "head_dim", "the rotary slice int(head_dim * partial_rotary_factor) = %.0f "
+                          "of head_dim %lld: expected an even number from 2 to head_dim", rope, (long long)D);
+    return 0;
+}
+
+int vc__hf_deepseek_v4_count(rd *r, int64_t *params)
+{
+    int64_t V, H, I, L, NH, KV, D, QR, E, NS, K, HC, G, OR, INH, IHD, W, TOPK;
+    if (int_key(r, "vocab_size", 129280, 1, &V) || int_key(r, "hidden_size", 4096, 1, &H) ||
+        int_key(r, "moe_intermediate_size", 2048, 1, &I) || int_key(r, "num_hidden_layers", 43, 1, &L) ||
+        int_key(r, "num_attention_heads", 64, 1, &NH) || int_key(r, "num_key_value_heads", 1, 1, &KV) ||
+        int_key(r, "head_dim", 512, 1, &D) || int_key(r, "q_lora_rank", 1024, 1, &QR) ||
+        int_key(r, "n_routed_experts", 256, 1, &E) || int_key(r, "n_shared_experts", 1, 0, &NS) ||
+        int_key(r, "num_experts_per_tok", 6, 1, &K) || int_key(r, "hc_mult", 4, 1, &HC) ||
+        int_key(r, "o_groups", 8, 1, &G) || int_key(r, "o_lora_rank", 1024, 1, &OR) ||
+        int_key(r, "index_n_heads", 64, 1, &INH) || int_key(r, "index_head_dim", 128, 1, &IHD) ||
+        int_key(r, "sliding_window", 128, 1, &W) || int_key(r, "index_topk", 512, 1, &TOPK))
+        return -1;
+    if (KV != 1)
+        return vc__hf_bad(r, "num_key_value_heads", "%lld: DeepseekV4Attention is shared-KV MQA, kv_proj one head of "
+                          "head_dim whatever the key (num_key_value_groups = num_attention_heads)", (long long)KV);
+    if (NS != 1)
+        return vc__hf_bad(r, "n_shared_experts", "%lld: DeepseekV4SparseMoeBlock builds one shared expert "
+                          "(DeepseekV4MLP of moe_intermediate_size) whatever the key", (long long)NS);
+    if (K > E)
+        return vc__hf_bad(r, "num_experts_per_tok", "%lld: more than n_routed_experts (%lld) (the router's topk)",
+                          (long long)K, (long long)E);
+    if (HC > 64) /* hyper-connections: fn is [(2 + n) * n, n * hidden] */
+        return vc__hf_bad(r, "hc_mult", "%lld: expected 1 to 64 residual streams", (long long)HC);
+    bool tie, mlp_bias, attn_bias;
+    if (bool_key(r, "tie_word_embeddings", &tie) || bool_key(r, "mlp_bias", &mlp_bias) ||
+        bool_key(r, "attention_bias", &attn_bias))
+        return -1;
+    if (attn_bias)
+        return vc__hf_bad(r, "attention_bias", "true: DeepseekV4Attention's projections have no bias whatever the key");
+    const cJSON *sf = cJSON_GetObjectItemCaseSensitive(r->cfg, "scoring_func");
+    if (sf && (!cJSON_IsString(sf) || (strcmp(sf->valuestring, "sqrtsoftplus") && strcmp(sf->valuestring, "softmax") &&
+                                      strcmp(sf->valuestring, "sigmoid"))))
+        return vc__hf_bad(r, "scoring_func", "expected sqrtsoftplus, softmax or sigmoid");
+    int64_t rate[3], n[3];
+    if (compress_rates(r, rate) || layer_types(r, L, n) || mlp_layer_types(r, L) || rotary(r, D)) return -1;
+    for (int t = LT_CSA; t <= LT_HCA; t++)
+        if (n[t] && !rate[t]) {
+            char k[64];
+            snprintf(k, sizeof k, "compress_rates.%s", layer_type_names[t]);
+            return vc__hf_bad(r, k, "missing: the %s layers' compressor reads it (a KeyError)", layer_type_names[t]);
+        }
+
+    /* The sum, once in long double (a config whose count passes 2^62 is refused naming hidden_size), then exactly in
+     * int64_t. Per layer: DeepseekV4Attention (q_a_proj, q_a_norm, q_b_proj, kv_proj, kv_norm, o_a_proj, o_b_proj,
+     * sinks), DeepseekV4SparseMoeBlock (the router's weight, the experts' gate_up_proj and down_proj, the shared
+     * DeepseekV4MLP), input_layernorm and post_attention_layernorm, attn_hc and ffn_hc; a CSA layer's compressor and
+     * indexer, an HCA layer's compressor; the model's embed_tokens, lm_head (untied), norm and hc_head. */
+#define V4_COUNT(T)                                                                                                    \
+    ((T)V * H * (tie ? 1 : 2) + H + (T)HC * HC * H + HC + 1 +                                                          \
+     (T)L * ((T)H * QR + QR + (T)QR * NH * D + (T)H * D + D + (T)OR * NH * D + (T)G * OR * H + NH +                    \
+             (T)E * H + (T)3 * E * I * H + (T)3 * H * I + (mlp_bias ? (T)2 * I + H : 0) + (T)2 * H +                   \
+             (T)2 * ((T)(2 + HC) * HC * HC * H + (2 + HC) * HC + 3)) +                                                 \
+     (T)n[LT_CSA] * ((T)4 * H * D + (T)rate[LT_CSA] * 2 * D + D + (T)4 * H * IHD + (T)rate[LT_CSA] * 2 * IHD + IHD +  \
+                     (T)QR * INH * IHD + (T)H * INH) +                                                                 \
+     (T)n[LT_HCA] * ((T)2 * H * D + (T)rate[LT_HCA] * D + D))
+    const long double total = V4_COUNT(long double);
+    if (total > 0x1p62L) return vc__hf_bad(r, "hidden_size", "the parameters (%.3Le) pass 2^62", total);
+    /* o_a_proj's in_features heads x head_dim // o_groups (no overflow: heads x head_dim x o_lora_rank is in the sum) */
+    if ((NH * D) % G)
+        return vc__hf_bad(r, "o_groups", "%lld does not divide num_attention_heads x head_dim (%lld): the grouped "
+                          "output projection splits the heads' outputs into o_groups groups", (long long)G,
+                          (long long)(NH * D));
+    *params = V4_COUNT(int64_t);
+#undef V4_COUNT
+    return 0;
+}
