@@ -380,6 +380,7 @@ typedef struct {
      * scaled by attn_scales), chunk (attention_chunk_size of a "chunked_attention" layer, 0 none) */
     bool l2_qk, temp;
     int64_t chunk;
+    bool l4_scale; /* Ministral3Attention: q times the llama-4 attention scale after the rotation, in q's dtype */
     int64_t bidir;            /* ModernBERT's local_attention: the model's global and sliding-window masks, 0 none */
     bool local_mask;          /* with bidir: this layer reads the sliding-window one */
     bool v_norm;              /* Gemma4TextAttention: v_norm (Gemma4RMSNorm(head_dim, with_scale=False)) on the values */
@@ -449,7 +450,8 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x) || vc_arg_bool(a, "rope_f32", false, &c->rope_f32) ||
         vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads) ||
         vc_arg_bool(a, "liger_rope", false, &c->liger_rope) || vc_arg_bool(a, "qk_norm_after_rope", false, &c->qk_rope) ||
-        vc_arg_int(a, "qk_norm_gather", 1, 1, &c->qk_gather) || vc_arg_bool(a, "prefix_mask", false, &c->prefix_mask))
+        vc_arg_int(a, "qk_norm_gather", 1, 1, &c->qk_gather) || vc_arg_bool(a, "prefix_mask", false, &c->prefix_mask) ||
+        vc_arg_bool(a, "llama4_attn_scale", false, &c->l4_scale))
         return -1;
     if (c->prefix_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared ||
                            c->image_mask || c->window > 0))
@@ -485,6 +487,9 @@ static int ra_parse(vc_args *a, void *p)
         return vc_arg_fail(a, c->rope_style == 2 ? "rope_style" : c->l2_qk ? "l2_qk_norm" : c->temp ? "temperature_tuning"
                            : "attention_chunk_size", "is Llama4TextAttention's: separate q, k, v, sdpa, no sliding_window, "
                            "qk_norm, sinks or output gate");
+    if (c->l4_scale && (c->temp || c->rope_style || c->fused || c->falcon || c->kv_shared || c->output_gate || c->R != c->D))
+        return vc_arg_fail(a, "llama4_attn_scale", "is Ministral3Attention's: MistralAttention's separate q, k, v and "
+                           "rotation of the whole head (rope_style llama), no \"temperature_tuning\"");
     if (c->rope_style == 2 && c->R != c->D)
         return vc_arg_fail(a, "rope_style", "llama4 rotates the whole head: rotary_dim must equal head_dim (%lld)", (long long)c->D);
     if (c->bidir && (c->causal || c->eager || c->block_mask || c->window > 0 || c->fused == false))
@@ -1353,18 +1358,24 @@ static void llama4_rope(vc_build *b, vc_t *q, vc_t *k, vc_t cs, int64_t H, int64
     *k = k2;
 }
 
-/* Llama4TextAttention.forward's temperature tuning (attn_temperature_tuning, a NoPE layer):
+/* A per-position scale of q, [L] elements, held until the attention's forward returns.
+ * Llama4TextAttention.forward's temperature tuning (attn_temperature_tuning, a NoPE layer; f32 true):
  * attn_scales = log1p(floor((cache_position.float() + 1.0) / floor_scale)) * attn_scale + 1.0, a
  * float32 [L] local until the forward returns (its intermediates are [L] too, not modelled), viewed
  * [1, L, 1, 1] and expanded; query_states * attn_scales is float32 (a 16-bit q times a float32 tensor
- * promotes; mul saves attn_scales alone), .to(query_states.dtype) a 16-bit copy. */
-static vc_t llama4_temperature(vc_build *b, vc_t q, int64_t L, int64_t width, vc_t *scales)
+ * promotes; mul saves attn_scales alone), .to(query_states.dtype) a 16-bit copy.
+ * Ministral3Attention.forward (models/ministral3/modular_ministral3.py @ 00b364c707dac287e81ab6a952c386246a1025f3;
+ * f32 false): query_states * _get_llama_4_attn_scale(cache_position, beta, original_max_position_embeddings)
+ * .to(query_states.dtype): the float32 [L, 1] scale (1 + beta * log(1 + floor(positions / original)); its [L]
+ * intermediates freed inside the function, not modelled) cast to q's dtype first (a 16-bit [L, 1] copy; the float32
+ * one freed then, not modelled), so the product is a new q-sized tensor in q's dtype; mul saves the scale alone. */
+static vc_t llama4_scale(vc_build *b, vc_t q, int64_t L, int64_t width, vc_t *scales, bool f32)
 {
     vc_dtype dt = vc_dt_of(b, q);
-    *scales = vc__op_new(b, "attn_scales", vc_n_fixed(L), VC_DT_F32);
+    *scales = vc__op_new(b, "attn_scales", vc_n_fixed(L), f32 ? VC_DT_F32 : dt);
     vc_hold(b, *scales);
-    vc_t m = vc__op_mul_dt(b, q, *scales, vc_n_sample(L * width), VC_DT_F32);
-    return vc__op_cast(b, m, dt);
+    vc_t m = vc__op_mul_dt(b, q, *scales, vc_n_sample(L * width), f32 ? VC_DT_F32 : dt);
+    return f32 ? vc__op_cast(b, m, dt) : m;
 }
 
 /* shared_kv_states' entries, held since their layers stored them: alive until the last decoder layer returns
@@ -1588,9 +1599,10 @@ static void ra_emit(vc_build *b, const void *p)
         vc_release(b, k0);
     }
     vc_t scales = -1;
-    if (c->temp) { /* Llama4TextAttention.forward, attn_temperature_tuning and not use_rope */
+    if (c->temp || c->l4_scale) { /* Llama4TextAttention.forward, attn_temperature_tuning and not use_rope;
+                                   * Ministral3Attention.forward after apply_rotary_pos_emb */
         vc_t q0 = q;
-        q = llama4_temperature(b, q, L, H * D, &scales);
+        q = llama4_scale(b, q, L, H * D, &scales, c->temp);
         vc_release(b, q0);
     }
     if (c->v_norm) { /* Gemma4TextAttention.forward: value_states = self.v_norm(value_states) after the key's rotation

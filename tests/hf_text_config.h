@@ -24,7 +24,7 @@ static inline void assert_text_config_params(const char *file, const char *fam,
     arch a;
     memset(&a, 0, sizeof a);
     for (int k = 0; k < vc__hf_nfamilies; k++)
-        if (!strcmp(vc__hf_families[k].model_type, fam)) a.f = &vc__hf_families[k];
+        if (!strcmp(vc__hf_families[k].model_type, fam) && !vc__hf_families[k].text_type) a.f = &vc__hf_families[k];
     assert_non_null(a.f);
     if (vc__hf_read(&r, &a)) fail_msg("%s: %s", err.path, err.msg);
     int64_t act = 0;

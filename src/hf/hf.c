@@ -1419,6 +1419,29 @@ const hf_family vc__hf_families[] = {
      * compressed attention, the hyper-connections and the hash-MoE are not modelled). */
     {.model_type = "deepseek_v4", .config_class = "DeepseekV4Config", .keys = {[K_ACT] = ACT("hidden_act", "silu")},
      LLAMA_BLOCK, .lora_targets = NULL},
+    /* Ministral3Config (configuration_ministral3.py @ 008e5743: every key has a default, Ministral-3-8B's: vocab_size
+     * 131072, hidden_size 4096, intermediate_size 14336, 34 layers, 32 heads, num_key_value_heads 8 (None: the heads),
+     * head_dim 128 (None: hidden_size // num_attention_heads), max_position_embeddings 262144, rms_norm_eps 1e-5,
+     * untied, sliding_window None, rope_parameters None: yarn with llama_4_scaling_beta 0.1 and
+     * original_max_position_embeddings 16384) and Ministral3ForCausalLM (modular_ministral3.py @ 00b364c7):
+     * MistralForCausalLM's modules, Ministral3Attention the MistralAttention plus the llama-4 attention scale of q after
+     * the rotation (hf_read.c read_l4_scale, layers/llm.c llama4_scale). PEFT's mapping (peft @ 00073fe8
+     * utils/constants.py) has no ministral3: --lora-targets. */
+#define MINISTRAL3_KEYS                                                                                         \
+    LLAMA_KEYS, LLAMA_SIZES(131072, 4096, 14336, 34, 32),                                                      \
+        [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 8, .how = D_KV_NULL},                             \
+        [K_HEAD_DIM] = {.key = "head_dim", .def = 128, .how = D_SPLIT_NULL}, [K_EPS] = DEF("rms_norm_eps", 1e-5), \
+        [K_MAXPOS] = DEF("max_position_embeddings", 262144), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0)
+    {.model_type = "ministral3", .config_class = "Ministral3Config", .keys = {MINISTRAL3_KEYS},
+     LLAMA_BLOCK, .l4_scale = true, .lora_targets = NULL},
+    /* Mistral3Config (configuration_mistral3.py @ 0db25542) with text_config.model_type "ministral3"
+     * (Ministral-3-3B/8B/14B-*-2512): CONFIG_MAPPING["ministral3"](**text_config), Ministral3Config's defaults for
+     * what text_config lacks (the ministral3 row's), Ministral3Model as the language model
+     * (modeling_mistral3.py @ 00dcc6dd: AutoModel.from_config(config.text_config)); the vision tower and projector as
+     * the mistral3 row's (hf_pixtral.c). */
+    {.model_type = "mistral3", .config_class = "Ministral3Config (Mistral3Config.text_config)", .keys = {MINISTRAL3_KEYS},
+     LLAMA_BLOCK, .l4_scale = true, .nested = "text_config", .vision = VIS_PIXTRAL, .text_type = "ministral3",
+     .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1436,9 +1459,20 @@ const char *vc_hf_families(void) { return FAMILIES; }
 static const hf_family *family_of(const cJSON *cfg)
 {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    for (int i = 0; i < vc__hf_nfamilies && cJSON_IsString(mt); i++)
-        if (!strcmp(mt->valuestring, vc__hf_families[i].model_type)) return &vc__hf_families[i];
-    return NULL;
+    const hf_family *f = NULL;
+    for (int i = 0; i < vc__hf_nfamilies && cJSON_IsString(mt); i++) {
+        const hf_family *g = &vc__hf_families[i];
+        if (strcmp(mt->valuestring, g->model_type)) continue;
+        if (!g->text_type) { /* the row for any nested model_type but those a text_type row claims */
+            if (!f) f = g;
+            continue;
+        }
+        /* mistral3 with a ministral3 language model: Mistral3Config's CONFIG_MAPPING[text_config["model_type"]] */
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(cfg, g->nested);
+        const cJSON *t = cJSON_IsObject(n) ? cJSON_GetObjectItemCaseSensitive(n, "model_type") : NULL;
+        if (cJSON_IsString(t) && !strcmp(t->valuestring, g->text_type)) return g;
+    }
+    return f;
 }
 
 /* PEFT's default target_modules per model_type (peft/utils/constants.py
@@ -1781,7 +1815,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     a.eager = a.f->eager || (a.f->eager_release && vc_transformers_value(rel ? rel->release : 0, VC_TF_GEMMA2_EAGER));
     /* Mistral's 4.x float sliding mask (release.c VC_TF_SLIDING_FLOAT_MASK; the other sliding families' 4.x
      * masks were not read: they run masking_utils' at every release, docs/llm.md) */
-    a.mask_4x = (!strcmp(a.f->model_type, "mistral") || !strcmp(a.f->model_type, "mistral3")) && /* MistralModel */
+    /* MistralModel; a ministral3 language model exists only in releases with masking_utils (transformers 5) */
+    a.mask_4x = (!strcmp(a.f->model_type, "mistral") || (!strcmp(a.f->model_type, "mistral3") && !a.f->text_type)) &&
                 vc_transformers_value(rel ? rel->release : 0, VC_TF_SLIDING_FLOAT_MASK);
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;

@@ -253,6 +253,12 @@ typedef struct {
     /* issue 31 (hunyuan_v1_dense, hunyuan_v1_moe): query_layernorm / key_layernorm per head after
      * apply_rotary_pos_emb (RotaryAttention qk_norm_after_rope) */
     bool qk_norm_rope;
+    /* issue 31 (ministral3): Ministral3Attention's llama-4 attention scale, q times 1 + beta * log(1 + floor(positions /
+     * original_max_position_embeddings)) after the rotation, in q's dtype (RotaryAttention llama4_attn_scale) */
+    bool l4_scale;
+    /* issue 31 (mistral3 with a ministral3 language model): the row applies where the nested object's model_type is
+     * this (hf.c family_of); rows without one apply to the rest. FAMILIES lists such a row's model_type once. */
+    const char *text_type;
 } hf_family;
 
 enum {
@@ -468,13 +474,17 @@ typedef struct arch {
     } ml;
     /* siglip (SiglipModel): the vision tower's arch, vision_config read with the siglip_vision_model row (hf.c) */
     const struct arch *tower;
+    /* ministral3 (hf_read.c read_l4_scale): rope_parameters' llama_4_scaling_beta and original_max_position_embeddings,
+     * read to be checked (the scale's values size no tensor) */
+    double l4_beta;
+    int64_t l4_orig;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

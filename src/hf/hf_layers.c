@@ -442,6 +442,8 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", rope,
                   true, vc__hf_layer_window(a, i));
         if (a->f->moe == MOE_LLAMA4) llama4_attn(w, a, i);
+        if (a->f->l4_scale) /* Ministral3Attention (modular_ministral3.py @ 00b364c7): q scaled after the rotation */
+            flag(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "llama4_attn_scale", true);
     }
     if (!vc__hf_layer_linear(a, i)) linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
     if (a->parallel) { /* the parallel block: the MLP on the same normed input, residual + attn + mlp */

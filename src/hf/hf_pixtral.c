@@ -190,9 +190,12 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
     hf_vision *t = &a->vis;
     const cJSON *root = r->cfg;
     /* Mistral3Config builds the language model from text_config's model_type ("mistral" when absent): the
-     * row reads MistralConfig's keys, so another text model (ministral3, mistral4) is refused here */
+     * mistral3 row reads MistralConfig's keys, its ministral3 row (hf.c family_of) Ministral3Config's; another text
+     * model (mistral4) is refused here */
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
-    if (sub_type(r, tc, "text_config.model_type", "mistral", "MistralConfig (MistralForCausalLM's decoder)")) return -1;
+    if (!a->f->text_type && sub_type(r, tc, "text_config.model_type", "mistral", "MistralConfig (MistralForCausalLM's "
+                                     "decoder; \"ministral3\" is read as Ministral3Config)"))
+        return -1;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vision_config");
     const bool absent = !v || cJSON_IsNull(v);
     if (!absent && !cJSON_IsObject(v)) {

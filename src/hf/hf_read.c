@@ -152,6 +152,34 @@ static int read_rope_scaling(rd *r)
     return vc__hf_bad(r, "rope_scaling.rope_type", "unknown rope scaling \"%s\" (default, linear, dynamic, yarn, longrope, llama3)", e);
 }
 
+/* Ministral3Attention.forward (models/ministral3/modular_ministral3.py @ 00b364c707dac287e81ab6a952c386246a1025f3):
+ * query_states * _get_llama_4_attn_scale(cache_position, rope_parameters.get("llama_4_scaling_beta"),
+ * rope_parameters.get("original_max_position_embeddings")), 1 + beta * log(1 + floor(positions / original)).
+ * Ministral3Config.__post_init__ (configuration_ministral3.py @ 008e574391258935f3ecc3035c882e73bbcac419) sets
+ * rope_parameters (yarn, beta 0.1, 16384) only when the config has none: a config's own rope_parameters without
+ * either key hands None to the forward (TypeError on None * tensor, tensor / None). The values size no tensor. */
+static int read_l4_scale(rd *r, arch *a)
+{
+    const cJSON *p = key_of(r, "rope_parameters");
+    a->l4_beta = 0.1;
+    a->l4_orig = 16384;
+    if (!p) return 0;
+    if (!cJSON_IsObject(p)) return vc__hf_bad(r, "rope_parameters", "expected an object or null");
+    char path[96];
+    snprintf(path, sizeof path, "%s%srope_parameters", r->nested ? r->nested : "", r->nested ? "." : "");
+    rd s = *r;
+    s.cfg = p;
+    s.nested = path;
+    if (!key_of(&s, "llama_4_scaling_beta"))
+        return vc__hf_bad(&s, "llama_4_scaling_beta", "missing: Ministral3Attention scales q by 1 + beta * log(1 + "
+                          "floor(position / original_max_position_embeddings)) and raises TypeError on None");
+    if (!key_of(&s, "original_max_position_embeddings"))
+        return vc__hf_bad(&s, "original_max_position_embeddings", "missing: Ministral3Attention divides the positions "
+                          "by it (llama_4_scaling_beta's scale) and raises TypeError on None");
+    return get_num(&s, "llama_4_scaling_beta", 0.1, 0, 1e6, &a->l4_beta) ||
+           get_int(&s, "original_max_position_embeddings", 16384, 1, &a->l4_orig);
+}
+
 /* ------------------------------------------------------------ the family's keys */
 
 /* The field each key role fills, its type and range (hf_arch.h's K_*). */
@@ -521,6 +549,7 @@ static int read_family(rd *r, arch *a)
     if (!strcmp(f->model_type, "olmoe") && vc__hf_olmoe_read(r, a)) return -1; /* clip_qkv and the rest (hf_olmoe.c) */
     if (f->block == BLK_GRANITE4 && vc__hf_granite4_read(r, a)) return -1; /* the mamba_* keys and the rest (hf_granite4.c) */
     if (f->block == BLK_MAMBA2 && vc__hf_mamba2_read(r, a)) return -1; /* the mixer's keys (hf_granite4.c) */
+    if (f->l4_scale && read_l4_scale(r, a)) return -1; /* ministral3: rope_parameters' llama-4 scale keys */
     /* Exaone4Config.__init__ (configuration_exaone4.py @ f503927d): sliding_window None sets the pattern to 0, and
      * without layer_types `(i + 1) % sliding_window_pattern` divides by it (ZeroDivisionError) */
     if (f->nope_full && !a->window && !a->layer_types)

@@ -728,6 +728,65 @@ class ApertusDecoderLayer(nn.Module):
     forward = Starcoder2DecoderLayer.forward
 
 
+# --------------------------------------------------------------------------
+# Ministral 3 (mistralai/Ministral-3-3B/8B/14B-*-2512): models/ministral3/modular_ministral3.py @
+# 00b364c707dac287e81ab6a952c386246a1025f3 (configuration_ministral3.py @ 008e574391258935f3ecc3035c882e73bbcac419:
+# rope_parameters yarn with llama_4_scaling_beta 0.1 over original_max_position_embeddings 16384 by default)
+# --------------------------------------------------------------------------
+
+def _get_llama_4_attn_scale(positions_ids, beta, max_position_embeddings):
+    """modular_ministral3.py's _get_llama_4_attn_scale, statement by statement."""
+    scaling = 1 + beta * torch.log(1 + torch.floor(positions_ids / max_position_embeddings))
+    return scaling.unsqueeze(-1)
+
+
+class Ministral3Attention(R.Attention):
+    """Ministral3Attention(MistralAttention).forward: q/k/v views, apply_rotary_pos_emb, then query_states =
+    query_states * _get_llama_4_attn_scale(cache_position, beta, original_max_position_embeddings)
+    .to(query_states.dtype), the cache update, the attention interface, o_proj. reference.py's layers are not handed
+    cache_position: it is rebuilt here as the model's forward builds it, arange(past_seen, past_seen + S) with past_seen
+    the cache's length before the update (an int64 [S] tensor per layer where the model shares one: 8 x S bytes)."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__(cfg, layer_idx, attn_impl)
+        rp = cfg.d.get("rope_parameters") or {"llama_4_scaling_beta": 0.1, "original_max_position_embeddings": 16384}
+        self.beta = rp.get("llama_4_scaling_beta")
+        self.original_max_position_embeddings = rp.get("original_max_position_embeddings")
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = R.apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        past_seen = past_key_value.get_seq_length(self.layer_idx) if past_key_value is not None else 0
+        cache_position = torch.arange(past_seen, past_seen + input_shape[-1], device=hidden_states.device)
+        query_states = query_states * _get_llama_4_attn_scale(
+            cache_position, self.beta, self.original_max_position_embeddings).to(query_states.dtype)
+        del cache_position
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        dropout = 0.0 if not self.training else self.attention_dropout
+        if self.attn_impl == "eager":
+            attn_output, _ = R.eager_attention_forward(self, query_states, key_states, value_states,
+                                                       attention_mask, self.scaling, dropout)
+        else:
+            attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                      attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Ministral3DecoderLayer(R.DecoderLayer):
+    """Ministral3DecoderLayer(MistralDecoderLayer): LlamaDecoderLayer's norms and MLP around Ministral3Attention."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        super().__init__(cfg, layer_idx, attn_impl)
+        self.self_attn = Ministral3Attention(cfg, layer_idx, attn_impl)
+
+
 def layer_and_norm(model_type, cfg=None):
     """The decoder layer class and the final norm class (called as Norm(hidden, eps=...)) of a family here."""
     if model_type == "glm4":
@@ -755,6 +814,8 @@ def layer_and_norm(model_type, cfg=None):
     if model_type in ("hunyuan_v1_dense", "hunyuan_v1_moe"):  # hunyuan_replica.py; HunYuan*Model.norm: LlamaRMSNorm's code
         import hunyuan_replica
         return hunyuan_replica.HunYuanDecoderLayer, R.LlamaRMSNorm
+    if model_type == "ministral3":  # Ministral3Model (MistralModel).norm: MistralRMSNorm (LlamaRMSNorm's code)
+        return Ministral3DecoderLayer, R.LlamaRMSNorm
     if model_type == "starcoder2":  # Starcoder2Model.norm: nn.LayerNorm(hidden_size, eps=config.norm_epsilon)
         return Starcoder2DecoderLayer, lambda h, eps: R.vctorch._LayerNorm2x(h, eps=cfg.d.get("norm_epsilon", 1e-5))
     raise ValueError("model_type %r not replicated here" % model_type)
@@ -775,4 +836,4 @@ def layer_types(cfg):
 
 
 FAMILIES = ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2", "arcee",
-            "hunyuan_v1_dense", "hunyuan_v1_moe", "nemotron", "apertus")
+            "hunyuan_v1_dense", "hunyuan_v1_moe", "nemotron", "apertus", "ministral3")

@@ -798,7 +798,7 @@ class CausalLM(nn.Module):
                      "qwen3_5", "qwen3_5_moe", "deepseek_v2", "glm4", "olmo3", "starcoder2", "olmo2", "minimax_m2", "phimoe",
                      "granitemoe", "granitemoeshared", "olmoe", "exaone4", "seed_oss", "ernie4_5",
                      "ernie4_5_moe", "cohere", "cohere2", "arcee", "hunyuan_v1_dense", "hunyuan_v1_moe",
-                     "nemotron", "apertus", "deepseek_v32", "glm_moe_dsa"):
+                     "nemotron", "apertus", "deepseek_v32", "glm_moe_dsa", "ministral3"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
@@ -837,7 +837,7 @@ class CausalLM(nn.Module):
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
         elif t in ("glm4", "olmo3", "starcoder2", "olmo2", "olmoe", "exaone4", "seed_oss", "cohere", "cohere2", "arcee",
-                   "hunyuan_v1_dense", "hunyuan_v1_moe", "nemotron", "apertus"):  # near_llama_replica.py (issue 31),
+                   "hunyuan_v1_dense", "hunyuan_v1_moe", "nemotron", "apertus", "ministral3"):  # near_llama_replica.py (issue 31),
                    # olmoe_replica.py, cohere_replica.py, hunyuan_replica.py
             import near_llama_replica
             Layer, Norm = near_llama_replica.layer_and_norm(t, cfg)

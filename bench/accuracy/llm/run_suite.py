@@ -2234,6 +2234,14 @@ def cases():
         ("generate", "pegasus_small", 1, 64, 10, "bf16", False, 0),
     ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     mode_cases(out, [("generate", "pegasus_small", 1, 40, 6, "fp32", False, 0)], num_beams=2)
+    # issue 31: Ministral 3 (ministral3; near_llama_replica.py Ministral3Attention, modular_ministral3.py @ 00b364c7:
+    # MistralAttention with q scaled by the llama-4 attention scale after the rotation, in q's dtype): ministral3_small
+    # (4 layers, 128 wide, 4 heads of 32, Ministral3Config's yarn rope_parameters). Train fp32 / bf16 at seq 64 and 256,
+    # infer, generate. Every third held out.
+    mode_cases(out, [("train", 2, 64, "adamw", "fp32", False, 0), ("train", 2, 256, "sgd", "bf16", False, 0),
+                     ("train", 1, 256, "sgd", "fp32", False, 0), ("infer", 2, 128, None, "bf16", False, 0),
+                     ("generate", 1, 64, 16, "fp32", False, 0), ("generate", 2, 32, 24, "bf16", False, 0)],
+               config="ministral3_small")
     return out
 
 
