@@ -1024,6 +1024,13 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         cJSON_Delete(root);
     }
     vc_serve_options so_dsa; /* DeepSeek-V3.2: FlashMLASparse's block size (dsa_memory's sources) */
+    /* GLM-5.x's "shared" indexer layers (GlmMoeDsaAttention: no indexer, the previous full layer's top-k): how vLLM
+     * builds and caches them (an Indexer and a DeepseekV32IndexerCache per layer in deepseek_v2.py @ 002d6073, read
+     * for deepseek_v32; its handling of indexer_types not read at a pinned commit) is not modelled */
+    if (v32 && dsa.shared > 0)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "glm_moe_dsa: %s makes %lld \"shared\" indexer layers (the "
+                            "previous full layer's top-k); how vLLM serves them (its indexers and their key caches) is not "
+                            "modelled", dsa.shared_key, (long long)dsa.shared);
     if (v32) {
         /* vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config: an fp8 cache is
          * the custom fp8_ds_mla format */
