@@ -135,8 +135,7 @@ class DeepseekV32Attention(mla_replica.DeepseekV3Attention):
         key_states, value_states = self.expand_kv(k_pass, k_rot)
         if past_key_value is not None:
             key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
-        topk_indices = self.indexer(hidden_states, q_resid, position_embeddings, attention_mask[:, 0, :, :],
-                                    past_key_values=past_key_value)
+        topk_indices = self.select_topk(hidden_states, q_resid, position_embeddings, attention_mask, past_key_value)
         index_mask = (topk_indices.new_ones((batch_size, seq_length, key_states.shape[2]), dtype=torch.bool)
                       .scatter(-1, topk_indices.long(), False).unsqueeze(1))
         attention_mask = attention_mask & ~index_mask
@@ -144,6 +143,11 @@ class DeepseekV32Attention(mla_replica.DeepseekV3Attention):
                                    0.0 if not self.training else self.attention_dropout, self.scaling)
         attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
         return self.o_proj(attn_output)
+
+    def select_topk(self, hidden_states, q_resid, position_embeddings, attention_mask, past_key_value):
+        """The indexer's call in forward (a method so that GlmMoeDsaAttention can take a shared layer's top-k)."""
+        return self.indexer(hidden_states, q_resid, position_embeddings, attention_mask[:, 0, :, :],
+                            past_key_values=past_key_value)
 
 
 def glm_indexer_types(d, n):
@@ -176,37 +180,15 @@ class GlmMoeDsaAttention(DeepseekV32Attention):
             self.indexer.rotate = mla_replica.apply_rotary_pos_emb_interleave
         self.prev_topk_indices = None
 
-    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
-        batch_size, seq_length = hidden_states.shape[:-1]
-        query_shape = (batch_size, seq_length, -1, self.qk_head_dim)
-        q_resid = self.q_a_layernorm(self.q_a_proj(hidden_states))
-        q_states = self.q_b_proj(q_resid).view(query_shape).transpose(1, 2)
-        q_pass, q_rot = torch.split(q_states, [self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
-        compressed_kv = self.kv_a_proj_with_mqa(hidden_states)
-        kv_pass, k_rot = torch.split(compressed_kv, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
-        k_pass = self.kv_a_layernorm(kv_pass).view(batch_size, 1, seq_length, self.kv_lora_rank)
-        k_rot = k_rot.view(batch_size, 1, seq_length, self.qk_rope_head_dim)
-        cos, sin = position_embeddings
-        q_rot, k_rot = self.rotate(q_rot, k_rot, cos, sin)
-        query_states = torch.cat((q_pass, q_rot), dim=-1)
-        key_states, value_states = self.expand_kv(k_pass, k_rot)
-        if past_key_value is not None:
-            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+    def select_topk(self, hidden_states, q_resid, position_embeddings, attention_mask, past_key_value):
         if self.indexer is not None:
-            topk_indices = self.indexer(hidden_states, q_resid, position_embeddings, attention_mask[:, 0, :, :],
-                                        past_key_values=past_key_value)
+            topk_indices = super().select_topk(hidden_states, q_resid, position_embeddings, attention_mask, past_key_value)
         else:
             if self.prev_topk_indices is None:
                 raise ValueError("Shared DSA layers require top-k indices from a previous full indexer layer.")
             topk_indices = self.prev_topk_indices
-        index_mask = (topk_indices.new_ones((batch_size, seq_length, key_states.shape[2]), dtype=torch.bool)
-                      .scatter(-1, topk_indices.long(), False).unsqueeze(1))
-        attention_mask = attention_mask & ~index_mask
-        attn_output, _ = self.sdpa(self, query_states, key_states, value_states, attention_mask,
-                                   0.0 if not self.training else self.attention_dropout, self.scaling)
-        attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
         self.topk_indices = topk_indices  # GlmMoeDsaAttention.forward's third return value
-        return self.o_proj(attn_output)
+        return topk_indices
 
 
 def update_indexer(cache, indexer_key_states, layer_idx):
