@@ -215,10 +215,16 @@ bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d)
     d->nh = dsa_key(cfg, "index_n_heads", glm ? 32 : 64);
     d->hd = dsa_key(cfg, "index_head_dim", 128);
     d->topk = dsa_key(cfg, "index_topk", 2048);
-    d->shared = 0; /* glm_moe_dsa's shared indexer layers: --serve refuses them (src/engine/serve.c dsa_memory) */
+    /* glm_moe_dsa's shared indexer layers. vLLM's DeepseekV2MLAAttention (deepseek_v2.py @ 002d6073, "IndexCache")
+     * reads index_topk_pattern (layer i skips where pattern[i] == "S") or index_topk_freq / index_skip_topk_offset
+     * (the same rule as GlmMoeDsaConfig's) and builds no Indexer, so no indexer key cache, in a skipping layer; it
+     * does not read indexer_types (nor a list pattern): a config that says its shared layers that way is refused
+     * under --serve (src/engine/serve.c), naming the key */
+    d->shared = 0;
     for (int64_t i = 0; glm && i < d->layers; i++) d->shared += vc__hf_glm_shared(cfg, i);
-    d->shared_key = glm ? glm_key(cfg) : NULL;
-    if (!d->shared_key) d->shared_key = "index_topk_freq";
+    const char *key = glm ? glm_key(cfg) : NULL;
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(cfg, "index_topk_pattern");
+    d->unread_key = d->shared && key && (strcmp(key, "index_topk_pattern") || !cJSON_IsString(pat)) ? key : NULL;
     return true;
 }
 
@@ -233,8 +239,8 @@ vc_status vc__dsa_check(const vc_model *m, const vc_options *o, bool serve, vc_e
     /* GLM-5.x's shared layers under gradient checkpointing: checkpoint() keeps each shared layer's prev_topk_indices
      * argument to its backward and the recompute reruns the full layers' indexers; not modelled (nor measured) */
     if (d.shared > 0 && o->mode == VC_MODE_TRAIN && m->nregions > 0)
-        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "glm_moe_dsa: %s makes \"shared\" indexer layers, whose "
-                            "top-k (the previous full layer's) under gradient checkpointing is not modelled", d.shared_key);
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "glm_moe_dsa: %lld \"shared\" indexer layers, whose "
+                            "top-k (the previous full layer's) under gradient checkpointing is not modelled", (long long)d.shared);
     /* generate: DynamicIndexedLayer's key cache (cat per step) is modelled; StaticIndexedLayer (--cache static), the
      * other caches' handling of the indexer keys and beam search's reorder_cache (index_select) are not */
     if (o->mode == VC_MODE_GENERATE && o->cache != VC_CACHE_DYNAMIC)

@@ -81,8 +81,9 @@ void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp);
 typedef struct {
     int64_t layers;        /* num_hidden_layers: one Indexer (and its key cache) per decoder layer */
     int64_t nh, hd, topk;  /* index_n_heads, index_head_dim, index_topk */
-    int64_t shared;        /* glm_moe_dsa: the "shared" indexer layers (no Indexer; refused under --serve) */
-    const char *shared_key; /* the key that makes them (indexer_types, index_topk_pattern, index_topk_freq) */
+    int64_t shared;        /* glm_moe_dsa: the "shared" indexer layers (no Indexer, no indexer key cache) */
+    const char *unread_key; /* the key that makes them when vLLM does not read it (indexer_types, a list
+                             * index_topk_pattern): --serve refused; NULL none */
 } vc_hf_dsa;
 /* True, *d filled, when the config (its text, as vc_model keeps it) is a deepseek_v32 one; its keys are those
  * vc_hf_build checked. */
