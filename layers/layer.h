@@ -252,6 +252,12 @@ void vc_keep_to_here(vc_build *b, vc_t t);
  * Hugging Face decoder layer) returns: a local of the block's forward that outlives its
  * last use (FalconDecoderLayer.forward's attention_layernorm_out). */
 void vc_keep_through_block(vc_build *b, vc_t t);
+/* GlmMoeDsaModel.forward's topk_indices (modular_glm_moe_dsa.py @ 01f8fa55; layers/mla.c): the int32 top-k a DSA layer
+ * returns, a variable of the model's layer loop passed to the next layer as prev_topk_indices (the "shared" layers
+ * read it), rebound when the next layer returns and kept to the forward's return; -1 none yet in this forward.
+ * _set keeps the one it replaces through the current decoder layer (vc_keep_through_block). */
+vc_t vc_dsa_topk(const vc_build *b);
+void vc_set_dsa_topk(vc_build *b, vc_t t);
 /* Keeps t alive at least as long as `owner` (an earlier tensor) is referenced: the locals of a
  * module's forward, which live until it returns, tied to its argument, which the caller keeps
  * until then ("held_until" on the layer that made it: LlamaAttention.forward's query_states

@@ -74,6 +74,7 @@ typedef struct {
     double dropout, eps;
     int64_t inh, ihd, itopk; /* DeepSeek-V3.2's indexer: index_n_heads (0: none), index_head_dim, index_topk */
     int dsa_rope;            /* with the indexer: DSA_ROPE_V32 or DSA_ROPE_GLM (dsa_rope_names) */
+    bool ishared;            /* GLM-MoE-DSA's "shared" layer (index_shared): no indexer, the carried top-k (dsa_topk_carry) */
 } mla_cfg;
 
 /* The rotations of an MLAttention with an indexer: "deepseek_v32" (DeepseekV32Attention: even / odd slices in the
@@ -94,8 +95,15 @@ static int mla_parse(vc_args *a, void *p)
         vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_bool(a, "complex_rope", false, &c->complex) ||
         vc_arg_int(a, "index_n_heads", 0, 0, &c->inh) || vc_arg_int(a, "index_head_dim", c->inh ? VC_REQUIRED : 0, 0, &c->ihd) ||
         vc_arg_int(a, "index_topk", c->inh ? VC_REQUIRED : 0, 0, &c->itopk) ||
-        vc_arg_enum(a, "dsa_rope", dsa_rope_names, DSA_ROPE_V32, &c->dsa_rope))
+        vc_arg_enum(a, "dsa_rope", dsa_rope_names, DSA_ROPE_V32, &c->dsa_rope) ||
+        vc_arg_bool(a, "index_shared", false, &c->ishared))
         return -1;
+    if (c->ishared && (c->inh || c->complex || vc_arg_type(a, "dsa_rope")))
+        return vc_arg_fail(a, "index_shared", "a shared layer has no indexer (index_n_heads, dsa_rope) and DeepSeek-V3's rotation");
+    if (c->ishared) {
+        c->dsa_rope = DSA_ROPE_GLM;
+        if (vc_arg_int(a, "index_topk", VC_REQUIRED, 1, &c->itopk)) return -1;
+    }
     if (!c->inh && vc_arg_type(a, "dsa_rope")) return vc_arg_fail(a, "dsa_rope", "applies to an indexer (index_n_heads)");
     if (c->inh && (c->ihd < c->rope || c->itopk < 1 || c->complex))
         return vc_arg_fail(a, "index_head_dim", "the indexer needs index_head_dim >= qk_rope_head_dim, index_topk >= 1 "
@@ -137,6 +145,7 @@ static int mla_setup(vc_setup *s, void *p)
     if (vc_param(s, "kv_a_layernorm.weight", c->kvl) ||
         vc_param_shape(s, "kv_b_proj.weight", 2, (int64_t[2]){kv, c->kvl}, VC_PARAM_LINEAR))
         return -1;
+    if (c->ishared) s->ops += 10; /* the index mask from the carried top-k (dsa_index_mask) and the causal mask */
     if (!c->inh) return 0;
     s->ops += 48 + (c->dsa_rope == DSA_ROPE_GLM ? 4 : 0); /* the indexer's ops and the index mask (dsa_mask); GLM-MoE-DSA's four reshape copies */
     /* DeepseekV32Indexer.__init__: wq_b nn.Linear(q_lora_rank, index_n_heads x index_head_dim), wk nn.Linear(hidden,
@@ -221,6 +230,21 @@ static vc_t dsa_causal(vc_build *b, int64_t L, int64_t T)
     return m;
 }
 
+/* The index mask DeepseekV32Attention.forward (and GlmMoeDsaAttention's) builds from topk_indices loc[0] (int32
+ * [B, L, K]) under sdpa / eager: index_mask = new_ones([B, S, T], bool).scatter(-1, topk_indices.long(), False);
+ * attention_mask & ~index_mask (cm the causal mask); loc[1], loc[2] receive index_mask and the combined mask, forward's
+ * locals; returns the float mask sdpa converts it to. */
+static vc_t dsa_index_mask(vc_build *b, int64_t L, int64_t T, int64_t K, vc_t cm, vc_dtype qdt, vc_t loc[3])
+{
+    vc_t ones = vc__op_new(b, "new_ones", vc_n_sample(L * T), VC_DT_BOOL);
+    loc[1] = ng(b, "scatter", ones, ng(b, "_to_copy", loc[0], -1, L * K, VC_DT_I64), L * T, VC_DT_BOOL);
+    vc_hold(b, loc[1]);
+    loc[2] = ng(b, "bitwise_and", cm, ng(b, "bitwise_not", loc[1], -1, L * T, VC_DT_BOOL), L * T, VC_DT_BOOL);
+    vc_hold(b, loc[2]);
+    /* F.scaled_dot_product_attention's convert_boolean_attn_mask: where(mask, 0, -inf) in the query's dtype */
+    return ng(b, "where", loc[2], -1, L * T, qdt);
+}
+
 /* DeepseekV32Indexer.forward (@torch.no_grad) and the index mask DeepseekV32Attention.forward builds from it, on
  * L queries and T keys (the cache's after its update): returns the bool mask sdpa converts (attention_mask &
  * ~index_mask); loc receives forward's locals alive to its return (topk_indices, index_mask, that mask). */
@@ -292,20 +316,27 @@ static vc_t dsa_mask(vc_build *b, const mla_cfg *c, int64_t L, int64_t T, vc_dty
     loc[0] = ng(b, "_to_copy", ti, tv, L * K, VC_DT_I32);
     vc_hold(b, loc[0]);
     for (int i = 0; i < 6; i++) vc_release(b, il[i]); /* the indexer returns */
-    /* index_mask = new_ones([B, S, T], bool).scatter(-1, topk_indices.long(), False); attention_mask & ~index_mask */
-    vc_t ones = vc__op_new(b, "new_ones", vc_n_sample(L * T), VC_DT_BOOL);
-    loc[1] = ng(b, "scatter", ones, ng(b, "_to_copy", loc[0], -1, L * K, VC_DT_I64), L * T, VC_DT_BOOL);
-    vc_hold(b, loc[1]);
-    loc[2] = ng(b, "bitwise_and", cm, ng(b, "bitwise_not", loc[1], -1, L * T, VC_DT_BOOL), L * T, VC_DT_BOOL);
-    vc_hold(b, loc[2]);
-    /* F.scaled_dot_product_attention's convert_boolean_attn_mask: where(mask, 0, -inf) in the query's dtype */
-    return ng(b, "where", loc[2], -1, L * T, qdt);
+    return dsa_index_mask(b, L, T, K, cm, qdt, loc);
+}
+
+/* GlmMoeDsaAttention in a "shared" layer (modular_glm_moe_dsa.py @ 01f8fa55): self.indexer None, topk_indices =
+ * prev_topk_indices (GlmMoeDsaModel.forward's variable: vc_dsa_topk), the index mask built from it as in a full
+ * layer; K its width, min(index_topk, T) as the full layer's topk made it. */
+static vc_t dsa_shared_mask(vc_build *b, const mla_cfg *c, int64_t L, int64_t T, vc_dtype qdt, vc_t loc[3])
+{
+    loc[0] = vc_dsa_topk(b);
+    if (loc[0] < 0) { /* layer 0 shared: the config check refuses it (src/hf/hf_deepseek_v32.c) */
+        vc_refuse(b, NULL, "a shared DSA layer (index_shared) needs the top-k of a full indexer layer before it");
+        return -1;
+    }
+    return dsa_index_mask(b, L, T, c->itopk < T ? c->itopk : T, dsa_causal(b, L, T), qdt, loc);
 }
 
 static void mla_emit(vc_build *b, const void *p)
 {
     const mla_cfg *c = p;
     const int64_t L = vc_input_shape(b, 0)->d[0], H = c->H, qk = c->nope + c->rope;
+    const bool dsa = c->inh || c->ishared; /* DeepseekV32Attention / GlmMoeDsaAttention, a shared layer's too */
     vc_t qs = vc_input(b, 0), ckv = vc_input(b, 1), cs = vc_input(b, 2);
     /* q_states.view(query_shape).transpose(1, 2); torch.split: views */
     qs = vc__op_view(b, qs, vc_numel_of(b, qs), false);
@@ -321,13 +352,13 @@ static void mla_emit(vc_build *b, const void *p)
     /* self.kv_b_proj(self.kv_a_layernorm(k_pass)); DeepseekV32Attention: k_pass = kv_a_layernorm(kv_pass), a local
      * alive to its return, and kv_b_proj (expand_kv) after the rotations and query_states */
     vc_t kn = vc__hf_rmsnorm(b, k_pass, vc_weight(b, 0), vc_n_sample(L), 0), k_nope = -1, val = -1;
-    if (c->inh) vc_hold(b, kn);
+    if (dsa) vc_hold(b, kn);
     else mla_kv_b(b, c, kn, L, &k_nope, &val);
     /* k_rot.view(B, 1, L, rope); the rotations */
     k_rot = vc__op_view(b, k_rot, vc_numel_of(b, k_rot), false);
     if (c->complex) {
         mla_rope_complex(b, c, &q_rot, &k_rot, cs, L);
-    } else if (c->inh) { /* DeepSeek-V3.2's apply_rotary_pos_emb_interleave: even / odd slices, no copy (GLM-MoE-DSA:
+    } else if (dsa) { /* DeepSeek-V3.2's apply_rotary_pos_emb_interleave: even / odd slices, no copy (GLM-MoE-DSA:
                           * DeepSeek-V3's, the reshape copy first: mla_rope); the rotated q_rot and k_rot locals alive
                           * to forward's return */
         q_rot = c->dsa_rope == DSA_ROPE_GLM ? mla_rope(b, c, q_rot, cs, H, L) : vc__rope_apply_half(b, q_rot, cs, H, L, c->rope);
@@ -341,7 +372,7 @@ static void mla_emit(vc_build *b, const void *p)
     /* query_states = cat((q_pass, q_rot)); key_states = cat((k_pass, k_rot.expand(...))) (DeepSeek-V3.2's
      * expand_kv: new_empty and two copy_, one new tensor as the cat) */
     vc_t q = cat2(b, q_pass, q_rot, vc_n_sample(H * L * qk), VC_GRAD_PASS);
-    if (c->inh) mla_kv_b(b, c, kn, L, &k_nope, &val);
+    if (dsa) mla_kv_b(b, c, kn, L, &k_nope, &val);
     vc_t k = cat2(b, k_nope, k_rot, vc_n_sample(H * L * qk), VC_GRAD_REDUCE);
     /* sdpa_attention_forward: q, k contiguous [B, H, L, qk]; the value a view of
      * kv_b_proj's [B, L, H, nope + v] output */
@@ -353,15 +384,16 @@ static void mla_emit(vc_build *b, const void *p)
         a.causal = c->causal && L > 1;
     }
     vc_t ixl[3] = {-1, -1, -1};
-    if (c->inh) { /* query_states, key_states, value_states: DeepseekV32Attention.forward's locals to its return */
+    if (dsa) { /* query_states, key_states, value_states: DeepseekV32Attention.forward's locals to its return */
         vc_hold(b, q);
         vc_hold(b, k);
         vc_hold(b, val);
     }
-    if (c->inh && !vc_serving(b)) { /* the indexer's mask joins the causal one: sdpa with a mask */
+    if ((c->inh || c->ishared) && !vc_serving(b)) { /* the indexer's mask joins the causal one: sdpa with a mask */
         a.masked = true;
         a.causal = false;
-        a.mask = dsa_mask(b, c, L, a.S, vc_dt_of(b, q), ixl);
+        a.mask = c->ishared ? dsa_shared_mask(b, c, L, a.S, vc_dt_of(b, q), ixl) : dsa_mask(b, c, L, a.S, vc_dt_of(b, q), ixl);
+        if (a.mask < 0) return;
         /* the converted mask is a C++ local of F.scaled_dot_product_attention (attention.cpp
          * scaled_dot_product_attention: attn_mask = convert_boolean_attn_mask(attn_mask_, query.dtype()), then the
          * backend call; cyyever/pytorch @0d188885, as sliding_mask_args in layers/llm.c): alive until the call
@@ -370,10 +402,12 @@ static void mla_emit(vc_build *b, const void *p)
     }
     bool blhd = false;
     vc_t y = vc__op_sdpa_gqa(b, q, k, val, &a, &blhd);
-    if (a.masked && c->inh && !vc_serving(b)) vc_release(b, a.mask);
-    for (int i = 0; i < 3; i++) /* forward's locals topk_indices, index_mask, the combined attention_mask */
+    if (a.masked && (c->inh || c->ishared) && !vc_serving(b)) vc_release(b, a.mask);
+    for (int i = c->ishared; i < 3; i++) /* forward's locals topk_indices, index_mask, the combined attention_mask */
         if (ixl[i] >= 0) vc_release(b, ixl[i]);
-    if (c->inh) { /* k_pass, q_rot, k_rot, the states */
+    /* GlmMoeDsaDecoderLayer returns topk_indices; GlmMoeDsaModel.forward keeps it as its loop variable (vc_dsa_topk) */
+    if (c->dsa_rope == DSA_ROPE_GLM && ixl[0] >= 0) vc_set_dsa_topk(b, ixl[0]);
+    if (dsa) { /* k_pass, q_rot, k_rot, the states */
         vc_release(b, q);
         vc_release(b, k);
         vc_release(b, val);

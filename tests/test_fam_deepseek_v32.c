@@ -258,9 +258,8 @@ static void test_glm5(void **state)
     assert_int_equal(emitted(js, "\"dsa_rope\":\t\"glm_moe_dsa\""), 2); /* GlmMoeDsaAttention's rotations, 2 layers */
     tiny_js(js, sizeof js, NULL, NULL);
     assert_int_equal(emitted(js, "\"dsa_rope\""), 0);
-    /* every layer "full" is accepted however it is said; a "shared" layer (no indexer, the previous full layer's
-     * top-k) is refused naming the key that makes one: index_topk_freq 2 with index_skip_topk_offset 2 makes layer
-     * i >= 2 with max(i - 1, 0) odd shared, none of the tiny config's two */
+    /* every layer "full" is accepted however it is said (index_topk_freq 2 with index_skip_topk_offset 2 makes layer
+     * i >= 2 with max(i - 1, 0) odd shared, none of the tiny config's two); shared layers: test_glm5_shared */
     static const char *const full[][2] = {{"indexer_types", "[\"full\",\"full\"]"}, {"index_topk_pattern", "\"FF\""},
                                           {"index_topk_pattern", "[\"full\",\"full\"]"}, {"index_topk_freq", "2"}};
     for (size_t i = 0; i < sizeof full / sizeof *full; i++) {
@@ -270,9 +269,7 @@ static void test_glm5(void **state)
     static const struct {
         const char *key, *value, *path;
     } bad[] = {
-        {"indexer_types", "[\"full\",\"shared\"]", "indexer_types"},
         {"indexer_types", "\"full\"", "indexer_types"},
-        {"index_topk_pattern", "\"FS\"", "index_topk_pattern"},
         {"index_topk_freq", "\"2\"", "index_topk_freq"},
         {"index_skip_topk_offset", "0", "index_topk_freq"}, /* freq 1: every layer full whatever the offset */
         {"q_lora_rank", "null", "q_lora_rank"},
@@ -296,6 +293,106 @@ static void test_glm5(void **state)
     near_measured(LLMCFG "glm_moe_dsa_small.json", VC_MODE_TRAIN, 2, 256, VC_PREC_FP32, 28423168);
 }
 
+/* GLM-5.x's "shared" indexer layers (GlmMoeDsaConfig.__post_init__ @ 008e5743: indexer_types, else index_topk_pattern,
+ * else index_topk_freq / index_skip_topk_offset; GlmMoeDsaAttention @ 01f8fa55: a shared layer builds no indexer,
+ * self.indexer None, and masks with prev_topk_indices, the top-k the last full layer returned).
+ * tests/data/hf/glm-5-shared-indexer.json is glm-5.json (GlmMoeDsaConfig's defaults, not a Hub file) with an
+ * indexer_types list of 21 "full" layers (0, 1, 2, then 6, 10, ..., 74) and 57 "shared": the layout a third-party
+ * test fixture gives for zai-org/GLM-5.2 (UNVERIFIED: the Hub's config.json could not be read here; the same list as
+ * index_topk_freq 4 with index_skip_topk_offset 3). By hand: GLM-5's 743,911,199,232 less 57 indexers of 9,371,904
+ * (test_glm5) = 743,377,000,704, of which the 21 full layers' indexers (21 x 9,371,904 = 196,809,984) are not
+ * trained. */
+static void test_glm5_shared(void **state)
+{
+    (void)state;
+    vc_model *m = fam_load_file(HF "glm-5-shared-indexer.json", 0);
+    assert_int_equal(INT64_C(743911199232) - 57 * INT64_C(9371904), INT64_C(743377000704));
+    assert_int_equal(vc_model_parameters(m), INT64_C(743377000704));
+    assert_int_equal(vc_model_trainable_parameters(m), INT64_C(743377000704) - 21 * INT64_C(9371904));
+    vc_model_free(m);
+    /* the same layout from the kwargs: index_topk_freq 4, index_skip_topk_offset 3, and as a pattern string */
+    char pat[96], js[2048];
+    for (int i = 0; i < 78; i++) pat[i] = (i < 3 ? 0 : (i - 2) % 4) ? 'S' : 'F';
+    pat[78] = 0;
+    assert_int_equal(count_of("{\"model_type\":\"glm_moe_dsa\",\"index_topk_freq\":4,\"index_skip_topk_offset\":3}"),
+                     INT64_C(743377000704));
+    snprintf(js, sizeof js, "{\"model_type\":\"glm_moe_dsa\",\"index_topk_pattern\":\"%s\"}", pat);
+    assert_int_equal(count_of(js), INT64_C(743377000704));
+    /* the tiny config (test_glm5's 199,360, an indexer 1,168) with layer 1 shared: one indexer fewer, 198,192; the
+     * shared layer's MLAttention reads no q_resid / hidden states and says index_shared */
+    static const char *const one[][2] = {{"indexer_types", "[\"full\",\"shared\"]"}, {"index_topk_pattern", "\"FS\""},
+                                         {"index_topk_pattern", "[\"full\",\"shared\"]"}, {"index_topk_freq", "2"}};
+    for (size_t i = 0; i < sizeof one / sizeof *one; i++) {
+        tiny_mt(js, sizeof js, "glm_moe_dsa", one[i][0], one[i][1]);
+        if (!strcmp(one[i][0], "index_topk_freq")) { /* freq 2, offset 1: layer 1 max(1, 0) % 2 = 1 shared */
+            char *end = strrchr(js, '}');
+            snprintf(end, 64, ",\"index_skip_topk_offset\":1}");
+        }
+        assert_int_equal(count_of(js), 199360 - 1168);
+        assert_int_equal(emitted(js, "\"index_shared\""), 1);
+        vc_model *t = fam_load_string(js, 0);
+        assert_int_equal(vc_model_trainable_parameters(t), 199360 - 2 * 1168);
+        /* train, infer and generate are estimated; --serve is refused naming the key (vLLM's shared layers not read) */
+        static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER, VC_MODE_GENERATE};
+        for (size_t k = 0; k < 3; k++) {
+            vc_options o;
+            vc_options_init(&o);
+            o.mode = modes[k];
+            o.prompt = 8;
+            o.new_tokens = 4;
+            vc_result r;
+            vc_error err;
+            assert_int_equal(vc_estimate(t, &o, &r, &err), VC_OK);
+            vc_result_free(&r);
+        }
+        vc_model_free(t);
+    }
+    /* training with gradient checkpointing (checkpoint() keeps a shared layer's prev_topk_indices argument): refused
+     * naming --grad-ckpt */
+    {
+        tiny_mt(js, sizeof js, "glm_moe_dsa", "indexer_types", "[\"full\",\"shared\"]");
+        vc_hf_options ho;
+        vc_hf_options_init(&ho);
+        ho.checkpoint = 1;
+        vc_model *t = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", &ho, &t, &err), VC_OK);
+        vc_options o;
+        vc_options_init(&o);
+        vc_result r;
+        assert_int_equal(vc_estimate(t, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(CLI_PATH(&err), "--grad-ckpt");
+        vc_model_free(t);
+    }
+    /* generate's cache after 8 + 4 tokens: test_tiny's per-head keys and values in both layers, the indexer keys
+     * (index_head_dim 8) only in the full layer 0 (a shared layer runs no indexer: no update_indexer) */
+    tiny_mt(js, sizeof js, "glm_moe_dsa", "indexer_types", "[\"full\",\"shared\"]");
+    assert_int_equal(fam_kv_cache(js, 8, 4), 11 * (2 * (4 * (8 + 4) + 4 * 8) + 8) * 4);
+    /* bad values exit naming the key: layer 0 shared (no previous full layer: ValueError), a wrong length, an unknown
+     * word or letter, a string indexer_types, an offset making layer 0 shared */
+    static const struct {
+        const char *key, *value;
+    } bad[] = {
+        {"indexer_types", "[\"shared\",\"full\"]"},       {"indexer_types", "[\"full\"]"},
+        {"indexer_types", "[\"full\",\"full\",\"full\"]"}, {"indexer_types", "[\"full\",\"sparse\"]"},
+        {"indexer_types", "[\"full\",1]"},                 {"indexer_types", "\"FS\""},
+        {"index_topk_pattern", "\"SF\""},                   {"index_topk_pattern", "\"F\""},
+        {"index_topk_pattern", "\"FX\""},                   {"index_topk_pattern", "[\"full\",\"S\"]"},
+        {"index_skip_topk_offset", "0"},
+    };
+    vc_error err;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tiny_mt(js, sizeof js, "glm_moe_dsa", bad[i].key, bad[i].value);
+        if (!strcmp(bad[i].key, "index_skip_topk_offset")) { /* with index_topk_freq 2: max(1, 0) % 2 = 1 at layer 0 */
+            char *end = strrchr(js, '}');
+            snprintf(end, 64, ",\"index_topk_freq\":2}");
+        }
+        assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].key)) fail_msg("%s %s: path %s (%s)", bad[i].key, bad[i].value, err.path, err.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_tiny),
         cmocka_unit_test(test_replica),
         cmocka_unit_test(test_glm5),
+        cmocka_unit_test(test_glm5_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

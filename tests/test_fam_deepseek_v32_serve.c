@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -109,6 +110,35 @@ static void test_v32_refusals(void **state)
     vc_serve_result sr;
     assert_int_equal(vc_serve(m, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--kv-cache-dtype");
+    vc_model_free(m);
+    so.kv_cache_dtype = VC_KV_AUTO;
+    /* GLM-5.x's "shared" indexer layers. vLLM's DeepseekV2MLAAttention (deepseek_v2.py @ 002d6073) skips the Indexer
+     * (and so its DeepseekV32IndexerCache) where index_topk_pattern says "S" or index_topk_freq /
+     * index_skip_topk_offset make the layer skip: a small config of the class (8 layers) with freq 4, offset 3 (full at
+     * 0, 1, 2, 6: 4 skipping) holds 4 indexer key pages of 132 B (128 fp8 values + a float32 scale) x 64 tokens
+     * (FlashMLASparse's block) fewer a block than with every layer full, and 4 indexers' weights fewer */
+    {
+#define GLM_SMALL "{\"model_type\":\"glm_moe_dsa\",\"num_hidden_layers\":8,\"hidden_size\":512,\"intermediate_size\":1024,\"moe_intermediate_size\":128," \
+    "\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"num_attention_heads\":8,\"num_key_value_heads\":8,\"q_lora_rank\":256," \
+    "\"kv_lora_rank\":128,\"qk_nope_head_dim\":64,\"qk_rope_head_dim\":32,\"v_head_dim\":64,\"vocab_size\":1000,\"max_position_embeddings\":4096"
+        static const char *const js[2] = {GLM_SMALL "}", GLM_SMALL ",\"index_topk_freq\":4,\"index_skip_topk_offset\":3}"};
+        vc_serve_result g[2];
+        for (int i = 0; i < 2; i++) {
+            vc_model *gm = NULL;
+            if (vc_model_load_string_hf(js[i], strlen(js[i]), "config.json", NULL, &gm, &err) != VC_OK)
+                fail_msg("%s", CLI_MSG(&err));
+            if (vc_serve(gm, &o, &so, &gpu, &g[i], &err) != VC_OK) fail_msg("%s: %s", js[i], CLI_MSG(&err));
+            vc_model_free(gm);
+        }
+        assert_int_equal(g[0].page_bytes - g[1].page_bytes, 4 * 132 * 64);
+        assert_true(g[1].weights < g[0].weights);
+    }
+    /* an indexer_types list (tests/data/hf/glm-5-shared-indexer.json, 57 shared) vLLM @ 002d6073 does not read: it
+     * would build every layer's Indexer; --serve refused naming the key */
+    if (vc_model_load_file_hf(HF "glm-5-shared-indexer.json", NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(vc_serve(m, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--serve");
+    assert_non_null(strstr(CLI_MSG(&err), "indexer_types"));
     vc_model_free(m);
 }
 

@@ -146,6 +146,12 @@ void vc_keep_through_block(vc_build *b, vc_t t)
     b->blk_keep[b->nblk_keep] = t;
     b->blk_keep_at[b->nblk_keep++] = (int32_t)j;
 }
+vc_t vc_dsa_topk(const vc_build *b) { return b->dsa_topk; }
+void vc_set_dsa_topk(vc_build *b, vc_t t)
+{
+    if (b->dsa_topk >= 0 && b->dsa_topk != t) vc_keep_through_block(b, b->dsa_topk);
+    b->dsa_topk = t;
+}
 void vc_keep_with(vc_build *b, vc_t t, vc_t owner)
 {
     if (t >= 0 && owner >= 0 && owner < t && !b->t[t].held) b->t[t].with = owner;

@@ -188,7 +188,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->gen.split_op = b->gen.split2_op = b->gen.mask = -1;
     b->gen.npass = 0;
     b->gen.ret[0] = b->gen.ret[1] = -1;
-    b->fwd_local = b->fwd_local2 = -1;
+    b->fwd_local = b->fwd_local2 = b->dsa_topk = -1;
     b->nfwd_keep = 0;
     b->nmdl_keep = 0;
     for (int i = 0; i < 2; i++) b->kv_share[i].k = b->kv_share[i].v = -1;
@@ -340,13 +340,14 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
     const vc_model *m = b->m;
     vc_ref_scope sc;
     if (vc__reference_enter(b, copy, &sc)) return -1;
-    int32_t fl = b->fwd_local, fl2 = b->fwd_local2;
-    b->fwd_local = b->fwd_local2 = -1;
+    int32_t fl = b->fwd_local, fl2 = b->fwd_local2, tk = b->dsa_topk;
+    b->fwd_local = b->fwd_local2 = b->dsa_topk = -1;
     if (!b->st) vc__emit_instances(b, 0, m->ninst);
     vc__end_forward(b);
     vc_t out = b->st ? -1 : b->val_t[m->output];
     b->fwd_local = fl;
     b->fwd_local2 = fl2;
+    b->dsa_topk = tk;
     vc__reference_leave(b, &sc);
     return out;
 }
@@ -423,7 +424,8 @@ void vc__end_forward(vc_build *b)
     b->nmdl_keep = 0; /* a pass that never reached its head (an encoder, a tower): nothing more to keep */
     if (b->fwd_local >= 0) vc__extend_life(b, b->fwd_local);
     if (b->fwd_local2 >= 0) vc__extend_life(b, b->fwd_local2);
-    b->fwd_local = b->fwd_local2 = -1;
+    if (b->dsa_topk >= 0) vc__extend_life(b, b->dsa_topk);
+    b->fwd_local = b->fwd_local2 = b->dsa_topk = -1;
 }
 
 void vc_plan_batch_range(const vc_plan *p, int64_t *lo, int64_t *hi)

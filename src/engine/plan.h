@@ -411,6 +411,7 @@ struct vc_build {
     vc_gen gen;     /* --mode generate */
     int32_t fwd_local; /* vc_forward_local: kept until the forward returns, -1 */
     int32_t fwd_local2; /* vc_forward_local2: a second one (ModernBERT's sliding-window mask), -1 */
+    int32_t dsa_topk;   /* vc_dsa_topk: GLM-MoE-DSA's topk_indices, kept until the forward returns, -1 */
     int32_t *fwd_keep; /* vc_keep_forward: more tensors kept until the forward returns */
     size_t nfwd_keep, cfwd_keep;
     int32_t mdl_keep[8]; /* vc_keep_model_forward: kept until the base model's forward returns (the head's start) */

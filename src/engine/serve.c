@@ -1024,6 +1024,13 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         cJSON_Delete(root);
     }
     vc_serve_options so_dsa; /* DeepSeek-V3.2: FlashMLASparse's block size (dsa_memory's sources) */
+    /* GLM-5.x's "shared" indexer layers: vLLM (deepseek_v2.py @ 002d6073) reads them from index_topk_pattern or
+     * index_topk_freq / index_skip_topk_offset alone (src/hf/hf_deepseek_v32.c vc__hf_dsa_vllm) */
+    if (v32 && dsa.unread_key)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "glm_moe_dsa: %s makes %lld \"shared\" indexer layers, which "
+                            "vLLM (deepseek_v2.py @ 002d6073) does not read: it builds an Indexer in every layer from "
+                            "index_topk_pattern (letters) or index_topk_freq / index_skip_topk_offset alone; not modelled",
+                            dsa.unread_key, (long long)dsa.shared);
     if (v32) {
         /* vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config: an fp8 cache is
          * the custom fp8_ds_mla format */
@@ -1227,7 +1234,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
     if (v32) /* UniformTypeKVCacheSpecs: each layer's indexer key page beside its latent page (dsa_memory's sources) */
-        r->page_bytes += dsa.layers * dsa_cache_bytes(&dsa) * so->block_size;
+        r->page_bytes += (dsa.layers - dsa.shared) * dsa_cache_bytes(&dsa) * so->block_size; /* the Indexers' */
     r->blocks = r->page_bytes ? r->kv_cache / r->page_bytes : 0; /* get_num_blocks: available // page_size // num_layers
                                                                    * (whisper's pool: vc__serve_encdec_pool below) */
     r->tokens = r->blocks * so->block_size;

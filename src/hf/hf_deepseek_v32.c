@@ -81,40 +81,71 @@ static int v32_list(rd *r, const char *key, const arch *a, const char *want)
     return 0;
 }
 
+/* An integer key of the config (vc_hf_build checked it), def when absent or null. */
+static int64_t dsa_key(const cJSON *cfg, const char *key, int64_t def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+}
+
 /* GlmMoeDsaConfig.__post_init__ (configuration_glm_moe_dsa.py @ 008e5743): indexer_types, else from the kwargs
- * index_topk_pattern ("F" full, "S" shared, or a list), else index_topk_freq (default 1, at least 1) and
- * index_skip_topk_offset (default 2): layer i "full" if max(i - offset + 1, 0) % freq == 0. A "shared" layer builds
- * no indexer and reuses the previous full layer's top-k (GlmMoeDsaAttention, modular_glm_moe_dsa.py @ 01f8fa55):
- * not modelled, refused naming the key that makes one; every layer full is DeepSeek-V3.2's layout. */
+ * index_topk_pattern ("F" full, "S" shared per layer, or a list of the words), else index_topk_freq (default 1, at least
+ * 1) and index_skip_topk_offset (default 2): layer i "full" if max(i - offset + 1, 0) % freq == 0. The key that decides
+ * (NULL: none, every layer full) and, for layer i, whether it is "shared": GlmMoeDsaAttention (modular_glm_moe_dsa.py
+ * @ 01f8fa55) builds no indexer there (self.indexer None) and uses prev_topk_indices, the previous full layer's top-k.
+ * The config is one glm_indexers checked. */
+static const char *glm_key(const cJSON *cfg)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, "indexer_types"), *p = cJSON_GetObjectItemCaseSensitive(cfg, "index_topk_pattern");
+    return t && !cJSON_IsNull(t) ? "indexer_types" : p && !cJSON_IsNull(p) ? "index_topk_pattern" : NULL;
+}
+
+bool vc__hf_glm_shared(const cJSON *cfg, int64_t i)
+{
+    const char *key = glm_key(cfg);
+    if (key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+        if (cJSON_IsString(v)) return (size_t)i < strlen(v->valuestring) && v->valuestring[i] == 'S';
+        const cJSON *e = cJSON_GetArrayItem(v, (int)i);
+        return cJSON_IsString(e) && !strcmp(e->valuestring, "shared");
+    }
+    const int64_t freq = dsa_key(cfg, "index_topk_freq", 1), off = dsa_key(cfg, "index_skip_topk_offset", 2);
+    return (i - off + 1 > 0 ? i - off + 1 : 0) % (freq > 1 ? freq : 1) != 0;
+}
+
+/* The checks: a list (or for index_topk_pattern a string of F / S) of one entry per layer, each "full" or "shared"
+ * (the dict lookup {"F": ..., "S": ...}[c] raises KeyError on another letter), and layer 0 full (a shared layer
+ * without a previous full one raises ValueError "Shared DSA layers require top-k indices from a previous full indexer
+ * layer"); from index_topk_freq and index_skip_topk_offset, layer 0 full. */
 static int glm_indexers(rd *r, const arch *a)
 {
-    const cJSON *t = v32_raw(r, "indexer_types"), *p = v32_raw(r, "index_topk_pattern");
-    const char *key = t && !cJSON_IsNull(t) ? "indexer_types" : p && !cJSON_IsNull(p) ? "index_topk_pattern" : NULL;
+    const char *key = glm_key(r->cfg);
     if (key) {
-        const cJSON *v = !strcmp(key, "indexer_types") ? t : p;
-        if (cJSON_IsString(v)) { /* a pattern string: one letter a layer */
+        const cJSON *v = v32_raw(r, key);
+        if (cJSON_IsString(v) && !strcmp(key, "index_topk_pattern")) { /* a pattern string: one letter a layer */
+            if ((int64_t)strlen(v->valuestring) != a->N)
+                return vc__hf_bad(r, key, "%zu letters, expected one per layer (%lld)", strlen(v->valuestring), (long long)a->N);
             for (const char *c = v->valuestring; *c; c++)
-                if (*c != 'F')
-                    return vc__hf_bad(r, key, "layer %lld: '%c': only \"F\" (full) layers are modelled (a shared layer "
-                                      "reuses the previous full layer's top-k: not modelled)", (long long)(c - v->valuestring),
-                                      *c == 'S' ? 'S' : '?');
-            return 0;
+                if (*c != 'F' && *c != 'S')
+                    return vc__hf_bad(r, key, "layer %lld: expected 'F' (full) or 'S' (shared)", (long long)(c - v->valuestring));
+        } else {
+            if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
+                return vc__hf_bad(r, key, "expected a list of %lld \"full\" / \"shared\" (one per layer)", (long long)a->N);
+            int64_t i = 0;
+            for (const cJSON *e = v->child; e; e = e->next, i++)
+                if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full") && strcmp(e->valuestring, "shared")))
+                    return vc__hf_bad(r, key, "layer %lld: expected \"full\" or \"shared\"", (long long)i);
         }
-        if (!cJSON_IsArray(v)) return vc__hf_bad(r, key, "expected a list of \"full\" / \"shared\" (one per layer)");
-        int64_t i = 0;
-        for (const cJSON *e = v->child; e; e = e->next, i++)
-            if (!cJSON_IsString(e) || strcmp(e->valuestring, "full"))
-                return vc__hf_bad(r, key, "layer %lld: only \"full\" indexer layers are modelled (a \"shared\" one reuses "
-                                  "the previous full layer's top-k: not modelled)", (long long)i);
+        if (vc__hf_glm_shared(r->cfg, 0))
+            return vc__hf_bad(r, key, "layer 0 is \"shared\": a shared layer reuses the previous full layer's top-k "
+                              "(GlmMoeDsaAttention raises ValueError without one)");
         return 0;
     }
     int64_t freq, off;
     if (v32_int(r, "index_topk_freq", 1, 0, &freq) || v32_int(r, "index_skip_topk_offset", 2, -MAX_SIZE, &off)) return -1;
-    if (freq < 1) freq = 1; /* max(kwargs.get("index_topk_freq", 1), 1) */
-    for (int64_t i = 0; i < a->N; i++)
-        if ((i - off + 1 > 0 ? i - off + 1 : 0) % freq)
-            return vc__hf_bad(r, "index_topk_freq", "%lld makes layer %lld a shared indexer layer (the previous full "
-                              "layer's top-k reused): not modelled", (long long)freq, (long long)i);
+    if (vc__hf_glm_shared(r->cfg, 0))
+        return vc__hf_bad(r, "index_skip_topk_offset", "%lld with index_topk_freq %lld makes layer 0 \"shared\" (no previous "
+                          "full layer's top-k: GlmMoeDsaAttention raises ValueError)", (long long)off, (long long)freq);
     return 0;
 }
 
@@ -173,13 +204,6 @@ int vc__hf_glm4_moe_lite_read(rd *r, arch *a)
     return 0;
 }
 
-/* An integer key of the config (vc_hf_build checked it), def when absent or null. */
-static int64_t dsa_key(const cJSON *cfg, const char *key, int64_t def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
-}
-
 bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d)
 {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
@@ -191,6 +215,16 @@ bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d)
     d->nh = dsa_key(cfg, "index_n_heads", glm ? 32 : 64);
     d->hd = dsa_key(cfg, "index_head_dim", 128);
     d->topk = dsa_key(cfg, "index_topk", 2048);
+    /* glm_moe_dsa's shared indexer layers. vLLM's DeepseekV2MLAAttention (deepseek_v2.py @ 002d6073, "IndexCache")
+     * reads index_topk_pattern (layer i skips where pattern[i] == "S") or index_topk_freq / index_skip_topk_offset
+     * (the same rule as GlmMoeDsaConfig's) and builds no Indexer, so no indexer key cache, in a skipping layer; it
+     * does not read indexer_types (nor a list pattern): a config that says its shared layers that way is refused
+     * under --serve (src/engine/serve.c), naming the key */
+    d->shared = 0;
+    for (int64_t i = 0; glm && i < d->layers; i++) d->shared += vc__hf_glm_shared(cfg, i);
+    const char *key = glm ? glm_key(cfg) : NULL;
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(cfg, "index_topk_pattern");
+    d->unread_key = d->shared && key && (strcmp(key, "index_topk_pattern") || !cJSON_IsString(pat)) ? key : NULL;
     return true;
 }
 
@@ -202,6 +236,11 @@ vc_status vc__dsa_check(const vc_model *m, const vc_options *o, bool serve, vc_e
     const bool v32 = root && vc__hf_dsa_vllm(root, &d);
     cJSON_Delete(root);
     if (!v32) return VC_OK;
+    /* GLM-5.x's shared layers under gradient checkpointing: checkpoint() keeps each shared layer's prev_topk_indices
+     * argument to its backward and the recompute reruns the full layers' indexers; not modelled (nor measured) */
+    if (d.shared > 0 && o->mode == VC_MODE_TRAIN && m->nregions > 0)
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "glm_moe_dsa: %lld \"shared\" indexer layers, whose "
+                            "top-k (the previous full layer's) under gradient checkpointing is not modelled", (long long)d.shared);
     /* generate: DynamicIndexedLayer's key cache (cat per step) is modelled; StaticIndexedLayer (--cache static), the
      * other caches' handling of the indexer keys and beam search's reorder_cache (index_select) are not */
     if (o->mode == VC_MODE_GENERATE && o->cache != VC_CACHE_DYNAMIC)

@@ -333,15 +333,17 @@ static void residual_add(wr *w, const arch *a, const char *name, const char *res
  * module's names; o_proj follows in decoder_layer. On a tensor-parallel rank
  * q_a_proj and kv_a_proj_with_mqa are whole (vLLM's ReplicatedLinear), the
  * heads split. */
-static void mla_attention(wr *w, const arch *a)
+static void mla_attention(wr *w, const arch *a, int64_t i)
 {
+    /* GlmMoeDsaAttention in a "shared" layer (src/hf/hf_deepseek_v32.c): no indexer, the previous full layer's top-k */
+    const bool shared = a->f->dsa_glm && vc__hf_glm_shared(w->r->cfg, i);
     const int64_t qk = a->NH * (a->qk_nope + a->D);
     if (a->q_lora) {
         linear(w, "self_attn.q_a_proj", NULL, a->H, a->q_lora, a->qkv_bias);
         cJSON *o = add_layer(w, "HFRMSNorm", "self_attn.q_a_layernorm");
         num(w, o, "hidden_size", (double)a->q_lora);
         num(w, o, "eps", 1e-6); /* DeepseekV3RMSNorm(config.q_lora_rank): its default eps */
-        if (a->f->dsa && a->vllm) { /* DeepseekV32Indexer's parameters on vLLM's tensor-parallel split (src/hf/hf_deepseek_v32.c;
+        if (a->f->dsa && a->vllm && !shared) { /* DeepseekV32Indexer's parameters on vLLM's tensor-parallel split (src/hf/hf_deepseek_v32.c;
                           * modeling_deepseek_v32.py @ 01f8fa55): counted and stored; what the indexer computes is
                           * src/engine/serve.c's. Otherwise they are MLAttention's (layers/mla.c), which runs it under transformers */
             linear(w, "self_attn.indexer.wq_b", "self_attn.q_a_layernorm", a->q_lora, a->dsa.nh * a->dsa.hd, false);
@@ -365,7 +367,10 @@ static void mla_attention(wr *w, const arch *a)
     num(w, o, "qk_rope_head_dim", (double)a->D);
     num(w, o, "v_head_dim", (double)a->v_head);
     num(w, o, "kv_lora_rank", (double)a->kv_lora);
-    if (a->f->dsa && !a->vllm) { /* DeepseekV32Attention: the indexer reads q_resid and the normed hidden states */
+    if (shared && !a->vllm) { /* the index mask from the top-k the previous full layer returned (layers/mla.c) */
+        flag(w, o, "index_shared", true);
+        num(w, o, "index_topk", (double)a->dsa.topk);
+    } else if (a->f->dsa && !a->vllm) { /* DeepseekV32Attention: the indexer reads q_resid and the normed hidden states */
         cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "inputs");
         if (in && (!cJSON_AddItemToArray(in, cJSON_CreateString("self_attn.q_a_layernorm")) ||
                    !cJSON_AddItemToArray(in, cJSON_CreateString("input_layernorm"))))
@@ -428,7 +433,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     if (vc__hf_layer_linear(a, i)) {
         linear_attn(w, a, in);
     } else if (a->f->attn == ATTN_MLA) {
-        mla_attention(w, a);
+        mla_attention(w, a, i);
         q = a->NH * a->v_head; /* o_proj: heads x v_head_dim -> hidden */
     } else if (fused) {
         linear(w, "self_attn.qkv_proj", NULL, a->H, q + 2 * kv, false);
@@ -1037,7 +1042,8 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
                vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i) &&
                layer_ckpt(a, j) == layer_ckpt(a, i) && vc__hf_layer_linear(a, j) == vc__hf_layer_linear(a, i) &&
                (a->f->moe != MOE_LLAMA4 || vc__hf_llama4_chunk(a, j) == vc__hf_llama4_chunk(a, i)) &&
-               (a->f->block != BLK_LFM2 || vc__hf_lfm2_conv(a, j) == vc__hf_lfm2_conv(a, i)))
+               (a->f->block != BLK_LFM2 || vc__hf_lfm2_conv(a, j) == vc__hf_lfm2_conv(a, i)) &&
+               (!a->f->dsa_glm || vc__hf_glm_shared(w->r->cfg, j) == vc__hf_glm_shared(w->r->cfg, i)))
             j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;

@@ -82,9 +82,15 @@ void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp);
 typedef struct {
     int64_t layers;        /* num_hidden_layers: one Indexer (and its key cache) per decoder layer */
     int64_t nh, hd, topk;  /* index_n_heads, index_head_dim, index_topk */
+    int64_t shared;        /* glm_moe_dsa: the "shared" indexer layers (no Indexer, no indexer key cache) */
+    const char *unread_key; /* the key that makes them when vLLM does not read it (indexer_types, a list
+                             * index_topk_pattern): --serve refused; NULL none */
 } vc_hf_dsa;
 /* True, *d filled, when the config (its text, as vc_model keeps it) is a deepseek_v32 one; its keys are those
  * vc_hf_build checked. */
 bool vc__hf_dsa_vllm(const cJSON *cfg, vc_hf_dsa *d);
+/* True when layer i of a glm_moe_dsa config (one vc_hf_build checked) is a "shared" indexer layer: no indexer, the
+ * previous full layer's top-k (GlmMoeDsaConfig.__post_init__'s indexer_types; src/hf/hf_deepseek_v32.c). */
+bool vc__hf_glm_shared(const cJSON *cfg, int64_t i);
 
 #endif

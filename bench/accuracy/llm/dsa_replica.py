@@ -29,9 +29,11 @@ GLM-5 (model_type glm_moe_dsa), written from src/transformers/models/glm_moe_dsa
                               apply_rotary_pos_emb_interleave (unsqueeze_dim=2; mla_replica.py: view / transpose /
                               reshape, then rotate_half) instead of apply_rotary_pos_emb
   GlmMoeDsaAttention.forward  DeepseekV32Attention's steps with DeepSeek-V3's apply_rotary_pos_emb_interleave on q_rot /
-                              k_rot; an indexer in every "full" layer (indexer_types; the replicated configs have no
-                              "shared" layer); index_n_heads 32 by default
-  GlmMoeDsaModel.forward      create_causal_mask(..., allow_is_causal_skip=False), as DeepSeek-V3.2's The bool mask's sdpa conversion is packing_replica.bool_to_additive (reference.sdpa_attention_forward).
+                              k_rot; an indexer in every "full" layer (indexer_types), none in a "shared" one, which
+                              masks with prev_topk_indices (the previous layer's returned top-k); index_n_heads 32
+                              by default
+  GlmMoeDsaModel.forward      create_causal_mask(..., allow_is_causal_skip=False), as DeepSeek-V3.2's; topk_indices
+                              threaded from layer to layer (reference.py's loop). The bool mask's sdpa conversion is packing_replica.bool_to_additive (reference.sdpa_attention_forward).
 """
 import torch
 import torch.nn as nn
@@ -133,8 +135,7 @@ class DeepseekV32Attention(mla_replica.DeepseekV3Attention):
         key_states, value_states = self.expand_kv(k_pass, k_rot)
         if past_key_value is not None:
             key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
-        topk_indices = self.indexer(hidden_states, q_resid, position_embeddings, attention_mask[:, 0, :, :],
-                                    past_key_values=past_key_value)
+        topk_indices = self.select_topk(hidden_states, q_resid, position_embeddings, attention_mask, past_key_value)
         index_mask = (topk_indices.new_ones((batch_size, seq_length, key_states.shape[2]), dtype=torch.bool)
                       .scatter(-1, topk_indices.long(), False).unsqueeze(1))
         attention_mask = attention_mask & ~index_mask
@@ -143,15 +144,51 @@ class DeepseekV32Attention(mla_replica.DeepseekV3Attention):
         attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
         return self.o_proj(attn_output)
 
+    def select_topk(self, hidden_states, q_resid, position_embeddings, attention_mask, past_key_value):
+        """The indexer's call in forward (a method so that GlmMoeDsaAttention can take a shared layer's top-k)."""
+        return self.indexer(hidden_states, q_resid, position_embeddings, attention_mask[:, 0, :, :],
+                            past_key_values=past_key_value)
+
+
+def glm_indexer_types(d, n):
+    """GlmMoeDsaConfig.__post_init__ (configuration_glm_moe_dsa.py @ 008e5743): indexer_types, else
+    index_topk_pattern ("F" / "S" letters or a list), else from index_topk_freq / index_skip_topk_offset."""
+    if d.get("indexer_types") is not None:
+        return list(d["indexer_types"])
+    pattern = d.get("index_topk_pattern")
+    if pattern is not None:
+        return [{"F": "full", "S": "shared"}[c] for c in pattern] if isinstance(pattern, str) else list(pattern)
+    freq = max(d.get("index_topk_freq", 1), 1)
+    offset = d.get("index_skip_topk_offset", 2)
+    return ["full" if (max(i - offset + 1, 0) % freq) == 0 else "shared" for i in range(n)]
+
 
 class GlmMoeDsaAttention(DeepseekV32Attention):
-    """GlmMoeDsaAttention (a "full" layer) and its GlmMoeDsaIndexer: DeepSeek-V3's apply_rotary_pos_emb_interleave in
-    both (the steps are DeepseekV32Attention's otherwise)."""
+    """GlmMoeDsaAttention and its GlmMoeDsaIndexer: DeepSeek-V3's apply_rotary_pos_emb_interleave in both (the steps
+    are DeepseekV32Attention's otherwise). A "shared" layer (indexer_types) builds no indexer (self.indexer None) and
+    uses prev_topk_indices, the top-k the previous layer returned; every layer returns its topk_indices, which
+    GlmMoeDsaModel.forward keeps as its loop variable (reference.py: the model's loop sets prev_topk_indices before
+    the layer and takes topk_indices after it returns, as GlmMoeDsaDecoderLayer's arguments and return value)."""
 
     def __init__(self, cfg, layer_idx, attn_impl, linear, sdpa):
         super().__init__(cfg, layer_idx, attn_impl, linear, sdpa)
         self.rotate = mla_replica.apply_rotary_pos_emb_interleave
-        self.indexer.rotate = mla_replica.apply_rotary_pos_emb_interleave
+        self.skip_topk = glm_indexer_types(cfg.d, cfg.num_hidden_layers)[layer_idx] == "shared"
+        if self.skip_topk:
+            self.indexer = None
+        else:
+            self.indexer.rotate = mla_replica.apply_rotary_pos_emb_interleave
+        self.prev_topk_indices = None
+
+    def select_topk(self, hidden_states, q_resid, position_embeddings, attention_mask, past_key_value):
+        if self.indexer is not None:
+            topk_indices = super().select_topk(hidden_states, q_resid, position_embeddings, attention_mask, past_key_value)
+        else:
+            if self.prev_topk_indices is None:
+                raise ValueError("Shared DSA layers require top-k indices from a previous full indexer layer.")
+            topk_indices = self.prev_topk_indices
+        self.topk_indices = topk_indices  # GlmMoeDsaAttention.forward's third return value
+        return topk_indices
 
 
 def update_indexer(cache, indexer_key_states, layer_idx):

@@ -1282,9 +1282,14 @@ def main(argv):
             kv_per_token *= 2 * raw.get("num_heads", 8) * raw.get("d_kv", 64) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type in ("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm_moe_dsa"):  # MLA: DynamicCache keeps key_states
             # (qk_head_dim) and value_states; deepseek_v32 also the indexer's keys (index_head_dim, dsa_replica.py)
-            kv_per_token = cfg.num_hidden_layers * (cfg.num_attention_heads * (
-                cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) + (
-                cfg.d.get("index_head_dim", 128) if cfg.model_type in ("deepseek_v32", "glm_moe_dsa") else 0)) * (2 if args.precision == "bf16" else 4)
+            # (glm_moe_dsa: the "full" indexer layers' alone, dsa_replica.glm_indexer_types)
+            idx_layers = cfg.num_hidden_layers if cfg.model_type == "deepseek_v32" else 0
+            if cfg.model_type == "glm_moe_dsa":
+                import dsa_replica
+                idx_layers = dsa_replica.glm_indexer_types(cfg.d, cfg.num_hidden_layers).count("full")
+            kv_per_token = (cfg.num_hidden_layers * cfg.num_attention_heads * (
+                cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) +
+                idx_layers * cfg.d.get("index_head_dim", 128)) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "falcon":  # DynamicCache keeps what FalconAttention gives it (falcon_replica.py)
             import falcon_replica
             H, nh, kv, new, _ = falcon_replica.falcon_shape(cfg.d)

@@ -959,8 +959,11 @@ class CausalLM(nn.Module):
         if cfg.model_type in ("gemma", "gemma2"):  # G, G1: GemmaModel.forward's normalizer
             normalizer = torch.tensor(cfg.hidden_size ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
+        topk_indices = None  # GlmMoeDsaModel.forward: the top-k each layer returns, the next one's prev_topk_indices
         for i, layer in enumerate(self.layers):
             mask = sliding_mask if lts is not None and lts[i] == "sliding_attention" else causal_mask
+            if cfg.model_type == "glm_moe_dsa":
+                layer.self_attn.prev_topk_indices = topk_indices
             if past_key_values is None:
                 hidden_states = self._layer(layer, hidden_states, mask, position_embeddings,
                                             None, cache_position.shape[0], last_cache_position)
@@ -970,6 +973,9 @@ class CausalLM(nn.Module):
             else:
                 hidden_states = layer(hidden_states, mask, position_embeddings, past_key_values,
                                       cache_position.shape[0], last_cache_position)
+            if cfg.model_type == "glm_moe_dsa":  # the layer returned: topk_indices rebound to its top-k
+                layer.self_attn.prev_topk_indices = None
+                topk_indices = layer.self_attn.__dict__.pop("topk_indices")
         hidden_states = self.norm(hidden_states)
         if lts is not None:  # the mapping is a local of the model's forward: gone before the head (*ForCausalLM)
             mask = sliding_mask = None

@@ -2242,6 +2242,15 @@ def cases():
                      ("train", 1, 256, "sgd", "fp32", False, 0), ("infer", 2, 128, None, "bf16", False, 0),
                      ("generate", 1, 64, 16, "fp32", False, 0), ("generate", 2, 32, 24, "bf16", False, 0)],
                config="ministral3_small")
+    # issue 31: GLM-5.x's "shared" indexer layers (dsa_replica.py GlmMoeDsaAttention, modular_glm_moe_dsa.py @ 01f8fa55:
+    # no indexer in a shared layer, the previous full layer's top-k threaded through the model's loop):
+    # glm_moe_dsa_shared_small, glm_moe_dsa_small's sizes in 4 layers, indexer_types full, shared, shared, full. Train
+    # fp32 / bf16, seq 256 (the indexer at the peak), infer, generate (the indexer keys of the full layers alone).
+    # Every third held out.
+    mode_cases(out, [("train", 2, 64, "adamw", "fp32", False, 0), ("infer", 2, 64, None, "fp32", False, 0),
+                     ("generate", 2, 32, 24, "bf16", False, 0), ("train", 2, 256, "adamw", "fp32", False, 0),
+                     ("train", 2, 64, "adamw", "bf16", False, 0), ("generate", 1, 64, 16, "fp32", False, 0)],
+               config="glm_moe_dsa_shared_small", experts="grouped_mm")
     return out
 
 
