@@ -1238,6 +1238,30 @@ static void mla_js(char *js, size_t n, const char *mt, const char *k, const char
     snprintf(js + at, n - at, "}");
 }
 
+/* The tiny MLA config's caches (test_mla's modules): generate's DynamicCache keeps key_states [B, 4, S, 12] and
+ * value_states [B, 4, S, 8] per layer (full heads), 16 + 4 - 1 = 19 tokens x 2 layers x 4 x 20 x 4 bytes; --serve's
+ * vLLM MLAAttentionSpec one head of kv_lora_rank + qk_rope_head_dim = 20 per token and layer, bf16: 16 tokens x 2
+ * layers x 20 x 2 bytes per block */
+static void mla_tiny_caches(const vc_model *m)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    vc_error err;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.kv_cache, 19 * 2 * 4 * 20 * 4);
+    assert_int_equal(r.generate.kv_mla, 2);
+    vc_result_free(&r);
+    vc_serve_result sr;
+    serve_bf16_h100(m, &sr);
+    assert_int_equal(sr.page_bytes, 16 * 2 * 20 * 2);
+    assert_int_equal(sr.latent_layers, 2);
+    assert_int_equal(sr.latent, 20);
+}
+
 static void test_mla(void **state)
 {
     (void)state;
@@ -1258,21 +1282,12 @@ static void test_mla(void **state)
     assert_int_equal(count_of(js), 197024);
     mla_js(js, sizeof js, "deepseek_v3", "q_lora_rank", "null");
     assert_int_equal(count_of(js), 195936);
-    /* generate: DynamicCache keeps key_states [B, 4, S, 12] and value_states [B, 4, S, 8]
-     * per layer (full heads); 16 + 4 - 1 = 19 tokens x 2 layers x 4 x 20 x 4 bytes */
     vc_model *m = NULL;
     vc_error err;
     assert_int_equal(load_js(tiny, NULL, &m, &err), VC_OK);
+    mla_tiny_caches(m);
     vc_options o;
-    vc_options_init(&o);
-    o.mode = VC_MODE_GENERATE;
-    o.prompt = 16;
-    o.new_tokens = 4;
     vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(r.generate.kv_cache, 19 * 2 * 4 * 20 * 4);
-    assert_int_equal(r.generate.kv_mla, 2);
-    vc_result_free(&r);
     static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER};
     for (size_t i = 0; i < 2; i++) {
         vc_options_init(&o);
@@ -1283,13 +1298,6 @@ static void test_mla(void **state)
         assert_true(r.memory.peak_allocated > r.memory.weights);
         vc_result_free(&r);
     }
-    /* --serve: vLLM's MLAAttentionSpec, one head of kv_lora_rank + qk_rope_head_dim
-     * = 20 per token and layer, bf16: 16 tokens x 2 layers x 20 x 2 bytes per block */
-    vc_serve_result sr;
-    serve_bf16_h100(m, &sr);
-    assert_int_equal(sr.page_bytes, 16 * 2 * 20 * 2);
-    assert_int_equal(sr.latent_layers, 2);
-    assert_int_equal(sr.latent, 20);
     vc_model_free(m);
     /* every bad or inconsistent new key exits naming it */
     static const struct {
@@ -1386,24 +1394,10 @@ static void test_glm4_moe_lite(void **state)
         assert_null(m);
         if (strcmp(err.path, bad[i].path)) fail_msg("%s %s: path %s (%s)", bad[i].key, bad[i].value, err.path, err.msg);
     }
-    /* generate: transformers' DynamicCache keeps the full heads (test_mla's 19 tokens x 2 layers x 4 x 20 x 4 B);
-     * --serve: vLLM's MLA latent, kv_lora_rank + qk_rope_head_dim = 20 per token and layer */
+    /* generate: transformers' DynamicCache keeps the full heads; --serve: vLLM's MLA latent (test_mla's figures) */
     lite_js(js, sizeof js, NULL, NULL, NULL);
     assert_int_equal(load_js(js, NULL, &m, &err), VC_OK);
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = VC_MODE_GENERATE;
-    o.prompt = 16;
-    o.new_tokens = 4;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
-    assert_int_equal(r.generate.kv_cache, 19 * 2 * 4 * 20 * 4);
-    assert_int_equal(r.generate.kv_mla, 2);
-    vc_result_free(&r);
-    vc_serve_result sr;
-    serve_bf16_h100(m, &sr);
-    assert_int_equal(sr.page_bytes, 16 * 2 * 20 * 2);
-    assert_int_equal(sr.latent, 20);
+    mla_tiny_caches(m);
     vc_model_free(m);
 }
 

@@ -900,6 +900,18 @@ const hf_family vc__hf_families[] = {
               [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
      .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .head_class = "UMT5ForConditionalGeneration", .lora_targets = NULL},
+/* BartConfig's keys and defaults but the vocabulary's (bart-large's sizes: d_model 1024, 12 + 12 layers of 16 heads,
+ * ffn 4096, 1024 positions, gelu, dropout 0.1, attention and activation dropout 0; nn.LayerNorm's eps), which
+ * MarianConfig and PegasusConfig repeat with their own vocab_size default */
+#define BART_KEYS(vocab)                                                                                       \
+    [K_VOCAB] = DEF("vocab_size", vocab), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12), \
+        [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},                       \
+        [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024), \
+        [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},                             \
+        [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),                 \
+        [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),                          \
+        [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),        \
+        [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)
     /* BartConfig (configuration_bart.py: every size has a default, facebook/bart-large's: vocab 50265, d_model 1024,
      * 12 + 12 layers of 16 heads, ffn 4096, 1024 positions, gelu, dropout 0.1, attention and activation dropout
      * 0, scale_embedding false; tie_word_embeddings PretrainedConfig's True) and BartForConditionalGeneration
@@ -908,14 +920,7 @@ const hf_family vc__hf_families[] = {
      * with BartSdpaAttention (q/k/v/out_proj with biases), cross-attention, the lm_head tied to the shared
      * embedding, the final_logits_bias buffer. PEFT: q_proj, v_proj (peft @ 5d602fdb utils/constants.py). */
     {.model_type = "bart", .config_class = "BartConfig",
-     .keys = {[K_VOCAB] = DEF("vocab_size", 50265), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
-              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
-              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
-              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
-              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
-              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
-              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
-              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .keys = {BART_KEYS(50265)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "BartForConditionalGeneration", .lora_targets = "q_proj,v_proj"},
     /* Mistral3Config (configuration_mistral3.py @ 0db25542): the language model is MistralConfig's, read from
@@ -1385,14 +1390,7 @@ const hf_family vc__hf_families[] = {
      * embed_scale, no layernorm_embedding; the layers and MarianAttention "Copied from" bart's (post-LN). PEFT's
      * mapping (peft @ 00073fe8 utils/constants.py) has no marian: --lora-targets. */
     {.model_type = "marian", .config_class = "MarianConfig",
-     .keys = {[K_VOCAB] = DEF("vocab_size", 58101), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
-              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
-              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
-              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
-              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
-              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
-              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
-              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .keys = {BART_KEYS(58101)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "MarianMTModel", .lora_targets = NULL},
     /* PegasusConfig (configuration_pegasus.py @00e12e7c PegasusConfig.__init__: vocab_size 50265, max_position_embeddings
@@ -1403,14 +1401,7 @@ const hf_family vc__hf_families[] = {
      * each stack's final layer_norm; the attention "Copied from" bart's. PEFT's mapping (peft @ 00073fe8) has no
      * pegasus: --lora-targets. */
     {.model_type = "pegasus", .config_class = "PegasusConfig",
-     .keys = {[K_VOCAB] = DEF("vocab_size", 50265), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
-              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
-              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
-              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
-              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
-              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
-              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
-              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .keys = {BART_KEYS(50265)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "PegasusForConditionalGeneration", .lora_targets = NULL},
     /* DeepseekV4Config (DeepSeek-V4-Flash / -Pro; configuration_deepseek_v4.py @ 015c0781, modeling_deepseek_v4.py
