@@ -1442,6 +1442,25 @@ const hf_family vc__hf_families[] = {
     {.model_type = "mistral3", .config_class = "Ministral3Config (Mistral3Config.text_config)", .keys = {MINISTRAL3_KEYS},
      LLAMA_BLOCK, .l4_scale = true, .nested = "text_config", .vision = VIS_PIXTRAL, .text_type = "ministral3",
      .lora_targets = NULL},
+    /* MBartConfig (configuration_mbart.py @008f5c8c MBartConfig.__init__: bart's defaults, vocab_size 50265, 1024
+     * positions, 12 + 12 layers of 16 heads, ffn 4096, d_model 1024, gelu, dropout 0.1, attention and activation
+     * dropout 0, scale_embedding False, pad 1, eos 2, forced_eos_token_id 2; tie_word_embeddings PretrainedConfig's
+     * True) and MBartForConditionalGeneration (modeling_mbart.py @efa7189c, the bart row's commit; src/hf/hf_bart.c):
+     * bart's embeddings (MBartLearnedPositionalEmbedding and MBartScaledWordEmbedding "Copied from" bart's,
+     * layernorm_embedding), pegasus's pre-LN layers (MBartEncoderLayer / MBartDecoderLayer, which pegasus's copy) and
+     * each stack's final layer_norm, its own shift_tokens_right. PEFT's mapping (peft @ 00073fe8) has no mbart:
+     * --lora-targets. */
+    {.model_type = "mbart", .config_class = "MBartConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50265), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12),
+              [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024),
+              [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),
+              [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .head_class = "MBartForConditionalGeneration", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
