@@ -491,16 +491,55 @@ const vc_kind vc_kind_T5Attention = {
  * decoder_input_ids, held by the loop like input_ids. */
 typedef struct {
     int64_t len;
+    bool mbart; /* modeling_mbart.py's shift_tokens_right (mbart_shift below) */
 } di_cfg;
 
-static int di_parse(vc_args *a, void *p) { return vc_arg_int(a, "length", VC_REQUIRED, 1, &((di_cfg *)p)->len); }
+static int di_parse(vc_args *a, void *p)
+{
+    di_cfg *c = p;
+    if (vc_arg_int(a, "length", VC_REQUIRED, 1, &c->len)) return -1;
+    return vc_arg_bool(a, "mbart", false, &c->mbart);
+}
 
 static int di_setup(vc_setup *s, void *p)
 {
     const di_cfg *c = p;
     s->out = vc_shape_make(1, &c->len);
     s->out_dt = VC_DT_I64;
+    if (c->mbart) s->ops = 10;
     return 0;
+}
+
+/* One in-place op on dst (copy_ / masked_fill_) reading src; returns dst's view. */
+static vc_t di_inplace(vc_build *b, const char *name, vc_t dst, vc_t src, int64_t T)
+{
+    vc_op *o = vc_op_begin(b, name);
+    int i = vc_op_in_nodiff(o, dst);
+    vc_op_in_nodiff(o, src);
+    dst = vc_op_out_view(o, i, vc_n_sample(T), true);
+    vc_op_end(o);
+    return dst;
+}
+
+/* modeling_mbart.py shift_tokens_right(labels, pad) (huggingface/transformers @efa7189c, the same @00b676f8):
+ * prev = input_ids.clone(); prev.masked_fill_(prev == -100, pad); index_of_eos = (prev.ne(pad).sum(dim=1) -
+ * 1).unsqueeze(-1); decoder_start_tokens = prev.gather(1, index_of_eos).squeeze(); prev[:, 1:] = prev[:, :-1].clone();
+ * prev[:, 0] = decoder_start_tokens; index_of_eos and decoder_start_tokens are locals until it returns. */
+static vc_t mbart_shift(vc_build *b, int64_t T)
+{
+    vc_t pv = vc__op_new(b, "clone", vc_n_sample(T), VC_DT_I64);
+    pv = di_inplace(b, "masked_fill_", pv, ng(b, "eq", pv, -1, vc_n_sample(T), VC_DT_BOOL), T);
+    vc_t ne = ng(b, "ne", pv, -1, vc_n_sample(T), VC_DT_BOOL);
+    vc_t sum = ng(b, "sum", ne, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t idx = ng(b, "sub", sum, -1, vc_n_sample(1), VC_DT_I64);
+    vc_hold(b, idx);
+    vc_t st = ng(b, "gather", pv, idx, vc_n_sample(1), VC_DT_I64);
+    vc_hold(b, st);
+    if (T > 1) pv = di_inplace(b, "copy_", pv, vc__op_new(b, "clone", vc_n_sample(T - 1), VC_DT_I64), T);
+    pv = di_inplace(b, "copy_", pv, st, T);
+    vc_release(b, idx);
+    vc_release(b, st);
+    return pv;
 }
 
 static void di_emit(vc_build *b, const void *p)
@@ -513,21 +552,14 @@ static void di_emit(vc_build *b, const void *p)
         vc_set_output(b, ids);
         return;
     }
-    vc_t sh = vc__op_new(b, "new_zeros", vc_n_sample(T), VC_DT_I64);
-    if (T > 1) {
-        vc_t cl = vc__op_new(b, "clone", vc_n_sample(T - 1), VC_DT_I64);
-        vc_op *o = vc_op_begin(b, "copy_");
-        int i = vc_op_in_nodiff(o, sh);
-        vc_op_in_nodiff(o, cl);
-        sh = vc_op_out_view(o, i, vc_n_sample(T), true);
-        vc_op_end(o);
+    vc_t sh;
+    if (c->mbart) {
+        sh = mbart_shift(b, T);
+    } else {
+        sh = vc__op_new(b, "new_zeros", vc_n_sample(T), VC_DT_I64);
+        if (T > 1) sh = di_inplace(b, "copy_", sh, vc__op_new(b, "clone", vc_n_sample(T - 1), VC_DT_I64), T);
+        sh = di_inplace(b, "masked_fill_", sh, ng(b, "eq", sh, -1, vc_n_sample(T), VC_DT_BOOL), T);
     }
-    vc_t eq = ng(b, "eq", sh, -1, vc_n_sample(T), VC_DT_BOOL);
-    vc_op *o = vc_op_begin(b, "masked_fill_");
-    int i = vc_op_in_nodiff(o, sh);
-    vc_op_in_nodiff(o, eq);
-    sh = vc_op_out_view(o, i, vc_n_sample(T), true);
-    vc_op_end(o);
     vc_keep_forward(b, sh);
     vc_set_output(b, sh);
 }

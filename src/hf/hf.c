@@ -902,7 +902,7 @@ const hf_family vc__hf_families[] = {
      .head = HEAD_LM, .head_class = "UMT5ForConditionalGeneration", .lora_targets = NULL},
 /* BartConfig's keys and defaults but the vocabulary's (bart-large's sizes: d_model 1024, 12 + 12 layers of 16 heads,
  * ffn 4096, 1024 positions, gelu, dropout 0.1, attention and activation dropout 0; nn.LayerNorm's eps), which
- * MarianConfig and PegasusConfig repeat with their own vocab_size default */
+ * MarianConfig, PegasusConfig and MBartConfig repeat with their own vocab_size default */
 #define BART_KEYS(vocab)                                                                                       \
     [K_VOCAB] = DEF("vocab_size", vocab), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12), \
         [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},                       \
@@ -1433,6 +1433,18 @@ const hf_family vc__hf_families[] = {
     {.model_type = "mistral3", .config_class = "Ministral3Config (Mistral3Config.text_config)", .keys = {MINISTRAL3_KEYS},
      LLAMA_BLOCK, .l4_scale = true, .nested = "text_config", .vision = VIS_PIXTRAL, .text_type = "ministral3",
      .lora_targets = NULL},
+    /* MBartConfig (configuration_mbart.py @008f5c8c MBartConfig.__init__: bart's defaults, vocab_size 50265, 1024
+     * positions, 12 + 12 layers of 16 heads, ffn 4096, d_model 1024, gelu, dropout 0.1, attention and activation
+     * dropout 0, scale_embedding False, pad 1, eos 2, forced_eos_token_id 2; tie_word_embeddings PretrainedConfig's
+     * True) and MBartForConditionalGeneration (modeling_mbart.py @efa7189c, the bart row's commit; src/hf/hf_bart.c):
+     * bart's embeddings (MBartLearnedPositionalEmbedding and MBartScaledWordEmbedding "Copied from" bart's,
+     * layernorm_embedding), pegasus's pre-LN layers (MBartEncoderLayer / MBartDecoderLayer, which pegasus's copy) and
+     * each stack's final layer_norm, its own shift_tokens_right. PEFT's mapping (peft @ 00073fe8) has no mbart:
+     * --lora-targets. */
+    {.model_type = "mbart", .config_class = "MBartConfig",
+     .keys = {BART_KEYS(50265)},
+     .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .head_class = "MBartForConditionalGeneration", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

@@ -115,9 +115,11 @@ int vc__hf_bart_read(rd *r, arch *a)
     /* the row's variant (hf.c): bart's learned positions (+ 2) and layernorm_embedding; marian's sinusoidal
      * positions, no layernorm_embedding, share_encoder_decoder_embeddings and decoder_vocab_size */
     const bool marian = !strcmp(a->f->model_type, "marian"), pegasus = !strcmp(a->f->model_type, "pegasus");
+    const bool mbart = !strcmp(a->f->model_type, "mbart");
     a->bt.sinus = marian || pegasus; /* PegasusSinusoidalPositionalEmbedding: "Copied from" Marian's */
     a->bt.ln_emb = !marian && !pegasus;
-    a->bt.pre = pegasus;
+    a->bt.pre = pegasus || mbart; /* MBartEncoderLayer / MBartDecoderLayer (pegasus's "Copied from" them) */
+    a->bt.mbart_shift = mbart;
     a->bt.share = true;
     a->bt.dec_V = a->V;
     if (marian && marian_read(r, a)) return -1;
@@ -161,6 +163,10 @@ int vc__hf_bart_read(rd *r, arch *a)
         if ((v = bt_key(r, forced[i])) &&
             (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble >= (double)a->V))
             return vc__hf_bad(r, forced[i], "expected a token id from 0 to vocab_size - 1 (%lld)", (long long)a->V - 1);
+    /* MBartConfig's forced_eos_token_id defaults to 2 (kept when the key is absent; null turns it off) */
+    if (mbart && !cJSON_GetObjectItemCaseSensitive(r->cfg, "forced_eos_token_id") && a->V <= 2)
+        return vc__hf_bad(r, "forced_eos_token_id", "MBartConfig's default 2 is not a token id of vocab_size %lld",
+                          (long long)a->V);
     /* bad_words_ids: NoBadWordsLogitsProcessor._validate_arguments (a non-empty list of lists of token ids, else
      * ValueError) and _prepare_bias_variables (an id past the logits' vocabulary: ValueError) */
     if ((v = bt_key(r, "bad_words_ids"))) {
@@ -196,8 +202,8 @@ void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp)
 {
     memset(lp, 0, sizeof *lp);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    if (!cJSON_IsString(mt) ||
-        (strcmp(mt->valuestring, "bart") && strcmp(mt->valuestring, "marian") && strcmp(mt->valuestring, "pegasus")))
+    if (!cJSON_IsString(mt) || (strcmp(mt->valuestring, "bart") && strcmp(mt->valuestring, "marian") &&
+                                strcmp(mt->valuestring, "pegasus") && strcmp(mt->valuestring, "mbart")))
         return;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "no_repeat_ngram_size");
     if (cJSON_IsNumber(v) && v->valuedouble > 0) lp->ngram = (int64_t)v->valuedouble;
@@ -224,7 +230,8 @@ void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp)
         lp->bad = kept && !longer;
         if (!lp->bad) lp->other = "bad_words_ids";
     }
-    lp->eos = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cfg, "forced_eos_token_id"));
+    v = cJSON_GetObjectItemCaseSensitive(cfg, "forced_eos_token_id");
+    lp->eos = cJSON_IsNumber(v) || (!v && !strcmp(mt->valuestring, "mbart")); /* MBartConfig's default 2 */
     /* _get_logits_processor's other processors: the key and the GenerationConfig default that adds none (NAN: null,
      * false or an empty list) */
     static const struct { const char *key; double none; } others[] = {
@@ -401,7 +408,9 @@ void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
     ret(&w, "encoder", stack_norm(&w, a, "encoder", so, sizeof so), "model.encoder.inputs_embeds",
         "model.encoder.embed_positions", true);
     /* decoder_input_ids: shift_tokens_right(labels) in training, given in inference */
-    num(&w, lay(&w, "T5DecoderIds", "decoder_input_ids"), "length", (double)a->tgt);
+    cJSON *di = lay(&w, "T5DecoderIds", "decoder_input_ids");
+    num(&w, di, "length", (double)a->tgt);
+    if (a->bt.mbart_shift) flag(&w, di, "mbart", true); /* mbart's shift_tokens_right(labels, pad) */
     const char *d = embeds(&w, a, "decoder", "decoder_input_ids", h, sizeof h);
     la = blocks(&w, a, "model.decoder.layers", d, a->dec_N);
     if (!la) return;

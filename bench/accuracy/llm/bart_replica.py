@@ -59,6 +59,14 @@ layers (PegasusEncoderLayer / PegasusDecoderLayer "Copied from" MBartEncoderLaye
 h = self_attn_layer_norm(h); self_attn; dropout; residual + h; the cross block the same with encoder_attn_layer_norm;
 residual = h; h = final_layer_norm(h); fc1, act, dropout, fc2, dropout; residual + h) and each stack's final
 `hidden_states = self.layer_norm(hidden_states)`; PegasusModel.get_input_embeddings() is shared.
+model_type "mbart" (MBartForConditionalGeneration), modeling_mbart.py @efa7189c (the same forms @00b676f8 but its newer
+attention and decoder positions; configuration_mbart.py @008f5c8c MBartConfig.__init__: bart's defaults and
+forced_eos_token_id 2): bart's embeddings (MBartScaledWordEmbedding, MBartLearnedPositionalEmbedding "Copied from" bart's,
+the stacks' embed_tokens sharing shared's weight, layernorm_embedding), the pre-LN MBartEncoderLayer / MBartDecoderLayer
+above (pegasus's are copies of them), each stack's final layer_norm, and its own shift_tokens_right(labels, pad):
+prev_output_tokens = input_ids.clone(); masked_fill_(== -100, pad); index_of_eos = (prev.ne(pad).sum(dim=1) -
+1).unsqueeze(-1); decoder_start_tokens = prev.gather(1, index_of_eos).squeeze(); prev[:, 1:] = prev[:, :-1].clone();
+prev[:, 0] = decoder_start_tokens.
 Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every LayerNorm vctorch._LayerNorm2x, SDPA
 vctorch._sdpa_math_2x (the math backend), dropout vctorch.dropout2x, as the harness's other replicas.
 """
@@ -98,6 +106,7 @@ DEFAULTS = {  # BartConfig.__init__
 
 
 PEGASUS_DEFAULTS = dict(DEFAULTS, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)  # PegasusConfig.__init__
+MBART_DEFAULTS = dict(DEFAULTS, forced_eos_token_id=2)  # MBartConfig.__init__
 MARIAN_DEFAULTS = dict(DEFAULTS, vocab_size=58101, pad_token_id=58100, decoder_start_token_id=58100, eos_token_id=0,
                        share_encoder_decoder_embeddings=True, decoder_vocab_size=None)  # MarianConfig.__init__
 
@@ -105,7 +114,7 @@ MARIAN_DEFAULTS = dict(DEFAULTS, vocab_size=58101, pad_token_id=58100, decoder_s
 class Config:
     def __init__(self, cfg):
         self.model_type = cfg.get("model_type", "bart")
-        for k, v in {"marian": MARIAN_DEFAULTS, "pegasus": PEGASUS_DEFAULTS}.get(self.model_type, DEFAULTS).items():
+        for k, v in {"marian": MARIAN_DEFAULTS, "pegasus": PEGASUS_DEFAULTS, "mbart": MBART_DEFAULTS}.get(self.model_type, DEFAULTS).items():
             setattr(self, k, cfg.get(k, v) if cfg.get(k) is not None else v)
         if self.model_type == "marian":
             self.decoder_vocab_size = self.decoder_vocab_size or self.vocab_size
@@ -225,7 +234,7 @@ class BartEncoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.encoder_ffn_dim)
         self.fc2 = Linear(c.encoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
-        self.pre = c.model_type == "pegasus"
+        self.pre = c.model_type in ("pegasus", "mbart")
 
     def forward_pre(self, hidden_states):  # MBartEncoderLayer.forward (pegasus's): pre-LN, fp16's clamp only
         residual = hidden_states
@@ -274,7 +283,7 @@ class BartDecoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.decoder_ffn_dim)
         self.fc2 = Linear(c.decoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
-        self.pre = c.model_type == "pegasus"
+        self.pre = c.model_type in ("pegasus", "mbart")
 
     def forward_pre(self, hidden_states, encoder_hidden_states, use_cache=True):  # MBartDecoderLayer.forward
         residual = hidden_states
@@ -340,8 +349,8 @@ class BartEncoder(nn.Module):
             self.embed_tokens = shared
         self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartEncoderLayer(c) for _ in range(c.encoder_layers)])
-        self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type == "bart" else None
-        self.layer_norm = LayerNorm(c.d_model) if c.model_type == "pegasus" else None  # the stack's final norm
+        self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type in ("bart", "mbart") else None
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type in ("pegasus", "mbart") else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids):
@@ -377,8 +386,8 @@ class BartDecoder(nn.Module):
             self.embed_tokens = shared
         self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartDecoderLayer(c) for _ in range(c.decoder_layers)])
-        self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type == "bart" else None
-        self.layer_norm = LayerNorm(c.d_model) if c.model_type == "pegasus" else None  # the stack's final norm
+        self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type in ("bart", "mbart") else None
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type in ("pegasus", "mbart") else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids, encoder_hidden_states, use_cache):
@@ -442,6 +451,14 @@ class BartForConditionalGeneration(nn.Module):
 
     def shift_tokens_right(self, input_ids):
         c = self.config
+        if c.model_type == "mbart":  # modeling_mbart.py shift_tokens_right(input_ids, pad_token_id)
+            prev_output_tokens = input_ids.clone()
+            prev_output_tokens.masked_fill_(prev_output_tokens == -100, c.pad_token_id)
+            index_of_eos = (prev_output_tokens.ne(c.pad_token_id).sum(dim=1) - 1).unsqueeze(-1)
+            decoder_start_tokens = prev_output_tokens.gather(1, index_of_eos).squeeze()
+            prev_output_tokens[:, 1:] = prev_output_tokens[:, :-1].clone()
+            prev_output_tokens[:, 0] = decoder_start_tokens
+            return prev_output_tokens
         shifted_input_ids = input_ids.new_zeros(input_ids.shape)
         shifted_input_ids[:, 1:] = input_ids[:, :-1].clone()
         shifted_input_ids[:, 0] = c.decoder_start_token_id

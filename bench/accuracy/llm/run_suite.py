@@ -2251,6 +2251,19 @@ def cases():
                      ("generate", 2, 32, 24, "bf16", False, 0), ("train", 2, 256, "adamw", "fp32", False, 0),
                      ("train", 2, 64, "adamw", "bf16", False, 0), ("generate", 1, 64, 16, "fp32", False, 0)],
                config="glm_moe_dsa_shared_small", experts="grouped_mm")
+    # MBartForConditionalGeneration (bart_replica.py model_type mbart, modeling_mbart.py @efa7189c: bart's learned
+    # positions (+ 2) and layernorm_embedding, the pre-LN layers, each stack's final layer_norm, its shift_tokens_right):
+    # mbart_small (gelu, scale_embedding, dropouts 0.1, forced_eos_token_id 2); training (full, LoRA q_proj,v_proj,
+    # checkpointed), infer, generate (greedy fp32 / bf16, 2 beams). Every third held out.
+    mode_cases(out, [
+        ("train", "mbart_small", 2, 96, "adamw", "fp32", False, 0),
+        ("train", "mbart_small", 2, 64, "adamw", "bf16", False, 8),
+        ("infer", "mbart_small", 4, 128, None, "fp32", False, 0),
+        ("train", "mbart_small", 2, 96, "sgd", "fp32", True, 0),
+        ("generate", "mbart_small", 2, 48, 8, "fp32", False, 0),
+        ("generate", "mbart_small", 1, 64, 10, "bf16", False, 0),
+    ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    mode_cases(out, [("generate", "mbart_small", 1, 40, 6, "fp32", False, 0)], num_beams=2)
     return out
 
 
