@@ -35,15 +35,12 @@ static int64_t clip_count(const char *js)
     return strtoll(p + strlen("the parameter count is exact: "), NULL, 10);
 }
 
-static char *slurp(const char *path)
+/* clip_count of the config file at path */
+static int64_t clip_file_count(const char *path)
 {
-    FILE *fp = fopen(path, "rb");
-    assert_non_null(fp);
     static char buf[16384];
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    fclose(fp);
-    buf[n] = 0;
-    return buf;
+    cli_slurp(path, buf, sizeof buf);
+    return clip_count(buf);
 }
 
 /* A tiny config by hand: text V 10, H 4, I 8, 1 layer, 2 heads, 5 positions; vision H 6, I 12, 2 layers, 3 heads,
@@ -88,8 +85,8 @@ static void test_counts(void **state)
 static void test_checkpoints(void **state)
 {
     (void)state;
-    assert_int_equal(clip_count(slurp(HF "clip-vit-base-patch32.json")), INT64_C(151277313));
-    assert_int_equal(clip_count(slurp(HF "clip-vit-large-patch14.json")), INT64_C(427616513));
+    assert_int_equal(clip_file_count(HF "clip-vit-base-patch32.json"), INT64_C(151277313));
+    assert_int_equal(clip_file_count(HF "clip-vit-large-patch14.json"), INT64_C(427616513));
 }
 
 /* Every memory mode refused (exit 2, one line): the count, then the refusal */
