@@ -1154,6 +1154,12 @@ static void test_family_table(void **state)
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), "model_type");
             assert_non_null(strstr(err.msg, "the parameter count is exact: 284325869015 parameters"));
+        } else if (!strcmp(f->model_type, "clip")) {
+            /* count-only (hf_clip.c): CLIPConfig()'s defaults (openai/clip-vit-base-patch32's shape, test_fam_clip)
+             * counted, then refused naming model_type */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "model_type");
+            assert_non_null(strstr(err.msg, "the parameter count is exact: 151277313 parameters"));
         } else if (!strcmp(f->model_type, "glm4_moe")) {
             /* Glm4MoeConfig(): 96 heads do not divide 4096 without a head_dim (test_config_class_rows) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);

@@ -1445,6 +1445,12 @@ const hf_family vc__hf_families[] = {
      .keys = {BART_KEYS(50265)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "MBartForConditionalGeneration", .lora_targets = NULL},
+    /* CLIPConfig (configuration_clip.py @ 01841b34; modeling_clip.py @ 000f1ffd): a count-only row, as deepseek_v4's.
+     * Its keys (text_config.*, vision_config.*, projection_dim) are read and CLIPModel's parameters counted by
+     * hf_clip.c; vc_hf_build refuses every estimate after the count (the text tower's causal mask and argmax pooling,
+     * the vision tower's class embedding and pre_layrnorm, and clip_loss are not modelled yet). */
+    {.model_type = "clip", .config_class = "CLIPConfig", .keys = {[K_ACT] = ACT("hidden_act", "quick_gelu")},
+     LLAMA_BLOCK, .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -1789,6 +1795,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "deepseek_v4: the compressed attention (CSA/HCA), "
                             "hyper-connections and hash-MoE are not modelled yet; the parameter count is exact: %lld "
                             "parameters (DeepseekV4ForCausalLM's named_parameters(), buffers excluded)", (long long)n);
+    }
+    if (!strcmp(r.fam, "clip")) { /* count-only (hf_clip.c): the exact count, then the refusal */
+        int64_t n;
+        if (vc__hf_clip_count(&r, &n)) return err->code;
+        return vc_set_error(err, VC_ERR_MODEL, "model_type", "clip: CLIPModel's memory is not modelled yet (the text "
+                            "tower's causal mask and argmax pooling, the vision tower's class embedding and "
+                            "pre_layrnorm, clip_loss); the parameter count is exact: %lld parameters (CLIPModel's "
+                            "named_parameters(), buffers excluded)", (long long)n);
     }
     const cJSON *nest = a.f->nested ? cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested) : NULL;
     /* SiglipConfig.__init__: text_config / vision_config None (absent) -> {}, the class's defaults */

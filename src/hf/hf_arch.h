@@ -485,7 +485,7 @@ typedef struct arch {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart, clip"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -705,6 +705,13 @@ int vc__hf_olmoe_read(rd *r, arch *a);
  * counted exactly (sum of named_parameters()' numels, buffers excluded) into *params; its memory is not modelled, so
  * vc_hf_build refuses every estimate after the count (0: counted; else err's code, naming the key) */
 int vc__hf_deepseek_v4_count(rd *r, int64_t *params);
+/* An int key of a count-only family's config object r->cfg (cls the config class the error names): def when absent,
+ * else an integer in [lo, MAX_SIZE] (hf_deepseek_v4.c; 0, or -1 with r->err naming the key) */
+int vc__hf_count_int(rd *r, const char *key, int64_t def, int64_t lo, const char *cls, int64_t *out);
+/* hf_clip.c (issue 31, towers): CLIPConfig's keys checked (text_config.* / vision_config.* named) and CLIPModel's
+ * parameters counted exactly into *params; its memory is not modelled yet, so vc_hf_build refuses every estimate
+ * after the count (0: counted; else err's code, naming the key) */
+int vc__hf_clip_count(rd *r, int64_t *params);
 /* hf_olmoe.c: output_router_logits, a bool whose true (the auxiliary load_balancing_loss_func) is refused naming it
  * (OlmoeForCausalLM's and Ernie4_5_MoeForCausalLM's); -1 with r->err. */
 int vc__hf_no_router_logits(rd *r);

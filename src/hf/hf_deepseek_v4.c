@@ -63,8 +63,7 @@ enum { LT_SLIDING, LT_CSA, LT_HCA };
 static const char *const layer_type_names[] = {"sliding_attention", "compressed_sparse_attention",
                                                "heavily_compressed_attention"};
 
-/* An int field of DeepseekV4Config (@strict: an int, null refused), def when absent, in [lo, MAX_SIZE]. */
-static int int_key(rd *r, const char *key, int64_t def, int64_t lo, int64_t *out)
+int vc__hf_count_int(rd *r, const char *key, int64_t def, int64_t lo, const char *cls, int64_t *out)
 {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
     if (!j) {
@@ -72,11 +71,17 @@ static int int_key(rd *r, const char *key, int64_t def, int64_t lo, int64_t *out
         return 0;
     }
     if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble) || j->valuedouble != floor(j->valuedouble))
-        return vc__hf_bad(r, key, "expected an integer (DeepseekV4Config)");
+        return vc__hf_bad(r, key, "expected an integer (%s)", cls);
     if (j->valuedouble < (double)lo || j->valuedouble > (double)MAX_SIZE)
         return vc__hf_bad(r, key, "%.17g: expected %lld to %lld", j->valuedouble, (long long)lo, (long long)MAX_SIZE);
     *out = (int64_t)j->valuedouble;
     return 0;
+}
+
+/* An int field of DeepseekV4Config (@strict: an int, null refused), def when absent, in [lo, MAX_SIZE]. */
+static int int_key(rd *r, const char *key, int64_t def, int64_t lo, int64_t *out)
+{
+    return vc__hf_count_int(r, key, def, lo, "DeepseekV4Config", out);
 }
 
 static int bool_key(rd *r, const char *key, bool *out)
