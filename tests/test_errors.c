@@ -122,7 +122,7 @@ static int check_usage_error(const char *what, const run_result *r, const char *
 
 typedef struct {
     char name[128];
-    char expected[512];
+    char expected[2048]; /* a substring of the stderr line: the whole of hf_unknown_model_type's list */
     char args[256];
 } bad_case;
 
@@ -152,7 +152,7 @@ static void test_bad_file(void **state)
 
 static int load_expected(void)
 {
-    char path[512], line[1024];
+    char path[512], line[4096]; /* the hf_unknown_model_type line lists every supported model_type (over 1,000 characters) */
     snprintf(path, sizeof path, "%s/expected.txt", VC_BAD_DIR);
     FILE *f = fopen(path, "r");
     if (!f) {
