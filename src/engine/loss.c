@@ -1213,6 +1213,21 @@ static vc_t orpo_small(vc_build *b, const char *name, vc_t x, int ntemp)
     return r;
 }
 
+/* a tensor of odds_ratio_loss's or get_batch_loss_metrics' logging: a no-grad op on x (and y)
+ * making n elements of dt, with a temporary of nt elements of tdt (nt NULL: none) freed when the
+ * statement ends */
+static vc_t orpo_metric(vc_build *b, const char *name, vc_t x, vc_t y, const vc_numel *nt, vc_dtype tdt,
+                        vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in_nodiff(o, x);
+    if (y >= 0) vc_op_in_nodiff(o, y);
+    if (nt) vc_op_ftemp(o, *nt, tdt);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
+}
+
 static void emit_orpo(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -1334,19 +1349,52 @@ static void emit_orpo(vc_build *b)
     vc_op_save(o, lo);
     vc_op_end(o);
     vc_t ls = dpo_binary(b, "mul", ratio, -1, half, VC_DT_F32);
+    /* then chosen_rewards = beta * policy_chosen_logps.to(device).detach(), rejected_rewards the
+     * same ([B] fp32 each, .to a no-op on one device), and it returns torch.mean(ratio),
+     * torch.mean(log_odds) (0-d fp32): alive until get_batch_loss_metrics returns */
+    const vc_numel one = vc_n_fixed(1);
+    vc_t rw[2], ret[2];
+    for (int k = 0; k < 2; k++) rw[k] = orpo_metric(b, "mul", side[k], -1, NULL, VC_DT_F32, half, VC_DT_F32);
+    ret[0] = orpo_metric(b, "mean", ratio, -1, NULL, VC_DT_F32, one, VC_DT_F32);
+    ret[1] = orpo_metric(b, "mean", lo, -1, NULL, VC_DT_F32, one, VC_DT_F32);
     o = vc_op_begin(b, "mean");
     vc_op_in(o, ls);
-    vc_t mn = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_t mn = vc_op_out(o, one, VC_DT_F32);
     vc_op_end(o);
     /* loss = policy_nll_loss - losses.mean(): the model's dtype with fp32, promoted to fp32 */
     o = vc_op_begin(b, "sub");
     vc_op_grad(o, vc_op_in(o, nll), VC_GRAD_NEW);
     vc_op_grad(o, vc_op_in(o, mn), VC_GRAD_PASS);
-    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    b->loss_t = vc_op_out(o, one, VC_DT_F32);
     vc_op_end(o);
-    vc__extend_life(b, y); /* chosen_logits / rejected_logits, views of all_logits, until compute_loss returns */
-    vc__extend_life(b, ratio);
-    vc__extend_life(b, lo);
+    /* get_batch_loss_metrics (huggingface/trl @ f2cd5771, the file above; gather_for_metrics the
+     * identity in one process): reward_accuracies = (chosen_rewards > rejected_rewards).float() ([B]
+     * fp32, the bool [B] freed with the statement), then 11 metrics, each a 0-d tensor alive until
+     * the `metrics[k] = v.item()` loop: the means of chosen_rewards, rejected_rewards,
+     * reward_accuracies, (chosen_rewards - rejected_rewards) (a [B] temporary), the logps halves
+     * .detach() (views: the log-probs' dtype), gather(policy_*_logits.detach().mean()).mean() (a
+     * 0-d temporary each, the logits' dtype), policy_nll_loss.detach().mean(), and of the two
+     * returned means. Each of them a 512-byte block (the smallest the allocator gives). */
+    vc_t acc = orpo_metric(b, "gt+float", rw[0], rw[1], &half, VC_DT_BOOL, half, VC_DT_F32);
+    vc_t met[11];
+    met[0] = orpo_metric(b, "mean", rw[0], -1, NULL, VC_DT_F32, one, VC_DT_F32);
+    met[1] = orpo_metric(b, "mean", rw[1], -1, NULL, VC_DT_F32, one, VC_DT_F32);
+    met[2] = orpo_metric(b, "mean", acc, -1, NULL, VC_DT_F32, one, VC_DT_F32);
+    met[3] = orpo_metric(b, "sub+mean", rw[0], rw[1], &half, VC_DT_F32, one, VC_DT_F32);
+    vc_dtype ldt = (vc_dtype)b->t[logps].dt;
+    met[4] = orpo_metric(b, "mean", logps, -1, NULL, ldt, one, ldt); /* rejected, then chosen */
+    met[5] = orpo_metric(b, "mean", logps, -1, NULL, ldt, one, ldt);
+    met[6] = orpo_metric(b, "mean+mean", y, -1, &one, dt, one, dt); /* rejected, then chosen */
+    met[7] = orpo_metric(b, "mean+mean", y, -1, &one, dt, one, dt);
+    met[8] = orpo_metric(b, "mean", nll, -1, NULL, (vc_dtype)b->t[nll].dt, one, (vc_dtype)b->t[nll].dt);
+    met[9] = orpo_metric(b, "mean", ret[0], -1, NULL, VC_DT_F32, one, VC_DT_F32);
+    met[10] = orpo_metric(b, "mean", ret[1], -1, NULL, VC_DT_F32, one, VC_DT_F32);
+    for (int k = 0; k < 11; k++) vc__extend_life(b, met[k]);
+    /* get_batch_loss_metrics' locals until it returns: chosen_logits / rejected_logits (views of
+     * all_logits), the logps halves (views of all_logps), policy_nll_loss, losses (ratio's size),
+     * log_odds, the rewards, reward_accuracies, the returned means */
+    const vc_t locals[] = {y, logps, nll, ratio, lo, rw[0], rw[1], ret[0], ret[1], acc};
+    for (size_t j = 0; j < sizeof locals / sizeof *locals; j++) vc__extend_life(b, locals[j]);
 }
 
 /* ---- TRL's KTO step (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8, trl/trainer/kto_trainer.py

@@ -5,8 +5,9 @@ trl/experimental/orpo/orpo_trainer.py:
   DPODataCollatorWithPadding's batch: chosen_/rejected_ input_ids, attention_mask, labels, int64 [B, L]
       each (the prompt_* keys, unused by a decoder-only model's step, left out);
   ORPOTrainer.concatenated_inputs, concatenated_forward (its cross_entropy_loss), get_batch_logps,
-      odds_ratio_loss, log1mexp, get_batch_loss_metrics (the default: beta 0.1, no aux loss), compute_loss
-      (no autocast: _peft_has_been_casted_to_bf16 False).
+      odds_ratio_loss, log1mexp, get_batch_loss_metrics (the default: beta 0.1, no aux loss; its 11 metrics,
+      accelerator.gather_for_metrics being the identity in one process, alive until the .item() loop),
+      compute_loss (no autocast: _peft_has_been_casted_to_bf16 False).
 selective_log_softmax is TRL's (dpo_replica.py, trl/trainer/utils.py at the same commit).
 The batch has no padding and no prompt (every token a completion token: labels = input_ids), so
 attention_mask is all ones (reference.py's sdpa path takes no mask, as transformers'
@@ -140,8 +141,9 @@ class ORPO:
         metrics["rewards/margins"] = (chosen_rewards - rejected_rewards).mean()
         metrics["logps/rejected"] = policy_rejected_logps.detach().mean()
         metrics["logps/chosen"] = policy_chosen_logps.detach().mean()
-        metrics["logits/rejected"] = policy_rejected_logits.detach().mean()
-        metrics["logits/chosen"] = policy_chosen_logits.detach().mean()
+        # gather_for_metrics(policy_*_logits.detach().mean()).mean(): a second mean of the 0-d mean
+        metrics["logits/rejected"] = policy_rejected_logits.detach().mean().mean()
+        metrics["logits/chosen"] = policy_chosen_logits.detach().mean().mean()
         metrics["nll_loss"] = policy_nll_loss.detach().mean()
         metrics["log_odds_ratio"] = log_odds_ratio.detach().mean()
         metrics["log_odds_chosen"] = log_odds_chosen.detach().mean()
