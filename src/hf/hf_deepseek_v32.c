@@ -63,13 +63,24 @@ static int v32_int(rd *r, const char *key, int64_t def, int64_t min, int64_t *ou
     return 0;
 }
 
+/* A per-layer list key's value: NULL where absent or null (*bad 0), else a list of one entry per layer (else an
+ * error naming key, *bad -1). */
+static const cJSON *v32_layers(rd *r, const char *key, const arch *a, int *bad)
+{
+    const cJSON *v = v32_raw(r, key);
+    *bad = 0;
+    if (!v || cJSON_IsNull(v)) return NULL;
+    if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == a->N) return v;
+    *bad = vc__hf_bad(r, key, "expected a list of %lld strings (one per layer)", (long long)a->N);
+    return NULL;
+}
+
 /* A list key: absent or null, or n strings each of which is(i) accepts. */
 static int v32_list(rd *r, const char *key, const arch *a, const char *want)
 {
-    const cJSON *v = v32_raw(r, key);
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
-        return vc__hf_bad(r, key, "expected a list of %lld strings (one per layer)", (long long)a->N);
+    int bad;
+    const cJSON *v = v32_layers(r, key, a, &bad);
+    if (!v) return bad;
     int64_t i = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++) {
         const char *ok = want ? want : i < a->first_dense ? "dense" : "sparse";
@@ -182,11 +193,11 @@ int vc__hf_deepseek_v32_read(rd *r, arch *a)
  * must give the same number, as vramcalc models one model for both. */
 int vc__hf_glm4_moe_lite_read(rd *r, arch *a)
 {
-    const cJSON *v = v32_raw(r, "mlp_layer_types"), *fk = v32_raw(r, "first_k_dense_replace");
+    int bad;
+    const cJSON *v = v32_layers(r, "mlp_layer_types", a, &bad), *fk = v32_raw(r, "first_k_dense_replace");
     int64_t dense = 1, i = 0;
-    if (v && !cJSON_IsNull(v)) {
-        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
-            return vc__hf_bad(r, "mlp_layer_types", "expected a list of %lld strings (one per layer)", (long long)a->N);
+    if (bad) return bad;
+    if (v) {
         dense = 0;
         for (const cJSON *e = v->child; e; e = e->next, i++) {
             const bool is_dense = cJSON_IsString(e) && !strcmp(e->valuestring, "dense");
@@ -199,7 +210,7 @@ int vc__hf_glm4_moe_lite_read(rd *r, arch *a)
     if (fk && !cJSON_IsNull(fk) && a->first_dense != dense)
         return vc__hf_bad(r, "first_k_dense_replace", "%lld, but Glm4MoeLiteConfig builds %lld dense layer%s from "
                           "mlp_layer_types%s", (long long)a->first_dense, (long long)dense, dense == 1 ? "" : "s",
-                          v && !cJSON_IsNull(v) ? "" : " (absent: one)");
+                          v ? "" : " (absent: one)");
     a->first_dense = dense;
     return 0;
 }
