@@ -129,6 +129,8 @@ static void test_refusals(void **state)
         {"--seq 1025", "--seq: 1025 tokens: m2m_100 has 1024 sinusoidal positions"},
         {"--seq 128 --target-seq 1025", "--target-seq: 1025 tokens: past max_position_embeddings + 1 - pad_token_id (1024)"},
         {"-m generate --prompt 16 --new-tokens 1025", "--new-tokens: 1025: past max_position_embeddings + 1 - pad_token_id"},
+        /* PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no m2m_100 */
+        {"--seq 128 --lora 8", "--lora needs --lora-targets"},
     };
     fam_refuse_options(HF "nllb-200-distilled-600M.json", o, sizeof o / sizeof *o);
     encdec_beams_hold_more(HF "nllb-200-distilled-600M.json");

@@ -36,6 +36,12 @@
  *  - BartPreTrainedModel.supports_gradient_checkpointing: every layer of both stacks through
  *    self._gradient_checkpointing_func(layer.__call__, ...), the decoder's use_cache off.
  * configuration_bart.py BartConfig.__init__: the defaults (facebook/bart-large's sizes).
+ * The rows marian, pegasus, mbart and m2m_100 are variants (vc__hf_bart_read). m2m_100 (modeling_m2m_100.py @efa7189c,
+ * M2M100ForConditionalGeneration: m2m100_418M / 1.2B and the NLLB-200 checkpoints): M2M100SinusoidalPositionalEmbedding
+ * is a non-persistent buffer of max_position_embeddings + 2 rows indexed by create_position_ids_from_input_ids from
+ * padding_idx (pad_token_id; layers/bart.c M2M100Positions; the lengths past which forward rebuilds it are refused:
+ * src/hf/hf.c, hf_whisper.c bart_check), no layernorm_embedding, MBart's pre-LN layers with each stack's final
+ * layer_norm, bart's shift_tokens_right, no final_logits_bias (lm_logits = lm_head(outputs[0])).
  * What is not modelled is refused: every N-th layer checkpointed, --loss, --tp (src/hf/hf.c); fp16, autocast,
  * quantized weights, --pp, op-level checkpointing, activation offloading, --mode generate and --serve
  * (vc__whisper_check, src/hf/hf_whisper.c; vLLM has no BartForConditionalGeneration: its registry's one
