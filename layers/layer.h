@@ -348,6 +348,8 @@ void vc__mamba2_vllm_state(const void *cfg, int64_t *conv, int64_t *ssm);
 /* A ShortConv config's Lfm2HybridConvCache conv_cache entry per sample, in elements: [hidden, L_cache]
  * (layers/shortconv.c). */
 int64_t vc__shortconv_state(const void *cfg);
+/* M2M100Positions (bart.c): the most positions (seq_len + past) looked up before forward rebuilds its buffer */
+int64_t vc__m2m_positions_limit(const void *cfg);
 /* vLLM's per-request conv state of one ShortConv layer, in elements: (conv_L_cache - 1) x hidden (shortconv.c) */
 int64_t vc__shortconv_vllm_state(const void *cfg);
 /* A RotaryAttention config with v_norm: Gemma4TextAttention's (layers/llm.c), which --serve pages as vLLM's Gemma 4 (src/engine/serve.c). */

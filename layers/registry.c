@@ -33,7 +33,7 @@ extern const vc_kind vc_kind_PixelValues, vc_kind_VisionWeights, vc_kind_VisionP
 extern const vc_kind vc_kind_T5LayerNorm, vc_kind_T5StackMask, vc_kind_T5PositionBias, vc_kind_T5Return, vc_kind_T5Attention,
     vc_kind_T5DecoderIds; /* t5.c */
 extern const vc_kind vc_kind_WhisperAttention, vc_kind_WhisperEncoderPositions; /* whisper.c */
-extern const vc_kind vc_kind_BartLogitsBias; /* bart.c */
+extern const vc_kind vc_kind_BartLogitsBias, vc_kind_M2M100Positions; /* bart.c */
 extern const vc_kind vc_kind_PixtralRotary, vc_kind_PixtralMask, vc_kind_PixtralAttention, vc_kind_PixtralMerge,
     vc_kind_PixtralOutputs; /* pixtral.c */
 
@@ -63,7 +63,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_T5LayerNorm, &vc_kind_T5StackMask, &vc_kind_T5PositionBias, &vc_kind_T5Return, &vc_kind_T5Attention,
     &vc_kind_T5DecoderIds,
     &vc_kind_WhisperAttention, &vc_kind_WhisperEncoderPositions,
-    &vc_kind_BartLogitsBias,
+    &vc_kind_BartLogitsBias, &vc_kind_M2M100Positions,
     &vc_kind_PixtralRotary, &vc_kind_PixtralMask, &vc_kind_PixtralAttention, &vc_kind_PixtralMerge, &vc_kind_PixtralOutputs,
 };
 

@@ -13,25 +13,7 @@
  *    --attention math, --workspace 0): training, LoRA, infer, generate (greedy, 2 beams).
  * 4. Refusals: exit 2 and one line naming the key or option.
  */
-#define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdbool.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "cli_run.h"
-#include "fam_hf.h"
-#include "vramcalc/vramcalc.h"
-
-#define HF VC_TEST_DATA "/hf/"
+#include "fam_encdec.h"
 #define LLMCFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
 
 /* MarianMTModel by hand (modeling_marian.py @00b676f8 __init__s), opus-mt-en-de: V 58101, d_model 512, 6 + 6 layers,
@@ -66,16 +48,10 @@ static void test_counts(void **state)
 static void test_layers(void **state)
 {
     (void)state;
-    vc_model *m = fam_load_file(HF "opus-mt-en-de.json", 128);
-    const char *js = vc_model_generated_json(m);
-    assert_non_null(js);
-    assert_non_null(strstr(js, "\"BartLogitsBias\""));
-    assert_non_null(strstr(js, "\"num_embeddings\":\t512,"));
-    assert_null(strstr(js, "\"num_embeddings\":\t514"));
-    assert_null(strstr(js, "layernorm_embedding"));
-    assert_non_null(strstr(js, "\"frozen\":\ttrue"));
-    assert_non_null(strstr(js, "\"SiLU\"")); /* activation_function swish: ACT2FN's SiLU */
-    vc_model_free(m);
+    static const char *const has[] = {"\"BartLogitsBias\"", "\"num_embeddings\":\t512,", "\"frozen\":\ttrue",
+                                      "\"SiLU\"" /* activation_function swish: ACT2FN's SiLU */, NULL};
+    static const char *const lacks[] = {"\"num_embeddings\":\t514", "layernorm_embedding", NULL};
+    encdec_template(HF "opus-mt-en-de.json", has, lacks);
 }
 
 /* measured.json's marian rows (run_suite.py's last two mode_cases lists, after the mixtral --liger rows; every third
@@ -116,24 +92,17 @@ static void test_refusals(void **state)
         /* not shared, tied: tie_weights gives lm_head the decoder's vocab_size rows */
         {"\"share_encoder_decoder_embeddings\": false, \"decoder_vocab_size\": 999",
          "decoder_vocab_size: 999 beside vocab_size 1000 with tie_word_embeddings"},
-        {"\"scale_embedding\": 1", "scale_embedding: expected true or false"},
         /* NoBadWordsLogitsProcessor._validate_arguments / _prepare_bias_variables: ValueError */
         {"\"bad_words_ids\": []", "bad_words_ids: expected a non-empty list of non-empty lists of token ids from 0 to 999"},
         {"\"bad_words_ids\": [5]", "bad_words_ids: expected a non-empty list of non-empty lists of token ids from 0 to 999"},
         {"\"bad_words_ids\": [[1000]]", "bad_words_ids: expected a non-empty list of non-empty lists of token ids"},
         {"\"bad_words_ids\": [[-1]]", "bad_words_ids: expected a non-empty list of non-empty lists of token ids"},
     };
-#define MARIAN_HEAD "{\"model_type\": \"marian\", \"vocab_size\": 1000, \"d_model\": 64, \"encoder_ffn_dim\": 96, " \
-                    "\"encoder_layers\": 2, \"encoder_attention_heads\": 4, \"decoder_layers\": 2, "        \
-                    "\"decoder_attention_heads\": 4, \"decoder_ffn_dim\": 96, \"max_position_embeddings\": 128, "
-    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        char path[] = "/tmp/vc_mrXXXXXX", body[1024], a[1100];
-        snprintf(body, sizeof body, MARIAN_HEAD "%s}", c[i].in);
-        fam_write(path, body);
-        snprintf(a, sizeof a, "%s --seq 64", path);
-        assert_usage(a, c[i].want);
-        remove(path);
-    }
+#define MARIAN_BASE "{\"model_type\": \"marian\", \"vocab_size\": 1000, \"d_model\": 64, \"encoder_ffn_dim\": 96, " \
+                    "\"encoder_layers\": 2, \"encoder_attention_heads\": 4, "
+#define MARIAN_HEAD MARIAN_BASE "\"decoder_layers\": 2, \"decoder_attention_heads\": 4, \"decoder_ffn_dim\": 96, " \
+                                "\"max_position_embeddings\": 128, "
+    fam_refuse_edits(MARIAN_HEAD, c, sizeof c / sizeof *c);
     /* not shared and untied: decoder_vocab_size is lm_head's (and final_logits_bias's) alone: 999 x 64 more than
      * the tied model's none, the decoder's embed_tokens a second 1000 x 64 copy */
     char p[] = "/tmp/vc_mrXXXXXX";
@@ -156,14 +125,12 @@ static void test_refusals(void **state)
     snprintf(a, sizeof a, "%s --seq 32", p);
     assert_true(cli_json_num(a, "memory", "peak_allocated") > 0);
     remove(p);
+    encdec_refusals("marian", "MarianMTModel", MARIAN_BASE, HF "opus-mt-en-de.json");
 #undef MARIAN_HEAD
+#undef MARIAN_BASE
     static const fam_refusal o[] = {
-        {"--seq 128 --serve --gpu h100-80gb", "--serve: vLLM has no MarianMTModel"},
-        {"--seq 128 -p fp16", "--precision: marian is modelled in fp32 and bf16"},
-        {"--seq 128 --tp 2 --gpus 2", "--tp: marian: tensor parallelism"},
         {"--seq 128 --target-seq 513", "--target-seq: 513 decoder tokens: marian's decoder has 512 sinusoidal positions"},
         {"--seq 1024", "--seq: 1024 tokens: marian has 512 sinusoidal positions"},
-        {"--seq 128 --loss chunked", "--loss: marian: MarianMTModel computes its own CrossEntropyLoss"},
     };
     fam_refuse_options(HF "opus-mt-en-de.json", o, sizeof o / sizeof *o);
 }
@@ -209,14 +176,4 @@ static void test_generate(void **state)
     remove(p);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts),
-        cmocka_unit_test(test_layers),
-        cmocka_unit_test(test_measured),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_generate),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ENCDEC_MAIN(ENCDEC_TESTS, cmocka_unit_test(test_generate))

@@ -15,25 +15,7 @@
  * 3. The measured cases of bench/accuracy/llm/measured.json (bart_replica.py, torch 1.13 CPU, the allocator counter).
  * 4. Refusals: exit 2 and one line naming the key or option.
  */
-#define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdbool.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "cli_run.h"
-#include "fam_hf.h"
-#include "vramcalc/vramcalc.h"
-
-#define HF VC_TEST_DATA "/hf/"
+#include "fam_encdec.h"
 
 /* MBartForConditionalGeneration by hand (modeling_mbart.py @efa7189c __init__s), mbart-large-50: V 250054, d_model 1024,
  * 12 + 12 layers, ffn 4096, 1024 positions:
@@ -60,16 +42,11 @@ static void test_counts(void **state)
 static void test_layers(void **state)
 {
     (void)state;
-    vc_model *m = fam_load_file(HF "mbart-large-50.json", 128);
-    const char *js = vc_model_generated_json(m);
-    assert_non_null(js);
-    assert_non_null(strstr(js, "\"model.encoder.layer_norm\""));
-    assert_non_null(strstr(js, "\"model.decoder.layer_norm\""));
-    assert_non_null(strstr(js, "\"model.encoder.layernorm_embedding\""));
-    assert_null(strstr(js, "\"frozen\":\ttrue"));
-    assert_non_null(strstr(js, "\"num_embeddings\":\t1026,"));
-    assert_non_null(strstr(js, "\"mbart\":\ttrue"));
-    vc_model_free(m);
+    static const char *const has[] = {"\"model.encoder.layer_norm\"", "\"model.decoder.layer_norm\"",
+                                      "\"model.encoder.layernorm_embedding\"", "\"num_embeddings\":\t1026,",
+                                      "\"mbart\":\ttrue", NULL};
+    static const char *const lacks[] = {"\"frozen\":\ttrue", NULL};
+    encdec_template(HF "mbart-large-50.json", has, lacks);
 }
 
 /* measured.json's mbart rows (run_suite.py's last two mode_cases lists, after pegasus's; every third held out):
@@ -94,41 +71,25 @@ static void test_measured(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
+#define MBART_HEAD "{\"model_type\": \"mbart\", \"d_model\": 64, \"encoder_ffn_dim\": 96, \"encoder_layers\": 2, " \
+                   "\"encoder_attention_heads\": 4, "
+    encdec_refusals("mbart", "MBartForConditionalGeneration", MBART_HEAD, HF "mbart-large-50.json");
     static const fam_refusal c[] = {
-        {"\"decoder_attention_heads\": 5", "decoder_attention_heads: d_model (64) must be divisible by decoder_attention_heads"},
-        {"\"scale_embedding\": 1", "scale_embedding: expected true or false"},
-        {"\"is_encoder_decoder\": false", "is_encoder_decoder: false"},
         {"\"decoder_layerdrop\": -1", "decoder_layerdrop: expected a probability from 0 to 1"},
         {"\"forced_eos_token_id\": 50265", "forced_eos_token_id: expected a token id from 0 to vocab_size - 1 (50264)"},
         {"\"vocab_size\": 2", "forced_eos_token_id: MBartConfig's default 2 is not a token id of vocab_size 2"},
     };
-    fam_refuse_edits("{\"model_type\": \"mbart\", \"d_model\": 64, \"encoder_ffn_dim\": 96, "
-                     "\"encoder_layers\": 2, \"encoder_attention_heads\": 4, ",
-                     c, sizeof c / sizeof *c);
+    fam_refuse_edits(MBART_HEAD, c, sizeof c / sizeof *c);
+#undef MBART_HEAD
     static const fam_refusal o[] = {
-        {"--seq 128 --serve --gpu h100-80gb", "--serve: vLLM has no MBartForConditionalGeneration"},
-        {"--seq 128 -p fp16", "--precision: mbart is modelled in fp32 and bf16"},
-        {"--seq 128 --tp 2 --gpus 2", "--tp: mbart: tensor parallelism"},
         {"--seq 128 --target-seq 1025", "--target-seq: 1025"},
         {"--seq 1025", "--seq: 1025"},
-        {"--seq 128 --loss chunked", "--loss: mbart: MBartForConditionalGeneration computes its own CrossEntropyLoss"},
         {"-m generate --prompt 16 --new-tokens 1025", "--new-tokens: 1025: mbart's decoder has max_position_embeddings (1024)"},
     };
     fam_refuse_options(HF "mbart-large-50.json", o, sizeof o / sizeof *o);
     /* generate with forced_eos_token_id (MBartConfig's default 2 too: ForcedEOSTokenLogitsProcessor at the last step):
      * greedy and beams run; 4 beams hold more than one */
-    const int64_t g = cli_json_num(HF "mbart-large-50.json -m generate --prompt 512 --new-tokens 64", "generate", "decode_peak");
-    assert_true(cli_json_num(HF "mbart-large-50.json -m generate --prompt 512 --new-tokens 64 --num-beams 4", "generate",
-                             "decode_peak") > g);
+    encdec_beams_hold_more(HF "mbart-large-50.json");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts),
-        cmocka_unit_test(test_layers),
-        cmocka_unit_test(test_measured),
-        cmocka_unit_test(test_refusals),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ENCDEC_MAIN(ENCDEC_TESTS)

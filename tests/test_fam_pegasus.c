@@ -13,25 +13,7 @@
  *    --attention math, --workspace 0).
  * 4. Refusals: exit 2 and one line naming the key or option.
  */
-#define _GNU_SOURCE
-#include <setjmp.h>
-#include <stdbool.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "cli_run.h"
-#include "fam_hf.h"
-#include "vramcalc/vramcalc.h"
-
-#define HF VC_TEST_DATA "/hf/"
+#include "fam_encdec.h"
 
 /* PegasusForConditionalGeneration by hand (modeling_pegasus.py @00b676f8 __init__s), pegasus-large: V 96103, d_model
  * 1024, 16 + 16 layers, ffn 4096, 1024 positions:
@@ -55,15 +37,10 @@ static void test_counts(void **state)
 static void test_layers(void **state)
 {
     (void)state;
-    vc_model *m = fam_load_file(HF "pegasus-large.json", 128);
-    const char *js = vc_model_generated_json(m);
-    assert_non_null(js);
-    assert_non_null(strstr(js, "\"model.encoder.layer_norm\""));
-    assert_non_null(strstr(js, "\"model.decoder.layer_norm\""));
-    assert_null(strstr(js, "layernorm_embedding"));
-    assert_non_null(strstr(js, "\"frozen\":\ttrue"));
-    assert_non_null(strstr(js, "\"num_embeddings\":\t1024,"));
-    vc_model_free(m);
+    static const char *const has[] = {"\"model.encoder.layer_norm\"", "\"model.decoder.layer_norm\"", "\"frozen\":\ttrue",
+                                      "\"num_embeddings\":\t1024,", NULL};
+    static const char *const lacks[] = {"layernorm_embedding", NULL};
+    encdec_template(HF "pegasus-large.json", has, lacks);
 }
 
 /* measured.json's pegasus rows (run_suite.py's last two mode_cases lists, after marian's; every third held out):
@@ -88,38 +65,22 @@ static void test_measured(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
+#define PEGASUS_HEAD "{\"model_type\": \"pegasus\", \"vocab_size\": 1000, \"d_model\": 64, \"encoder_ffn_dim\": 96, " \
+                     "\"encoder_layers\": 2, \"encoder_attention_heads\": 4, "
+    encdec_refusals("pegasus", "PegasusForConditionalGeneration", PEGASUS_HEAD, HF "pegasus-large.json");
     static const fam_refusal c[] = {
-        {"\"decoder_attention_heads\": 5", "decoder_attention_heads: d_model (64) must be divisible by decoder_attention_heads"},
-        {"\"scale_embedding\": 1", "scale_embedding: expected true or false"},
-        {"\"is_encoder_decoder\": false", "is_encoder_decoder: false"},
         {"\"encoder_layerdrop\": 2", "encoder_layerdrop: expected a probability from 0 to 1"},
     };
-    fam_refuse_edits("{\"model_type\": \"pegasus\", \"vocab_size\": 1000, \"d_model\": 64, \"encoder_ffn_dim\": 96, "
-                     "\"encoder_layers\": 2, \"encoder_attention_heads\": 4, ",
-                     c, sizeof c / sizeof *c);
+    fam_refuse_edits(PEGASUS_HEAD, c, sizeof c / sizeof *c);
+#undef PEGASUS_HEAD
     static const fam_refusal o[] = {
-        {"--seq 128 --serve --gpu h100-80gb", "--serve: vLLM has no PegasusForConditionalGeneration"},
-        {"--seq 128 -p fp16", "--precision: pegasus is modelled in fp32 and bf16"},
-        {"--seq 128 --tp 2 --gpus 2", "--tp: pegasus: tensor parallelism"},
         {"--seq 128 --target-seq 1025", "--target-seq: 1025 decoder tokens: pegasus's decoder has 1024 sinusoidal positions"},
         {"--seq 2048", "--seq: 2048 tokens: pegasus has 1024 sinusoidal positions"},
-        {"--seq 128 --loss chunked", "--loss: pegasus: PegasusForConditionalGeneration computes its own CrossEntropyLoss"},
         {"-m generate --prompt 16 --new-tokens 1025", "--new-tokens: 1025: pegasus's decoder has max_position_embeddings (1024)"},
     };
     fam_refuse_options(HF "pegasus-large.json", o, sizeof o / sizeof *o);
     /* its forced_eos_token_id 1 (ForcedEOSTokenLogitsProcessor) runs; greedy and beams */
-    const int64_t g = cli_json_num(HF "pegasus-large.json -m generate --prompt 512 --new-tokens 64", "generate", "decode_peak");
-    assert_true(cli_json_num(HF "pegasus-large.json -m generate --prompt 512 --new-tokens 64 --num-beams 4", "generate",
-                             "decode_peak") > g);
+    encdec_beams_hold_more(HF "pegasus-large.json");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts),
-        cmocka_unit_test(test_layers),
-        cmocka_unit_test(test_measured),
-        cmocka_unit_test(test_refusals),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+ENCDEC_MAIN(ENCDEC_TESTS)

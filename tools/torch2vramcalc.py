@@ -625,7 +625,7 @@ _OP_KINDS = OrderedDict([
                "PositionEmbedding", "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "Mamba2Mixer", "ShortConv", "GraniteMoE", "PixelValues", "VisionWeights",
                "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
                "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
-               "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",
+               "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "M2M100Positions", "PixtralRotary", "PixtralMask",
                "PixtralAttention", "PixtralMerge", "PixtralOutputs", "LayerScalar", "Cast", "SiglipLogits")])
 
 

@@ -1379,7 +1379,7 @@ for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation",
            "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "Mamba2Mixer", "ShortConv", "GraniteMoE", "PixelValues", "VisionWeights",
            "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
            "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
-           "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "PixtralRotary", "PixtralMask",
+           "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "M2M100Positions", "PixtralRotary", "PixtralMask",
                "PixtralAttention", "PixtralMerge", "PixtralOutputs", "LayerScalar", "Cast", "SiglipLogits"):
     _KINDS[_n] = (_llm_kind(_n), None, set())
 

@@ -902,16 +902,18 @@ const hf_family vc__hf_families[] = {
      .head = HEAD_LM, .head_class = "UMT5ForConditionalGeneration", .lora_targets = NULL},
 /* BartConfig's keys and defaults but the vocabulary's (bart-large's sizes: d_model 1024, 12 + 12 layers of 16 heads,
  * ffn 4096, 1024 positions, gelu, dropout 0.1, attention and activation dropout 0; nn.LayerNorm's eps), which
- * MarianConfig, PegasusConfig and MBartConfig repeat with their own vocab_size default */
-#define BART_KEYS(vocab)                                                                                       \
+ * MarianConfig, PegasusConfig and MBartConfig repeat with their own vocab_size default; M2M100Config with its own
+ * activation_function and attention_dropout defaults too (BART_KEYS_WITH) */
+#define BART_KEYS_WITH(vocab, act, p_attn)                                                                      \
     [K_VOCAB] = DEF("vocab_size", vocab), [K_HIDDEN] = DEF("d_model", 1024), [K_LAYERS] = DEF("encoder_layers", 12), \
         [K_HEADS] = DEF("encoder_attention_heads", 16), [K_KV_HEADS] = {.how = D_HEADS},                       \
         [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(embed_dim) */, [K_MAXPOS] = DEF("max_position_embeddings", 1024), \
         [K_INTER] = DEF("encoder_ffn_dim", 4096), [K_HEAD_DIM] = {.how = D_SPLIT},                             \
-        [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),                 \
-        [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),                          \
+        [K_ACT] = ACT("activation_function", act), [K_TIE] = DEF("tie_word_embeddings", 1),                    \
+        [K_P_ATTN] = DEF("attention_dropout", p_attn), [K_P_RESID] = DEF("dropout", 0.1),                     \
         [K_DEC_LAYERS] = DEF("decoder_layers", 12), [K_DEC_HEADS] = DEF("decoder_attention_heads", 16),        \
         [K_DEC_INTER] = DEF("decoder_ffn_dim", 4096), [K_P_ACT] = DEF("activation_dropout", 0)
+#define BART_KEYS(vocab) BART_KEYS_WITH(vocab, "gelu", 0)
     /* BartConfig (configuration_bart.py: every size has a default, facebook/bart-large's: vocab 50265, d_model 1024,
      * 12 + 12 layers of 16 heads, ffn 4096, 1024 positions, gelu, dropout 0.1, attention and activation dropout
      * 0, scale_embedding false; tie_word_embeddings PretrainedConfig's True) and BartForConditionalGeneration
@@ -1451,6 +1453,20 @@ const hf_family vc__hf_families[] = {
      * the vision tower's class embedding and pre_layrnorm, and clip_loss are not modelled yet). */
     {.model_type = "clip", .config_class = "CLIPConfig", .keys = {[K_ACT] = ACT("hidden_act", "quick_gelu")},
      LLAMA_BLOCK, .lora_targets = NULL},
+    /* M2M100Config (configuration_m2m_100.py @04591daa M2M100Config.__init__, the stored version: vocab_size 128112,
+     * max_position_embeddings 1024, 12 + 12 layers of 16 heads, ffn 4096, d_model 1024, relu, dropout 0.1,
+     * attention_dropout 0.1, activation_dropout 0, layerdrop 0.05, scale_embedding True, pad 1, bos 0, eos 2,
+     * decoder_start 2; tie_word_embeddings PretrainedConfig's True) and M2M100ForConditionalGeneration
+     * (modeling_m2m_100.py @efa7189c, the bart row's commit; src/hf/hf_bart.c): facebook/m2m100_418M, m2m100_1.2B and
+     * NLLB-200 (nllb-200-distilled-600M / -1.3B, nllb-200-3.3B are m2m_100 configs). M2M100ScaledWordEmbedding
+     * (bart's, x embed_scale), M2M100SinusoidalPositionalEmbedding (a non-persistent buffer of max_position_embeddings +
+     * 2 rows indexed from the padding mask: layers/bart.c M2M100Positions), no layernorm_embedding, MBart's pre-LN
+     * layers and each stack's final layer_norm, bart's shift_tokens_right, lm_head tied to shared, no
+     * final_logits_bias. PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no m2m_100: --lora-targets. */
+    {.model_type = "m2m_100", .config_class = "M2M100Config",
+     .keys = {BART_KEYS_WITH(128112, "relu", 0.1)},
+     .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .head_class = "M2M100ForConditionalGeneration", .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -2006,7 +2022,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                             (long long)npos);
     if (npos > 0 && a.seq > npos)
         return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: %s has %lld %s positions (%s)", (long long)a.seq,
-                            r.fam, (long long)npos, a.bt.sinus ? "sinusoidal" : "learned", a.f->keys[K_MAXPOS].key);
+                            r.fam, (long long)npos, a.bt.sinus || a.bt.m2m ? "sinusoidal" : "learned", a.f->keys[K_MAXPOS].key);
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: more than 2^40", (long long)a.seq);
     /* the image tokens join the text: the language model's sequence is --seq + the images' tokens (hf_vision.c) */
     if (a.vis.tokens > MAX_SIZE - a.seq)
@@ -2017,10 +2033,19 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         a.tgt = o && o->target_seq > 0 ? o->target_seq : a.seq;
         if (a.tgt > MAX_SIZE)
             return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld tokens: more than 2^40", (long long)a.tgt);
+        /* m2m_100: M2M100SinusoidalPositionalEmbedding.forward rebuilds its buffer (make_weights(max_pos + 2), a new
+         * table in float32 cast to the old one's dtype) once padding_idx + 1 + seq_len + past passes its
+         * max_position_embeddings + 2 rows: not modelled, refused (src/hf/hf_bart.c) */
+        const int64_t m2m_lim = a.maxpos + 1 - a.bt.pad; /* generate's --new-tokens: bart_check (hf_whisper.c) */
+        if (a.bt.m2m && (a.seq > m2m_lim || a.tgt > m2m_lim))
+            return vc_set_error(err, VC_ERR_USAGE, a.seq > m2m_lim ? O("seq") : O("target_seq"), "%lld tokens: past "
+                                "max_position_embeddings + 1 - pad_token_id (%lld) M2M100SinusoidalPositionalEmbedding "
+                                "rebuilds its position buffer (make_weights), which is not modelled",
+                                (long long)(a.seq > m2m_lim ? a.seq : a.tgt), (long long)m2m_lim);
         if (a.f->block == BLK_BART && a.tgt > a.maxpos) /* the decoder's embed_positions: IndexError past them */
             return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld decoder tokens: %s's decoder has %lld %s "
                                 "positions (max_position_embeddings)", (long long)a.tgt, r.fam, (long long)a.maxpos,
-                                a.bt.sinus ? "sinusoidal" : "learned");
+                                a.bt.sinus || a.bt.m2m ? "sinusoidal" : "learned");
         /* the decoder's self- and cross-attention biases and scores (heads x target x target, heads x target x
          * seq) and its widest output (target x the vocabulary or d_ff) within 2^56 elements per sample, as
          * check_seq bounds the encoder's */

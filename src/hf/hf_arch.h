@@ -381,8 +381,11 @@ typedef struct arch {
     struct {
         bool sinus, ln_emb, share;
         bool mbart_shift; /* mbart: modeling_mbart.py shift_tokens_right (layers/t5.c T5DecoderIds "mbart") */
-        bool pre; /* pegasus, mbart: MBartEncoderLayer's pre-LN layers and each stack's final layer_norm */
+        bool pre; /* pegasus, mbart, m2m_100: MBartEncoderLayer's pre-LN layers and each stack's final layer_norm */
+        bool m2m; /* m2m_100: M2M100SinusoidalPositionalEmbedding's buffer (layers/bart.c M2M100Positions), no
+                   * final_logits_bias */
         int64_t dec_V;
+        int64_t pad; /* m2m_100: pad_token_id, the positions' padding_idx */
     } bt;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
     /* vit (hf_read.c read_vit): image_size, patch_size, num_channels; the patches (image_size / patch_size)^2 */
@@ -485,7 +488,7 @@ typedef struct arch {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart, clip"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart, clip, m2m_100"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -36,6 +36,12 @@
  *  - BartPreTrainedModel.supports_gradient_checkpointing: every layer of both stacks through
  *    self._gradient_checkpointing_func(layer.__call__, ...), the decoder's use_cache off.
  * configuration_bart.py BartConfig.__init__: the defaults (facebook/bart-large's sizes).
+ * The rows marian, pegasus, mbart and m2m_100 are variants (vc__hf_bart_read). m2m_100 (modeling_m2m_100.py @efa7189c,
+ * M2M100ForConditionalGeneration: m2m100_418M / 1.2B and the NLLB-200 checkpoints): M2M100SinusoidalPositionalEmbedding
+ * is a non-persistent buffer of max_position_embeddings + 2 rows indexed by create_position_ids_from_input_ids from
+ * padding_idx (pad_token_id; layers/bart.c M2M100Positions; the lengths past which forward rebuilds it are refused:
+ * src/hf/hf.c, hf_whisper.c bart_check), no layernorm_embedding, MBart's pre-LN layers with each stack's final
+ * layer_norm, bart's shift_tokens_right, no final_logits_bias (lm_logits = lm_head(outputs[0])).
  * What is not modelled is refused: every N-th layer checkpointed, --loss, --tp (src/hf/hf.c); fp16, autocast,
  * quantized weights, --pp, op-level checkpointing, activation offloading, --mode generate and --serve
  * (vc__whisper_check, src/hf/hf_whisper.c; vLLM has no BartForConditionalGeneration: its registry's one
@@ -115,10 +121,12 @@ int vc__hf_bart_read(rd *r, arch *a)
     /* the row's variant (hf.c): bart's learned positions (+ 2) and layernorm_embedding; marian's sinusoidal
      * positions, no layernorm_embedding, share_encoder_decoder_embeddings and decoder_vocab_size */
     const bool marian = !strcmp(a->f->model_type, "marian"), pegasus = !strcmp(a->f->model_type, "pegasus");
-    const bool mbart = !strcmp(a->f->model_type, "mbart");
+    const bool mbart = !strcmp(a->f->model_type, "mbart"), m2m = !strcmp(a->f->model_type, "m2m_100");
     a->bt.sinus = marian || pegasus; /* PegasusSinusoidalPositionalEmbedding: "Copied from" Marian's */
-    a->bt.ln_emb = !marian && !pegasus;
-    a->bt.pre = pegasus || mbart; /* MBartEncoderLayer / MBartDecoderLayer (pegasus's "Copied from" them) */
+    a->bt.ln_emb = !marian && !pegasus && !m2m; /* M2M100Encoder / M2M100Decoder have no layernorm_embedding */
+    /* MBartEncoderLayer / MBartDecoderLayer (pegasus's and m2m_100's "Copied from" them) */
+    a->bt.pre = pegasus || mbart || m2m;
+    a->bt.m2m = m2m;
     a->bt.mbart_shift = mbart;
     a->bt.share = true;
     a->bt.dec_V = a->V;
@@ -133,8 +141,8 @@ int vc__hf_bart_read(rd *r, arch *a)
     /* LayerDrop skips a layer when torch.rand([]) < layerdrop in training: the estimate is the step that runs
      * every layer (the largest) */
     if (bt_prob(r, "encoder_layerdrop", &a->wh.enc_drop) || bt_prob(r, "decoder_layerdrop", &a->wh.dec_drop)) return -1;
-    bool ed = true, scale = false;
-    if (bt_bool(r, "is_encoder_decoder", true, &ed) || bt_bool(r, "scale_embedding", false, &scale)) return -1;
+    bool ed = true, scale = m2m; /* M2M100Config's scale_embedding defaults to True */
+    if (bt_bool(r, "is_encoder_decoder", true, &ed) || bt_bool(r, "scale_embedding", m2m, &scale)) return -1;
     if (!ed)
         return vc__hf_bad(r, "is_encoder_decoder", "false: BartForConditionalGeneration is an encoder-decoder (false is "
                           "BartForCausalLM's decoder alone, not modelled)");
@@ -183,7 +191,20 @@ int vc__hf_bart_read(rd *r, arch *a)
             return vc__hf_bad(r, "bad_words_ids", "expected a non-empty list of non-empty lists of token ids from 0 to %lld "
                               "(NoBadWordsLogitsProcessor raises ValueError)", (long long)a->bt.dec_V - 1);
     }
-    /* BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows */
+    /* m2m_100: pad_token_id is the positions' padding_idx (M2M100Config's default 1): create_position_ids_from_input_ids
+     * counts from it, get_embedding zeroes its row (emb[padding_idx, :] = 0: an IndexError past the table's
+     * max_position_embeddings + 2 rows), and M2M100ScaledWordEmbedding's nn.Embedding asserts it is within vocab_size */
+    a->bt.pad = 1;
+    if (m2m && (v = bt_key(r, "pad_token_id"))) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+            v->valuedouble >= (double)a->V || v->valuedouble > (double)a->maxpos)
+            return vc__hf_bad(r, "pad_token_id", "expected a token id from 0 to %lld (the positions' padding_idx: below "
+                              "vocab_size and within max_position_embeddings + 1)",
+                              (long long)(a->V - 1 < a->maxpos ? a->V - 1 : a->maxpos));
+        a->bt.pad = (int64_t)v->valuedouble;
+    }
+    /* BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows (M2M100SinusoidalPositionalEmbedding's buffer
+     * too) */
     if (a->maxpos > MAX_SIZE - 2 || __builtin_mul_overflow(a->maxpos + 2, a->H, &t) || t > lim)
         return vc__hf_bad(r, "max_position_embeddings", "%lld: embed_positions (its + 2 rows x d_model) is more than 2^48 "
                           "elements", (long long)a->maxpos);
@@ -203,7 +224,8 @@ void vc_hf_logits_processors(const cJSON *cfg, vc_hf_logits *lp)
     memset(lp, 0, sizeof *lp);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     if (!cJSON_IsString(mt) || (strcmp(mt->valuestring, "bart") && strcmp(mt->valuestring, "marian") &&
-                                strcmp(mt->valuestring, "pegasus") && strcmp(mt->valuestring, "mbart")))
+                                strcmp(mt->valuestring, "pegasus") && strcmp(mt->valuestring, "mbart") &&
+                                strcmp(mt->valuestring, "m2m_100")))
         return;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "no_repeat_ngram_size");
     if (cJSON_IsNumber(v) && v->valuedouble > 0) lp->ngram = (int64_t)v->valuedouble;
@@ -360,7 +382,8 @@ static const char *embeds(edw *w, const arch *a, const char *stack, const char *
         flag(w, o, "input_embeddings", a->bt.share);
     }
     num(w, lay(w, "Scale", sc), "factor", a->emb_mult); /* * embed_scale */
-    o = lay(w, "PositionEmbedding", pos);
+    /* M2M100SinusoidalPositionalEmbedding(max_position_embeddings, d_model, padding_idx): a buffer (layers/bart.c) */
+    o = lay(w, a->bt.m2m ? "M2M100Positions" : "PositionEmbedding", pos);
     ins(w, o, ids ? ids : "input", NULL, NULL);
     num(w, o, "embedding_dim", (double)a->H);
     if (a->bt.sinus) {
@@ -369,8 +392,10 @@ static const char *embeds(edw *w, const arch *a, const char *stack, const char *
         num(w, o, "num_embeddings", (double)a->maxpos);
         flag(w, o, "frozen", true);
     } else {
-        num(w, o, "num_embeddings", (double)(a->maxpos + 2)); /* arange(seq).expand(bsz, -1) + 2: ids per sample */
-        flag(w, o, "per_sample", true);
+        /* bart: arange(seq).expand(bsz, -1) + 2, ids per sample; m2m_100: make_weights(num_positions + offset) */
+        num(w, o, "num_embeddings", (double)(a->maxpos + 2));
+        if (!a->bt.m2m) flag(w, o, "per_sample", true);
+        else num(w, o, "padding_idx", (double)a->bt.pad);
     }
     ins(w, lay(w, "Add", sum), sc, pos, NULL);
     const char *h = sum;
@@ -444,5 +469,6 @@ void vc__hf_bart_write(rd *r, cJSON *arr, const arch *a)
     flag(&w, o, "bias", false);
     /* tie_weights: the decoder's get_input_embeddings() (shared's weight, or marian's unshared decoder's own) */
     if (a->tie) str(&w, o, "tie", a->bt.share ? "model.encoder.embed_tokens" : "model.decoder.embed_tokens");
-    num(&w, lay(&w, "BartLogitsBias", "final_logits_bias"), "vocab_size", (double)a->bt.dec_V);
+    /* M2M100ForConditionalGeneration.forward: lm_logits = self.lm_head(outputs[0]), no final_logits_bias */
+    if (!a->bt.m2m) num(&w, lay(&w, "BartLogitsBias", "final_logits_bias"), "vocab_size", (double)a->bt.dec_V);
 }

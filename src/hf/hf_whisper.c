@@ -413,6 +413,14 @@ static vc_status bart_check(const vc_model *m, const vc_options *o, bool serve, 
     /* generate(): the decoder's positions are the start token's and the new tokens' but the last, each looked up at
      * position + 2 in max_position_embeddings + 2 rows (BartLearnedPositionalEmbedding; marian's sinusoidal table:
      * at position in max_position_embeddings rows, the frozen weight): an IndexError past them */
+    /* m2m_100: M2M100SinusoidalPositionalEmbedding rebuilds its buffer past padding_idx + 1 + the positions (the
+     * start token and the new tokens but the last): not modelled (layers/bart.c M2M100Positions) */
+    for (size_t i = 0; i < m->ninst && o->mode == VC_MODE_GENERATE; i++)
+        if (!strcmp(m->inst[i].kind->name, "M2M100Positions") && o->new_tokens > vc__m2m_positions_limit(m->inst[i].cfg))
+            return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld: past max_position_embeddings + 1 - "
+                                "pad_token_id (%lld) %s's decoder rebuilds its position buffer (make_weights), which is "
+                                "not modelled", (long long)o->new_tokens,
+                                (long long)vc__m2m_positions_limit(m->inst[i].cfg), fam);
     bool frozen = false;
     const int64_t rows = decoder_positions(m, &frozen), off = frozen ? 0 : 2;
     if (o->mode == VC_MODE_GENERATE && rows > off && o->new_tokens > rows - off)
@@ -444,7 +452,8 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
     bool wh = false, bart = false; /* bart: BartSdpaAttention is WhisperAttention's core (src/hf/hf_bart.c) */
     for (size_t i = 0; i < m->ninst; i++) {
         wh |= !strcmp(m->inst[i].kind->name, "WhisperAttention");
-        bart |= !strcmp(m->inst[i].kind->name, "BartLogitsBias");
+        bart |= !strcmp(m->inst[i].kind->name, "BartLogitsBias") ||
+                !strcmp(m->inst[i].kind->name, "M2M100Positions"); /* m2m_100: no final_logits_bias */
     }
     if (!wh) return VC_OK;
     if (bart) return bart_check(m, o, serve, err);

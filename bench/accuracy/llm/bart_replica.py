@@ -67,6 +67,16 @@ above (pegasus's are copies of them), each stack's final layer_norm, and its own
 prev_output_tokens = input_ids.clone(); masked_fill_(== -100, pad); index_of_eos = (prev.ne(pad).sum(dim=1) -
 1).unsqueeze(-1); decoder_start_tokens = prev.gather(1, index_of_eos).squeeze(); prev[:, 1:] = prev[:, :-1].clone();
 prev[:, 0] = decoder_start_tokens.
+model_type "m2m_100" (M2M100ForConditionalGeneration: facebook/m2m100_418M, m2m100_1.2B, NLLB-200), modeling_m2m_100.py
+@efa7189c (configuration_m2m_100.py @04591daa M2M100Config.__init__, the stored version: vocab_size 128112, relu,
+attention_dropout 0.1, layerdrop 0.05, scale_embedding True, pad 1, eos 2, decoder_start 2): M2M100ScaledWordEmbedding
+("Copied from" bart's; each stack's own module given shared's weight), M2M100SinusoidalPositionalEmbedding (a
+non-persistent buffer `weights` of max_position_embeddings + 2 rows, row padding_idx zeroed, indexed by
+create_position_ids_from_input_ids: (cumsum(ne(pad).int()).type_as(mask) + past) * mask, .long() + pad; index_select
+under no_grad, .detach()), no layernorm_embedding, the pre-LN M2M100EncoderLayer / M2M100DecoderLayer ("Copied from"
+MBart's), each stack's final layer_norm, bart's shift_tokens_right, lm_head tied to shared and no final_logits_bias
+(lm_logits = lm_head(outputs[0])); CrossEntropyLoss on lm_logits.view(-1, vocab_size). M2M100Model.get_input_embeddings()
+is shared (neither stack calls it).
 Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every LayerNorm vctorch._LayerNorm2x, SDPA
 vctorch._sdpa_math_2x (the math backend), dropout vctorch.dropout2x, as the harness's other replicas.
 """
@@ -107,6 +117,8 @@ DEFAULTS = {  # BartConfig.__init__
 
 PEGASUS_DEFAULTS = dict(DEFAULTS, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)  # PegasusConfig.__init__
 MBART_DEFAULTS = dict(DEFAULTS, forced_eos_token_id=2)  # MBartConfig.__init__
+M2M_DEFAULTS = dict(DEFAULTS, vocab_size=128112, activation_function="relu", attention_dropout=0.1,
+                    encoder_layerdrop=0.05, decoder_layerdrop=0.05, scale_embedding=True)  # M2M100Config.__init__
 MARIAN_DEFAULTS = dict(DEFAULTS, vocab_size=58101, pad_token_id=58100, decoder_start_token_id=58100, eos_token_id=0,
                        share_encoder_decoder_embeddings=True, decoder_vocab_size=None)  # MarianConfig.__init__
 
@@ -114,10 +126,14 @@ MARIAN_DEFAULTS = dict(DEFAULTS, vocab_size=58101, pad_token_id=58100, decoder_s
 class Config:
     def __init__(self, cfg):
         self.model_type = cfg.get("model_type", "bart")
-        for k, v in {"marian": MARIAN_DEFAULTS, "pegasus": PEGASUS_DEFAULTS, "mbart": MBART_DEFAULTS}.get(self.model_type, DEFAULTS).items():
+        for k, v in {"marian": MARIAN_DEFAULTS, "pegasus": PEGASUS_DEFAULTS, "mbart": MBART_DEFAULTS,
+                     "m2m_100": M2M_DEFAULTS}.get(self.model_type, DEFAULTS).items():
             setattr(self, k, cfg.get(k, v) if cfg.get(k) is not None else v)
         if self.model_type == "marian":
             self.decoder_vocab_size = self.decoder_vocab_size or self.vocab_size
+
+
+PRE_LN = ("pegasus", "mbart", "m2m_100")  # MBartEncoderLayer / MBartDecoderLayer and the stacks' final layer_norm
 
 
 def _drop(x, p, training):
@@ -161,7 +177,50 @@ class MarianSinusoidalPositionalEmbedding(nn.Embedding):
         return super().forward(position_ids)
 
 
+class M2M100SinusoidalPositionalEmbedding(nn.Module):
+    """modeling_m2m_100.py @efa7189c: the table a non-persistent buffer (no parameter), rebuilt by make_weights when
+    padding_idx + 1 + seq_len + past passes its rows (the harness's lengths never reach that)."""
+    def __init__(self, num_positions, embedding_dim, padding_idx):
+        super().__init__()
+        self.offset, self.embedding_dim, self.padding_idx = 2, embedding_dim, padding_idx
+        self.make_weights(num_positions + self.offset, embedding_dim, padding_idx)
+
+    def make_weights(self, num_embeddings, embedding_dim, padding_idx):
+        emb_weights = self.get_embedding(num_embeddings, embedding_dim, padding_idx)
+        if hasattr(self, "weights"):
+            emb_weights = emb_weights.to(dtype=self.weights.dtype, device=self.weights.device)
+        self.register_buffer("weights", emb_weights, persistent=False)
+
+    @staticmethod
+    def get_embedding(num_embeddings, embedding_dim, padding_idx):
+        half_dim = embedding_dim // 2
+        emb = math.log(10000) / (half_dim - 1)
+        emb = torch.exp(torch.arange(half_dim, dtype=torch.int64).float() * -emb)
+        emb = torch.arange(num_embeddings, dtype=torch.int64).float().unsqueeze(1) * emb.unsqueeze(0)
+        emb = torch.cat([torch.sin(emb), torch.cos(emb)], dim=1).view(num_embeddings, -1)
+        if embedding_dim % 2 == 1:
+            emb = torch.cat([emb, torch.zeros(num_embeddings, 1)], dim=1)
+        if padding_idx is not None:
+            emb[padding_idx, :] = 0
+        return emb.to(torch.get_default_dtype())
+
+    @torch.no_grad()
+    def forward(self, input_ids, past_key_values_length=0):
+        bsz, seq_len = input_ids.size()
+        # create_position_ids_from_input_ids(input_ids, padding_idx, past_key_values_length)
+        mask = input_ids.ne(self.padding_idx).int()
+        incremental_indices = (torch.cumsum(mask, dim=1).type_as(mask) + past_key_values_length) * mask
+        position_ids = incremental_indices.long() + self.padding_idx
+        del mask, incremental_indices
+        max_pos = self.padding_idx + 1 + seq_len + past_key_values_length
+        if max_pos > self.weights.size(0):
+            self.make_weights(max_pos + self.offset, self.embedding_dim, self.padding_idx)
+        return self.weights.index_select(0, position_ids.view(-1)).view(bsz, seq_len, self.weights.shape[-1]).detach()
+
+
 def _positions(c, d_model):
+    if c.model_type == "m2m_100":
+        return M2M100SinusoidalPositionalEmbedding(c.max_position_embeddings, d_model, c.pad_token_id)
     if c.model_type in ("marian", "pegasus"):  # PegasusSinusoidalPositionalEmbedding: "Copied from" Marian's
         return MarianSinusoidalPositionalEmbedding(c.max_position_embeddings, d_model)
     return BartLearnedPositionalEmbedding(c.max_position_embeddings, d_model)
@@ -234,7 +293,7 @@ class BartEncoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.encoder_ffn_dim)
         self.fc2 = Linear(c.encoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
-        self.pre = c.model_type in ("pegasus", "mbart")
+        self.pre = c.model_type in PRE_LN
 
     def forward_pre(self, hidden_states):  # MBartEncoderLayer.forward (pegasus's): pre-LN, fp16's clamp only
         residual = hidden_states
@@ -283,7 +342,7 @@ class BartDecoderLayer(nn.Module):
         self.fc1 = Linear(c.d_model, c.decoder_ffn_dim)
         self.fc2 = Linear(c.decoder_ffn_dim, c.d_model)
         self.final_layer_norm = LayerNorm(c.d_model)
-        self.pre = c.model_type in ("pegasus", "mbart")
+        self.pre = c.model_type in PRE_LN
 
     def forward_pre(self, hidden_states, encoder_hidden_states, use_cache=True):  # MBartDecoderLayer.forward
         residual = hidden_states
@@ -350,7 +409,7 @@ class BartEncoder(nn.Module):
         self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartEncoderLayer(c) for _ in range(c.encoder_layers)])
         self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type in ("bart", "mbart") else None
-        self.layer_norm = LayerNorm(c.d_model) if c.model_type in ("pegasus", "mbart") else None  # the stack's final norm
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type in PRE_LN else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids):
@@ -387,7 +446,7 @@ class BartDecoder(nn.Module):
         self.embed_positions = _positions(c, c.d_model)
         self.layers = nn.ModuleList([BartDecoderLayer(c) for _ in range(c.decoder_layers)])
         self.layernorm_embedding = LayerNorm(c.d_model) if c.model_type in ("bart", "mbart") else None
-        self.layer_norm = LayerNorm(c.d_model) if c.model_type in ("pegasus", "mbart") else None  # the stack's final norm
+        self.layer_norm = LayerNorm(c.d_model) if c.model_type in PRE_LN else None  # the stack's final norm
         self.gradient_checkpointing = False
 
     def forward(self, input_ids, encoder_hidden_states, use_cache):
@@ -438,7 +497,8 @@ class BartForConditionalGeneration(nn.Module):
         else:
             self.encoder = BartEncoder(c, self.shared)
             self.decoder = BartDecoder(c, self.shared)
-        self.register_buffer("final_logits_bias", torch.zeros((1, target)))
+        if c.model_type != "m2m_100":  # M2M100ForConditionalGeneration has no final_logits_bias
+            self.register_buffer("final_logits_bias", torch.zeros((1, target)))
         self.lm_head = Linear(c.d_model, target, bias=False)
         if c.tie_word_embeddings:  # tie_weights: the decoder's get_input_embeddings() (bart: shared's weight)
             self.lm_head.weight = self.decoder.embed_tokens.weight
@@ -477,7 +537,8 @@ class BartForConditionalGeneration(nn.Module):
         decoder_outputs = self.decoder(decoder_input_ids, encoder_outputs[0], use_cache)
         outputs = decoder_outputs + encoder_outputs
         lm_logits = self.lm_head(outputs[0])
-        lm_logits = lm_logits + self.final_logits_bias.to(lm_logits.device)
+        if self.config.model_type != "m2m_100":
+            lm_logits = lm_logits + self.final_logits_bias.to(lm_logits.device)
         loss = None
         if labels is not None:
             loss_fct = nn.CrossEntropyLoss()
@@ -552,7 +613,8 @@ def forward_cached(model, decoder_input_ids, encoder_hidden_states, attention_ma
         hidden_states = dec.layer_norm(hidden_states)
     del inputs_embeds, positions
     lm_logits = model.lm_head(hidden_states)
-    lm_logits = lm_logits + model.final_logits_bias
+    if model.config.model_type != "m2m_100":
+        lm_logits = lm_logits + model.final_logits_bias
     return lm_logits
 
 

@@ -232,9 +232,9 @@ def main(argv):
     if raw.get("model_type") in ("t5", "mt5", "umt5"):  # T5Config (MT5Config, UMT5Config) names its heads num_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("num_heads", 8))
         raw.setdefault("vocab_size", 32128)
-    if raw.get("model_type") in ("bart", "marian", "pegasus", "mbart"):  # BartConfig / MarianConfig: num_attention_heads is
+    if raw.get("model_type") in ("bart", "marian", "pegasus", "mbart", "m2m_100"):  # BartConfig / MarianConfig: num_attention_heads is
         raw.setdefault("num_attention_heads", raw.get("encoder_attention_heads", 16))  # encoder_attention_heads
-        raw.setdefault("vocab_size", 58101 if raw.get("model_type") == "marian" else 50265)
+        raw.setdefault("vocab_size", {"marian": 58101, "m2m_100": 128112}.get(raw.get("model_type"), 50265))
     if raw.get("model_type") == "whisper":  # WhisperConfig: attribute_map num_attention_heads -> encoder_attention_heads
         raw.setdefault("num_attention_heads", raw.get("encoder_attention_heads", 6))
         raw.setdefault("vocab_size", 51865)
@@ -314,7 +314,7 @@ def main(argv):
                              "--loss hf), --mode infer and --mode generate (t5_replica.generate, its own cache)")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
-    elif cfg.model_type in ("bart", "marian", "pegasus", "mbart"):  # BartForConditionalGeneration, MarianMTModel (bart_replica.py)
+    elif cfg.model_type in ("bart", "marian", "pegasus", "mbart", "m2m_100"):  # BartForConditionalGeneration, MarianMTModel (bart_replica.py)
         if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt_every != 1 or args.ckpt_ops
                 or args.act_offload != "none" or (args.mode == "generate" and (args.cache != "dynamic" or args.lora))):
             raise SystemExit("measure_llm.py: bart: the replica measures training (full, LoRA, --ckpt of every layer; "
@@ -550,7 +550,7 @@ def main(argv):
         import vision_encoder_replica
         import dinov2_replica
         import siglip_replica
-    t5 = cfg.model_type in ("t5", "mt5", "umt5", "bart", "marian", "pegasus", "mbart") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
+    t5 = cfg.model_type in ("t5", "mt5", "umt5", "bart", "marian", "pegasus", "mbart", "m2m_100") or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T
@@ -939,7 +939,7 @@ def main(argv):
                 if whisper:
                     import whisper_replica
                     return whisper_replica.generate(model, prompt_ids, P, M, on_phase, on_step_end)
-                if cfg.model_type in ("bart", "marian", "pegasus", "mbart"):  # bart_replica.generate: the same path, its logits processors
+                if cfg.model_type in ("bart", "marian", "pegasus", "mbart", "m2m_100"):  # bart_replica.generate: the same path, its logits processors
                     import bart_replica
                     return bart_replica.generate(model, prompt_ids, M, on_phase, on_step_end)
                 return t5_replica.generate(model, prompt_ids, M, on_phase, on_step_end)
@@ -977,7 +977,7 @@ def main(argv):
                         import whisper_replica
                         dec_ids, encoder_hidden_states, attention_mask, held = whisper_replica.prepare_generation(
                             model, prompt_ids, P)
-                    elif cfg.model_type in ("bart", "marian", "pegasus", "mbart"):
+                    elif cfg.model_type in ("bart", "marian", "pegasus", "mbart", "m2m_100"):
                         import bart_replica
                         dec_ids, encoder_hidden_states, attention_mask, held = bart_replica.prepare_generation(
                             model, prompt_ids)
@@ -1079,7 +1079,7 @@ def main(argv):
                         if whisper:
                             model_logits = whisper_replica.forward_cached(model, model_inputs["decoder_input_ids"],
                                                                           encoder_hidden_states, cache, cache_position)
-                        elif cfg.model_type in ("bart", "marian", "pegasus", "mbart"):
+                        elif cfg.model_type in ("bart", "marian", "pegasus", "mbart", "m2m_100"):
                             model_logits = bart_replica.forward_cached(model, model_inputs["decoder_input_ids"],
                                                                        encoder_hidden_states, attention_mask, cache,
                                                                        cache_position)
@@ -1098,7 +1098,7 @@ def main(argv):
                     logits = model_logits[:, -1, :].to(copy=True, dtype=torch.float32)
                     # b. log probs
                     log_probs = torch.nn.functional.log_softmax(logits, dim=-1)
-                    if cfg.model_type in ("bart", "marian", "pegasus", "mbart"):  # log_probs = logits_processor(flat_running_sequences, log_probs)
+                    if cfg.model_type in ("bart", "marian", "pegasus", "mbart", "m2m_100"):  # log_probs = logits_processor(flat_running_sequences, log_probs)
                         log_probs = bart_replica.logits_processors(model.config, flat_running_sequences, log_probs,
                                                                    max_length)
                     del model_logits  # del model_outputs
@@ -1166,7 +1166,7 @@ def main(argv):
                 if step != M:
                     raise SystemExit("measure_llm.py: beam search stopped after %d of %d steps" % (step, M))
                 del cache, encoder_hidden_states, held
-                if cfg.model_type in ("bart", "marian", "pegasus", "mbart"):  # generate()'s logits processors die with it
+                if cfg.model_type in ("bart", "marian", "pegasus", "mbart", "m2m_100"):  # generate()'s logits processors die with it
                     model.config._length_1_bias = None
             return sequences
 

@@ -2264,6 +2264,20 @@ def cases():
         ("generate", "mbart_small", 1, 64, 10, "bf16", False, 0),
     ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     mode_cases(out, [("generate", "mbart_small", 1, 40, 6, "fp32", False, 0)], num_beams=2)
+    # M2M100ForConditionalGeneration (bart_replica.py model_type m2m_100, modeling_m2m_100.py @efa7189c: the sinusoidal
+    # positions a non-persistent buffer indexed from the padding mask, no layernorm_embedding, the pre-LN layers and
+    # each stack's final layer_norm, no final_logits_bias): m2m100_small (relu, scale_embedding, dropouts 0.1, layerdrop
+    # 0); training (full, LoRA q_proj,v_proj, checkpointed), infer, generate (greedy fp32 / bf16, 2 beams). Every third
+    # held out.
+    mode_cases(out, [
+        ("train", "m2m100_small", 2, 96, "adamw", "fp32", False, 0),
+        ("train", "m2m100_small", 2, 64, "adamw", "bf16", False, 8),
+        ("infer", "m2m100_small", 4, 128, None, "fp32", False, 0),
+        ("train", "m2m100_small", 2, 96, "sgd", "fp32", True, 0),
+        ("generate", "m2m100_small", 2, 48, 8, "fp32", False, 0),
+        ("generate", "m2m100_small", 1, 64, 10, "bf16", False, 0),
+    ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    mode_cases(out, [("generate", "m2m100_small", 1, 40, 6, "fp32", False, 0)], num_beams=2)
     return out
 
 
