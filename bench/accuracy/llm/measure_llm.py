@@ -335,7 +335,7 @@ def main(argv):
         model = paligemma_replica.build(cfg, args.attn)
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
                                                          "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") + near_llama_replica.FAMILIES and not (
-            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3")):
+            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3", "mllama")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
@@ -390,6 +390,8 @@ def main(argv):
     elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
         import mllama_replica
         model = mllama_replica.build(cfg, args.attn)
+        if args.image:  # the tower and the projector frozen, the cross-attention layers run (mllama_replica.py)
+            mllama_replica.freeze_towers(model)
     elif cfg.model_type in ("qwen2_5_vl", "qwen2_vl"):  # the Qwen2.5-VL / Qwen2-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)
@@ -525,6 +527,10 @@ def main(argv):
             return ids
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
                        "image_embeds": args.images * rows * cols})
+    elif args.image and cfg.model_type == "mllama":
+        # MllamaProcessor (mllama_replica.set_images): pixel_values padded to max_image_tiles, the masks; one
+        # <|image|> token per image counted in --seq
+        result.update({"image": args.image, "images": args.images})
     elif args.image and cfg.model_type == "dinov2":
         # Dinov2Embeddings.forward at the image's height x width (dinov2_replica.interpolate_pos_encoding)
         if args.images != 1:
@@ -573,7 +579,7 @@ def main(argv):
         # to the model's dtype by the caller before the forward; resident like input_ids
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
-    if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
+    if (t5 or encoder or image_tokens or (args.image and cfg.model_type == "mllama") or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
                                                            "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") +
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
@@ -595,6 +601,8 @@ def main(argv):
             input_ids[:, :image_tokens] = tid
             model.embed_tokens.pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
             model.embed_tokens.grid_thw = torch.tensor([[1, gh, gw]] * n_img)
+        if args.image and cfg.model_type == "mllama":  # MllamaProcessor's inputs (mllama_replica.set_images)
+            mllama_replica.set_images(model, input_ids, args.image, args.images)
         kw = {"decoder_input_ids": torch.randint(0, V, (args.batch, T), dtype=torch.int64)} if t5 else {}
         after_build = tr.O.opobs_current()
         model.eval()
@@ -672,6 +680,8 @@ def main(argv):
             labels = None if whisper else input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
             if cfg.model_type == "paligemma":  # PaliGemmaProcessor's token_type_ids with a suffix (is_training), held
                 model.token_type_ids = torch.zeros_like(input_ids)
+            if args.image and cfg.model_type == "mllama":  # MllamaProcessor's inputs (mllama_replica.set_images)
+                labels = mllama_replica.set_images(model, input_ids, args.image, args.images)
             if t5:  # DataCollatorForSeq2Seq: the target's ids, [B, target_seq]
                 labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
         if encoder and cfg.model_type in ("siglip_vision_model", "siglip"):  # no labels (siglip_replica.py)
