@@ -842,6 +842,13 @@ def main(argv):
         # whisper: the input_features (features()), --prompt the decoder's init tokens (whisper_replica.generate)
         prompt_ids = features() if whisper else torch.randint(0, V, (B, P + image_tokens), dtype=torch.int64)
         pixel_values = grid_thw = token_type_ids = None
+        mllama_images = None
+        if args.image and cfg.model_type == "mllama":
+            # MllamaProcessor's inputs for the prompt (its <|image|> tokens first, counted in --prompt), held in
+            # generate()'s model_kwargs; pixel_values / aspect ratios passed in the prefill alone
+            # (prepare_inputs_for_generation: cache_position[0] == 0), the cross_attention_mask every step
+            mllama_replica.set_images(model, prompt_ids, args.image, args.images)
+            mllama_images = (model.pixel_values, model.cross_attention_mask)
         if image_tokens and cfg.model_type == "gemma3":
             # Gemma3Processor: the full_image_sequence ("\n\n", boi, the image tokens, eoi, "\n\n") before
             # --prompt's text, token_type_ids 1 at the image tokens; pixel_values [images, C, S, S] and
@@ -1251,6 +1258,10 @@ def main(argv):
                     elif pixel_values is not None:
                         model.embed_tokens.pixel_values = pixel_values if step == 0 else None
                         model.embed_tokens.grid_thw = grid_thw if step == 0 else None
+                    if mllama_images is not None:  # mllama_replica.py: the tower in the prefill only
+                        model.pixel_values = mllama_images[0] if step == 0 else None
+                        if step == 0:
+                            model.cross_attention_mask = mllama_images[1]
                     if use_prefill and step == 0:  # _sample: _prefill before the loop (tagged with its first step)
                         cache_position = prefill(input_ids, attention_mask, cache)
                     cur = input_ids[:, -cache_position.shape[0]:]
@@ -1261,6 +1272,10 @@ def main(argv):
                     cache_position = cache_position[-1:] + 1
                     if tti is not None:  # _update_model_kwargs_for_generation: the last value repeated
                         tti = torch.cat([tti, tti[:, -1].unsqueeze(-1)], dim=-1)
+                    if mllama_images is not None:  # MllamaForConditionalGeneration._update_model_kwargs_for_generation
+                        cam = model.cross_attention_mask
+                        model.cross_attention_mask = torch.cat([cam, cam[:, -1:, ...]], dim=1)
+                        del cam
                     next_token_logits = logits[:, -1, :].to(copy=True, dtype=torch.float32)
                     next_tokens = torch.argmax(next_token_logits, dim=-1)
                     next_tokens = next_tokens * unfinished + pad * (1 - unfinished)

@@ -355,15 +355,20 @@ class CrossAttention(nn.Module):
         self.q_norm = R.LlamaRMSNorm(D, eps=cfg.rms_norm_eps)
         self.k_norm = R.LlamaRMSNorm(D, eps=cfg.rms_norm_eps)
 
-    def forward(self, hidden_states, cross_attention_states, attention_mask):
+    def forward(self, hidden_states, cross_attention_states, attention_mask, past_key_value=None, slot=None):
         bsz, q_len, _ = hidden_states.size()
         query_states = self.q_proj(hidden_states)
         query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
         query_states = self.q_norm(query_states)
-        key_states = self.k_proj(cross_attention_states)
-        value_states = self.v_proj(cross_attention_states)
-        key_states = key_states.view(bsz, -1, self.num_key_value_heads, self.head_dim).transpose(1, 2)
-        value_states = value_states.view(bsz, -1, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        if cross_attention_states is not None:
+            key_states = self.k_proj(cross_attention_states)
+            value_states = self.v_proj(cross_attention_states)
+            key_states = key_states.view(bsz, -1, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+            value_states = value_states.view(bsz, -1, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+            if past_key_value is not None:  # the prefill: the image's keys / values into the cache (this layer's)
+                key_states, value_states = past_key_value.update(key_states, value_states, slot)
+        else:  # cache_position[0] != 0: the cached ones
+            key_states, value_states = past_key_value.keys[slot], past_key_value.values[slot]
         key_states = R.repeat_kv(key_states, self.num_key_value_groups)
         value_states = R.repeat_kv(value_states, self.num_key_value_groups)
         key_states = self.k_norm(key_states)
@@ -393,10 +398,11 @@ class CrossAttentionDecoderLayer(nn.Module):
         self.post_attention_layernorm = R.LlamaRMSNorm(H, eps=cfg.rms_norm_eps)
         self.cross_attn_mlp_gate = nn.Parameter(torch.zeros(1))
 
-    def forward(self, hidden_states, cross_attention_states, cross_attention_mask, full_text_row_masked_out_mask):
+    def forward(self, hidden_states, cross_attention_states, cross_attention_mask, full_text_row_masked_out_mask,
+                past_key_value=None, slot=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.cross_attn(hidden_states, cross_attention_states, cross_attention_mask)
+        hidden_states = self.cross_attn(hidden_states, cross_attention_states, cross_attention_mask, past_key_value, slot)
         hidden_states = residual + self.cross_attn_attn_gate.tanh() * hidden_states
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
@@ -476,40 +482,53 @@ def build(cfg, attn_impl=None):
         """MllamaForConditionalGeneration: without pixel_values the text-only path (R.CausalLM over the self-attention
         layers); with them the header's image path."""
 
-        def forward(self, input_ids, labels=None, past_key_values=None, **kw):
-            if self.pixel_values is None:
-                return super().forward(input_ids, labels, past_key_values, **kw)
-            if past_key_values is not None or self.attn_impl != "sdpa":
-                raise ValueError("mllama_replica.py: images: sdpa training and inference without a cache")
-            vision_outputs = self.vision_model(self.pixel_values, self.aspect_ratio_ids, self.aspect_ratio_mask)
-            cross_attention_states = vision_outputs
-            cross_attention_states = self.multi_modal_projector(cross_attention_states).reshape(
-                -1, cross_attention_states.shape[-2], H)
+        def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None, attention_mask=None,
+                    logits_to_keep=0, **kw):
+            if self.cross_attention_mask is None:  # no image given
+                return super().forward(input_ids, labels, past_key_values, cache_position, attention_mask,
+                                       logits_to_keep, **kw)
+            if self.attn_impl != "sdpa" or kw.get("position_ids") is not None:
+                raise ValueError("mllama_replica.py: images: sdpa, unpacked")
+            vision_outputs = cross_attention_states = None
+            if self.pixel_values is not None:  # prepare_inputs_for_generation: the prefill's (cache_position[0] == 0)
+                vision_outputs = self.vision_model(self.pixel_values, self.aspect_ratio_ids, self.aspect_ratio_mask)
+                cross_attention_states = vision_outputs
+                cross_attention_states = self.multi_modal_projector(cross_attention_states).reshape(
+                    -1, cross_attention_states.shape[-2], H)
             dtype = self.embed_tokens.weight.dtype
             cross_attention_mask, full_text_row_masked_out_mask = prepare_cross_attention_mask(
                 self.cross_attention_mask, self.vision_model.num_patches, dtype)
-            # MllamaTextModel.forward
+            if cache_position is not None:  # generate(): the rows of this step's tokens (advanced indexing: copies)
+                cross_attention_mask = cross_attention_mask[:, :, cache_position]
+                full_text_row_masked_out_mask = full_text_row_masked_out_mask[:, :, cache_position]
+            # MllamaTextModel.forward (sdpa: _update_causal_mask gives None for an all-ones mask, as for Llama)
             inputs_embeds = self.embed_tokens(input_ids)
             hidden_states = inputs_embeds
-            cache_position = torch.arange(0, inputs_embeds.shape[1])
+            if cache_position is None:
+                cache_position = torch.arange(0, inputs_embeds.shape[1])
             position_ids = cache_position.unsqueeze(0)
             position_embeddings = self.rotary_emb(hidden_states, position_ids)
             ckpt = self.gradient_checkpointing and self.training
             si = 0
             for idx in range(n_all):
                 if idx in cross:
-                    layer = self.cross_layers[cross.index(idx)]
-                    args = (hidden_states, cross_attention_states, cross_attention_mask, full_text_row_masked_out_mask)
+                    j = cross.index(idx)
+                    if cross_attention_states is None and (past_key_values is None or
+                                                           past_key_values.get_seq_length(len(self.layers) + j) == 0):
+                        continue  # the text-only skip
+                    layer = self.cross_layers[j]
+                    args = (hidden_states, cross_attention_states, cross_attention_mask, full_text_row_masked_out_mask,
+                            past_key_values, len(self.layers) + j)
                     hidden_states = vctorch._checkpoint2x(layer.__call__, *args) if ckpt else layer(*args)
                     del args
                 else:
-                    hidden_states = self._layer(self.layers[si], hidden_states, None, position_embeddings, None,
-                                                cache_position.shape[0], 0)
+                    hidden_states = self._layer(self.layers[si], hidden_states, None, position_embeddings,
+                                                past_key_values, cache_position.shape[0], 0)
                     si += 1
             hidden_states = self.norm(hidden_states)
             del position_embeddings, inputs_embeds
-            # MllamaForCausalLM.forward: lm_head(...).float(), loss_function
-            logits = self.lm_head(hidden_states).float()
+            # MllamaForCausalLM.forward: lm_head(hidden_states[:, -num_logits_to_keep:, :]).float(), loss_function
+            logits = self.lm_head(hidden_states[:, -logits_to_keep:, :]).float()
             del hidden_states
             loss = R.for_causal_lm_loss(logits, labels, text.vocab_size) if labels is not None else None
             del vision_outputs, cross_attention_states, cross_attention_mask, full_text_row_masked_out_mask
@@ -523,7 +542,7 @@ def build(cfg, attn_impl=None):
     k = vision_keys(d.get("vision_config") or {})
     model.vision_model = MllamaVisionModel(k)
     model.multi_modal_projector = vctorch._Linear2x(k["vision_output_dim"], H, bias=True)
-    model.pixel_values = None  # set_images (measure_llm.py --image)
+    model.pixel_values = model.cross_attention_mask = None  # set_images (measure_llm.py --image)
     model.image_token_index = d.get("image_token_index", 128256)
     return model
 
