@@ -80,6 +80,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools"))
 
 import reference as R
+import siglip_replica
 import vctorch
 from vision_encoder_replica import Conv2d
 import torch.nn.functional as F
@@ -90,7 +91,7 @@ TEXT = dict(vocab_size=128256, hidden_size=4096, hidden_act="silu", num_hidden_l
 CROSS = [3, 8, 13, 18, 23, 28, 33, 38]
 VISION = dict(hidden_size=1280, num_hidden_layers=32, num_global_layers=8, attention_heads=16, num_channels=3,
               intermediate_size=5120, vision_output_dim=7680, image_size=448, patch_size=14, max_num_tiles=4,
-              norm_eps=1e-5, intermediate_layers_indices=[3, 7, 15, 23, 30])
+              norm_eps=1e-5, intermediate_layers_indices=[3, 7, 15, 23, 30], hidden_act="gelu")
 
 
 def flatten(raw):
@@ -162,20 +163,6 @@ class VisionAttention(nn.Module):
         return self.o_proj(attn_output)
 
 
-class VisionMLP(nn.Module):
-    """MM MllamaVisionMLP (CLIPMLP): fc1, ACT2FN["gelu"], fc2."""
-
-    def __init__(self, H, I):
-        super().__init__()
-        self.fc1 = vctorch._Linear2x(H, I)
-        self.fc2 = vctorch._Linear2x(I, H)
-
-    def forward(self, hidden_states):
-        hidden_states = self.fc1(hidden_states)
-        hidden_states = F.gelu(hidden_states)
-        return self.fc2(hidden_states)
-
-
 class VisionEncoderLayer(nn.Module):
     """MM MllamaVisionEncoderLayer."""
 
@@ -184,7 +171,10 @@ class VisionEncoderLayer(nn.Module):
         H = k["hidden_size"]
         self.is_gated = gated
         self.self_attn = VisionAttention(H, k["attention_heads"])
-        self.mlp = VisionMLP(H, k["intermediate_size"])
+        # MllamaVisionMLP is "Copied from transformers.models.clip.modeling_clip.CLIPMLP": siglip_replica's SiglipMLP
+        # (the same fc1, ACT2FN[hidden_act], fc2)
+        self.mlp = siglip_replica.SiglipMLP(dict(hidden_size=H, intermediate_size=k["intermediate_size"],
+                                                 hidden_act=k.get("hidden_act", "gelu")))
         self.input_layernorm = vctorch._LayerNorm2x(H, eps=k["norm_eps"])
         self.post_attention_layernorm = vctorch._LayerNorm2x(H, eps=k["norm_eps"])
         if gated:
