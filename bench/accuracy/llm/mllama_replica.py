@@ -68,6 +68,16 @@ With images (measure_llm.py --image WxH --images N, train; set_images below), fr
        counts both; the labels of the <|image|> tokens -100 (its id, vocab_size or above, is past lm_head's classes).
   The tower and the projector frozen (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector defaults,
        as the other VLM replicas): no graph through them. The cross-attention layers train with the language model.
+  generate() (measure_llm.py --mode generate --image): MllamaForConditionalGeneration.prepare_inputs_for_generation
+       passes pixel_values / aspect_ratio_ids / aspect_ratio_mask while cache_position[0] == 0 and the
+       cross_attention_mask every step; _update_model_kwargs_for_generation cats its last row each step; forward slices
+       the prepared masks with [:, :, cache_position]. A cross-attention layer's keys / values go through
+       past_key_value.update in the prefill and are read back (key_cache[layer_idx]) in the decoding steps, repeat_kv
+       and k_norm applied each time. The cache is reference.py's DynamicCache (the harness's, newer DynamicLayer: the
+       update's cat copies the prefill's keys / values), the cross-attention layers in slots after the self-attention
+       layers' (the memory does not depend on the index); the DynamicCache of befb7955's time stored the first update's
+       tensors without a copy (cache_utils.py not read at a pinned commit here), a difference of one copy of the
+       cross-attention keys / values per layer.
 """
 import json
 import os
