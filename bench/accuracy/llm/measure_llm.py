@@ -335,7 +335,7 @@ def main(argv):
         model = paligemma_replica.build(cfg, args.attn)
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
                                                          "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") + near_llama_replica.FAMILIES and not (
-            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3")):
+            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3", "mllama")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
@@ -390,6 +390,8 @@ def main(argv):
     elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
         import mllama_replica
         model = mllama_replica.build(cfg, args.attn)
+        if args.image:  # the tower and the projector frozen, the cross-attention layers run (mllama_replica.py)
+            mllama_replica.freeze_towers(model)
     elif cfg.model_type in ("qwen2_5_vl", "qwen2_vl"):  # the Qwen2.5-VL / Qwen2-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)
@@ -525,6 +527,10 @@ def main(argv):
             return ids
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
                        "image_embeds": args.images * rows * cols})
+    elif args.image and cfg.model_type == "mllama":
+        # MllamaProcessor (mllama_replica.set_images): pixel_values padded to max_image_tiles, the masks; one
+        # <|image|> token per image counted in --seq
+        result.update({"image": args.image, "images": args.images})
     elif args.image and cfg.model_type == "dinov2":
         # Dinov2Embeddings.forward at the image's height x width (dinov2_replica.interpolate_pos_encoding)
         if args.images != 1:
@@ -573,7 +579,7 @@ def main(argv):
         # to the model's dtype by the caller before the forward; resident like input_ids
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
-    if (t5 or encoder or image_tokens or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
+    if (t5 or encoder or image_tokens or (args.image and cfg.model_type == "mllama") or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
                                                            "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") +
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
@@ -595,6 +601,8 @@ def main(argv):
             input_ids[:, :image_tokens] = tid
             model.embed_tokens.pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
             model.embed_tokens.grid_thw = torch.tensor([[1, gh, gw]] * n_img)
+        if args.image and cfg.model_type == "mllama":  # MllamaProcessor's inputs (mllama_replica.set_images)
+            mllama_replica.set_images(model, input_ids, args.image, args.images)
         kw = {"decoder_input_ids": torch.randint(0, V, (args.batch, T), dtype=torch.int64)} if t5 else {}
         after_build = tr.O.opobs_current()
         model.eval()
@@ -672,6 +680,8 @@ def main(argv):
             labels = None if whisper else input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
             if cfg.model_type == "paligemma":  # PaliGemmaProcessor's token_type_ids with a suffix (is_training), held
                 model.token_type_ids = torch.zeros_like(input_ids)
+            if args.image and cfg.model_type == "mllama":  # MllamaProcessor's inputs (mllama_replica.set_images)
+                labels = mllama_replica.set_images(model, input_ids, args.image, args.images)
             if t5:  # DataCollatorForSeq2Seq: the target's ids, [B, target_seq]
                 labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
         if encoder and cfg.model_type in ("siglip_vision_model", "siglip"):  # no labels (siglip_replica.py)
@@ -832,6 +842,13 @@ def main(argv):
         # whisper: the input_features (features()), --prompt the decoder's init tokens (whisper_replica.generate)
         prompt_ids = features() if whisper else torch.randint(0, V, (B, P + image_tokens), dtype=torch.int64)
         pixel_values = grid_thw = token_type_ids = None
+        mllama_images = None
+        if args.image and cfg.model_type == "mllama":
+            # MllamaProcessor's inputs for the prompt (its <|image|> tokens first, counted in --prompt), held in
+            # generate()'s model_kwargs; pixel_values / aspect ratios passed in the prefill alone
+            # (prepare_inputs_for_generation: cache_position[0] == 0), the cross_attention_mask every step
+            mllama_replica.set_images(model, prompt_ids, args.image, args.images)
+            mllama_images = (model.pixel_values, model.cross_attention_mask)
         if image_tokens and cfg.model_type == "gemma3":
             # Gemma3Processor: the full_image_sequence ("\n\n", boi, the image tokens, eoi, "\n\n") before
             # --prompt's text, token_type_ids 1 at the image tokens; pixel_values [images, C, S, S] and
@@ -1241,6 +1258,10 @@ def main(argv):
                     elif pixel_values is not None:
                         model.embed_tokens.pixel_values = pixel_values if step == 0 else None
                         model.embed_tokens.grid_thw = grid_thw if step == 0 else None
+                    if mllama_images is not None:  # mllama_replica.py: the tower in the prefill only
+                        model.pixel_values = mllama_images[0] if step == 0 else None
+                        if step == 0:
+                            model.cross_attention_mask = mllama_images[1]
                     if use_prefill and step == 0:  # _sample: _prefill before the loop (tagged with its first step)
                         cache_position = prefill(input_ids, attention_mask, cache)
                     cur = input_ids[:, -cache_position.shape[0]:]
@@ -1251,6 +1272,10 @@ def main(argv):
                     cache_position = cache_position[-1:] + 1
                     if tti is not None:  # _update_model_kwargs_for_generation: the last value repeated
                         tti = torch.cat([tti, tti[:, -1].unsqueeze(-1)], dim=-1)
+                    if mllama_images is not None:  # MllamaForConditionalGeneration._update_model_kwargs_for_generation
+                        cam = model.cross_attention_mask
+                        model.cross_attention_mask = torch.cat([cam, cam[:, -1:, ...]], dim=1)
+                        del cam
                     next_token_logits = logits[:, -1, :].to(copy=True, dtype=torch.float32)
                     next_tokens = torch.argmax(next_token_logits, dim=-1)
                     next_tokens = next_tokens * unfinished + pad * (1 - unfinished)

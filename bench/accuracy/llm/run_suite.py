@@ -2278,6 +2278,33 @@ def cases():
         ("generate", "m2m100_small", 1, 64, 10, "bf16", False, 0),
     ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     mode_cases(out, [("generate", "m2m100_small", 1, 40, 6, "fp32", False, 0)], num_beams=2)
+    # issue 31 (VLMs): MllamaForConditionalGeneration with images (mllama_replica.py, modeling_mllama.py @ befb7955:
+    # MllamaVisionModel's tiles, the local transformer's hidden states kept, the global gated transformer, the
+    # projector, the cross-attention layers over the tiles' states with the cross-attention mask; the processor's
+    # pixel_values zero-padded to max_image_tiles whatever the image, image_processing_mllama.py @ 0350540d).
+    # mllama_vision_small: mllama_small's text, a 64-wide 4 + 1-layer tower on 56-pixel tiles (17 patches padded to 24).
+    # The tower and projector frozen; train full fp32 / bf16, checkpointed, SGD, LoRA on the MLPs (the language model
+    # alone) and on q_proj,v_proj (PEFT also wraps the tower's: their adapters' backward runs through it), infer, generate
+    # (the tower in the prefill, the cross-attention keys / values cached, the cross_attention_mask grown a row a step);
+    # 1 or 2 images per sample. vramcalc refuses --image on mllama: each case carries measured.json's known_gap until the
+    # tower and the cross-attention layers are modelled. Every third held out.
+    for i, (mode, b, s_, prec, ck, lora, tg, img, n) in enumerate([
+            ("train", 1, 64, "fp32", False, 0, None, "600x400", 1),
+            ("train", 2, 64, "bf16", False, 0, None, "560x560", 1),
+            ("train", 2, 64, "bf16", True, 0, None, "1000x300", 2),
+            ("train", 1, 96, "bf16", False, 8, "gate_proj,up_proj,down_proj", "600x400", 1),
+            ("train", 2, 48, "fp32", False, 8, "q_proj,v_proj", "800x800", 2),
+            ("infer", 1, 64, "fp32", False, 0, None, "600x400", 1),
+            ("infer", 2, 32, "bf16", False, 0, None, "300x900", 2),
+            ("train", 1, 64, "fp32", False, 0, None, "56x56", 1),
+            ("generate", 1, 32, "fp32", False, 0, None, "600x400", 1),
+            ("generate", 2, 24, "bf16", False, 0, None, "400x800", 2)]):
+        c = dict(config="configs/mllama_vision_small.json", mode=mode, batch=b, precision=prec, image=img, images=n,
+                 held_out=(i % 3 == 2), **({"prompt": s_, "new_tokens": 8} if mode == "generate" else {"seq": s_}))
+        if mode == "train":
+            c.update(optim="sgd" if i == 4 else "adamw", ckpt=ck, lora=lora, lora_dropout=0.0,
+                     **({"lora_targets": tg} if lora else {}))
+        out.append(c)
     return out
 
 
