@@ -64,7 +64,7 @@ static int heads_divide(rd *r, int64_t H, int64_t NH)
     return 0;
 }
 
-int vc__hf_clip_count(rd *r, int64_t *params)
+int vc__hf_clip_count(rd *r, int64_t *params, int64_t *proj)
 {
     static const char *const legacy[] = {"text_config_dict", "vision_config_dict"};
     for (int i = 0; i < 2; i++) {
@@ -107,6 +107,7 @@ int vc__hf_clip_count(rd *r, int64_t *params)
     const long double total = CLIP_COUNT(long double);
     if (total > 0x1p62L) return vc__hf_bad(&t, "hidden_size", "the parameters (%.3Le) pass 2^62", total);
     *params = CLIP_COUNT(int64_t);
+    *proj = P;
 #undef CLIP_COUNT
     return 0;
 }
