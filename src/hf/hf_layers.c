@@ -1364,6 +1364,7 @@ static void build_clip_vision(wr *w, const arch *a)
     o = add_layer(w, "Select", "vision_model.pooled_output"); /* last_hidden_state[:, 0, :] */
     num(w, o, "dim", 1);
     num(w, o, "index", 0);
+    str(w, o, "held_until", "logits"); /* the view keeps last_hidden_state (vision_outputs) to the forward's end */
     cJSON *post = layernorm(w, a, "vision_model.post_layernorm", NULL);
     str(w, pre, "held_until", "vision_model.post_layernorm");
     str(w, post, "held_until", "logits"); /* vision_outputs.pooler_output, to CLIPModel.forward's end */
