@@ -643,7 +643,7 @@ static void sl_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_SiglipLogits = {
-    .ops = 9,
+    .ops = 12, /* clip: two 4-op normalizations, the matmul, exp and mul */
     .name = "SiglipLogits", .summary = "SiglipModel's normalized embeddings and logits_per_text [B, B] (matmul x logit_scale.exp() + logit_bias)",
     .min_inputs = 2, .max_inputs = 2, .cfg_size = sizeof(sl_cfg),
     .parse = sl_parse, .setup = sl_setup, .emit = sl_emit,
