@@ -1278,7 +1278,9 @@ static void build_vit(wr *w, const arch *a)
  *  - with vision_use_head, SiglipMultiheadAttentionPoolingHead: probe.repeat(batch_size, 1, 1) (Parameter's
  *    repeat), nn.MultiheadAttention(probe, h, h)[0] (batch_first, need_weights True: the explicit path, layers/
  *    attention.c), residual = that, layernorm, + mlp (fc1, act, fc2), [:, 0]. */
-static void build_siglip_vision(wr *w, const arch *a)
+/* SigLIP's and CLIP's patch_embedding(pixel_values.to(dtype=target_dtype)) (the cast a copy unless float32, dead when
+ * the Conv2d returns; CLIP's Conv2d without a bias), .flatten(2).transpose(1, 2) (views) */
+static void vision_patches(wr *w, const arch *a, bool bias)
 {
     cJSON *cast = add_layer(w, "Cast", "vision_model.embeddings.pixel_values");
     str(w, cast, "dtype", "parameters");
@@ -1287,12 +1289,18 @@ static void build_siglip_vision(wr *w, const arch *a)
     num(w, o, "out_channels", (double)a->H);
     num(w, o, "kernel_size", (double)a->vit.P);
     num(w, o, "stride", (double)a->vit.P);
+    if (!bias) flag(w, o, "bias", false);
     str(w, cast, "held_until", "vision_model.embeddings.patch_embedding");
     shape2(w, add_layer(w, "Reshape", "vision_model.embeddings.flatten"), a->H, a->vit.patches);
     o = add_layer(w, "Transpose", "vision_model.embeddings.transpose");
     num(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
     num(w, o, "dim1", 2);
-    o = add_layer(w, "Parameter", "vision_model.embeddings.position_embedding");
+}
+
+static void build_siglip_vision(wr *w, const arch *a)
+{
+    vision_patches(w, a, true);
+    cJSON *o = add_layer(w, "Parameter", "vision_model.embeddings.position_embedding");
     shape2(w, o, a->vit.patches, a->H);
     str(w, o, "mode", "lookup");
     cJSON *emb = add_layer(w, "Add", "vision_model.embeddings");
@@ -1337,21 +1345,9 @@ static void build_siglip_vision(wr *w, const arch *a)
  *  - visual_projection: nn.Linear(hidden_size, projection_dim, bias=False). */
 static void build_clip_vision(wr *w, const arch *a)
 {
-    cJSON *cast = add_layer(w, "Cast", "vision_model.embeddings.pixel_values");
-    str(w, cast, "dtype", "parameters");
-    cJSON *o = add_layer(w, "Conv2d", "vision_model.embeddings.patch_embedding");
-    num(w, o, "in_channels", (double)a->vit.cin);
-    num(w, o, "out_channels", (double)a->H);
-    num(w, o, "kernel_size", (double)a->vit.P);
-    num(w, o, "stride", (double)a->vit.P);
-    flag(w, o, "bias", false);
-    str(w, cast, "held_until", "vision_model.embeddings.patch_embedding");
-    shape2(w, add_layer(w, "Reshape", "vision_model.embeddings.flatten"), a->H, a->vit.patches);
-    o = add_layer(w, "Transpose", "vision_model.embeddings.transpose");
-    num(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
-    num(w, o, "dim1", 2);
+    vision_patches(w, a, false);
     shape2(w, add_layer(w, "Parameter", "vision_model.embeddings.class_embedding"), 1, a->H);
-    o = add_layer(w, "Cat", "vision_model.embeddings.cat");
+    cJSON *o = add_layer(w, "Cat", "vision_model.embeddings.cat");
     ins(w, o, "vision_model.embeddings.class_embedding", "vision_model.embeddings.transpose", NULL, NULL);
     num(w, o, "dim", 1);
     o = add_layer(w, "Parameter", "vision_model.embeddings.position_embedding");
