@@ -538,22 +538,42 @@ const vc_kind vc_kind_DeepstackAdd = {
  *     ([B, B], saving both), exp (a new [1], saving its result), mul (a new [B, B]: each operand saved when the
  *     other needs its gradient), add (a new [B, B]); logits_per_image = logits_per_text.t() (a view).
  * The [B, B] logits are a square of the batch: sizes exact for the batch planned (vc_batch_dependent); the
- * per-sample shape declared is [1]. The loss (return_loss=True) is the model's "siglip" row (src/engine/loss.c). */
-static int sl_parse(vc_args *a, void *p)
-{
-    (void)a;
-    (void)p;
-    return 0;
-}
+ * per-sample shape declared is [1]. The loss (return_loss=True) is the model's "siglip" row (src/engine/loss.c).
+ * "clip": true, CLIPModel.forward after its towers and projections (modeling_clip.py @ 000f1ffd): the norms by
+ * _get_vector_norm (clip_normalize), logits_per_text = matmul(text_embeds, image_embeds.t()) * logit_scale.exp(), no
+ * logit_bias; the loss is the "clip" row. */
+typedef struct {
+    bool clip; /* CLIPModel.forward (modeling_clip.py @ 000f1ffd): _get_vector_norm, no logit_bias */
+} sl_cfg;
+
+static int sl_parse(vc_args *a, void *p) { return vc_arg_bool(a, "clip", false, &((sl_cfg *)p)->clip); }
 
 static int sl_setup(vc_setup *s, void *p)
 {
-    (void)p;
+    const sl_cfg *c = p;
     if (s->in[0].nd != 1 || s->in[1].nd != 1 || s->in[0].d[0] != s->in[1].d[0])
         return vc_fail(s, "inputs", "expected image_embeds and text_embeds of one size [dim] each");
     int64_t one = 1;
     s->out = vc_shape_make(1, &one);
-    return vc_param(s, "logit_scale", 1) || vc_param(s, "logit_bias", 1);
+    return vc_param(s, "logit_scale", 1) || (!c->clip && vc_param(s, "logit_bias", 1));
+}
+
+/* x / nrm, x [B, n], nrm [B, 1] (DivBackward0 as described above) */
+static vc_t sl_div(vc_build *b, vc_t x, vc_t nrm, int64_t n)
+{
+    const vc_dtype dt = vc_dt_of(b, x);
+    vc_op *o = vc_op_begin(b, "div");
+    int ix = vc_op_in(o, x), in = vc_op_in(o, nrm);
+    vc_t y = vc_op_out(o, vc_n_sample(n), dt);
+    vc_op_save_if(o, x, in);
+    vc_op_save(o, nrm);
+    vc_op_grad(o, in, VC_GRAD_NEW_REDUCE);
+    vc_op_btemp_held(o, vc_n_sample(n), dt); /* self / other */
+    vc_op_btemp_held(o, vc_n_sample(n), dt); /* (self / other) / other */
+    vc_op_btemp_held(o, vc_n_sample(n), dt); /* -grad */
+    (void)ix;
+    vc_op_end(o);
+    return y;
 }
 
 /* x / x.norm(p=2, dim=-1, keepdim=True), x [B, n] */
@@ -568,54 +588,63 @@ static vc_t sl_normalize(vc_build *b, vc_t x, int64_t n)
     vc_op_btemp_held(o, vc_n_sample(n), dt);             /* self / norm */
     vc_op_btemp_held(o, vc_n_sample(1), VC_DT_BOOL);     /* norm == 0 */
     vc_op_end(o);
-    o = vc_op_begin(b, "div");
-    int ix = vc_op_in(o, x), in = vc_op_in(o, nrm);
-    vc_t y = vc_op_out(o, vc_n_sample(n), dt);
-    vc_op_save_if(o, x, in);
-    vc_op_save(o, nrm);
-    vc_op_grad(o, in, VC_GRAD_NEW_REDUCE);
-    vc_op_btemp_held(o, vc_n_sample(n), dt); /* self / other */
-    vc_op_btemp_held(o, vc_n_sample(n), dt); /* (self / other) / other */
-    vc_op_btemp_held(o, vc_n_sample(n), dt); /* -grad */
-    (void)ix;
+    return sl_div(b, x, nrm, n);
+}
+
+/* CLIP's x / _get_vector_norm(x) (modeling_clip.py @ 000f1ffd): torch.pow(x, 2) (PowBackward0 saves self; its
+ * backward two x-sized temporaries, vc__op_pow2), torch.sum(dim=-1, keepdim=True) (a new [B, 1], nothing saved),
+ * torch.pow(sum, 0.5) (a new [B, 1], saving self; pow_backward's self.pow(-0.5) and 0.5 * it, [B, 1] each), then
+ * the div (sl_div). */
+static vc_t clip_normalize(vc_build *b, vc_t x, int64_t n)
+{
+    const vc_dtype dt = vc_dt_of(b, x);
+    vc_t sm = vc__op_mean(b, vc__op_pow2(b, x), vc_n_sample(1));
+    vc_op *o = vc_op_begin(b, "pow");
+    vc_op_in(o, sm);
+    vc_t nrm = vc_op_out(o, vc_n_sample(1), dt);
+    vc_op_save(o, sm);
+    vc_op_btemp_held(o, vc_n_sample(1), dt); /* self.pow(-0.5) */
+    vc_op_btemp_held(o, vc_n_sample(1), dt); /* 0.5 * it */
     vc_op_end(o);
-    return y;
+    return sl_div(b, x, nrm, n);
 }
 
 static void sl_emit(vc_build *b, const void *p)
 {
-    (void)p;
+    const bool clip = ((const sl_cfg *)p)->clip;
+    const char *cls = clip ? "CLIPModel" : "SiglipModel";
     const int64_t B = vc_batch(b), n = vc_input_shape(b, 0)->d[0];
     vc_batch_dependent(b);
     if (B > (INT64_C(1) << 26)) { /* the [B, B] logits within 2^52 elements */
-        vc_refuse(b, O("batch"), "%lld: SiglipModel's logits_per_text would be %lld x %lld", (long long)B, (long long)B,
+        vc_refuse(b, O("batch"), "%lld: %s's logits_per_text would be %lld x %lld", (long long)B, cls, (long long)B,
                   (long long)B);
         return;
     }
     if (vc_autocast_dt(b) != VC_DT_F32) {
-        vc_refuse(b, O("precision"), "amp: SiglipModel's norm, div and logits under torch.autocast are not modelled "
-                                     "(norm is on autocast's float32 list); fp32, bf16, fp16 and mixed-* are");
+        vc_refuse(b, O("precision"), "amp: %s's norm, div and logits under torch.autocast are not modelled "
+                                     "(%s); fp32, bf16, fp16 and mixed-* are", cls,
+                  clip ? "pow and sum are on autocast's float32 list" : "norm is on autocast's float32 list");
         return;
     }
     if (vc_peft_input_grads(b)) { /* PEFT with gradient checkpointing: enable_input_require_grads */
         vc_refuse(b, O("grad_ckpt"), "with " O("lora") ": PEFT's enable_input_require_grads hooks "
-                  "get_input_embeddings(), which SiglipModel does not define (modeling_siglip.py @ efa7189c; what "
-                  "PreTrainedModel's default does for it was not read): not modelled");
+                  "get_input_embeddings(), which %s does not define (%s; what PreTrainedModel's default does for it "
+                  "was not read): not modelled", cls, clip ? "modeling_clip.py @ 000f1ffd" : "modeling_siglip.py @ efa7189c");
         return;
     }
-    vc_t img = sl_normalize(b, vc_input(b, 0), n);
-    vc_t txt = sl_normalize(b, vc_input(b, 1), n);
+    vc_t img = clip ? clip_normalize(b, vc_input(b, 0), n) : sl_normalize(b, vc_input(b, 0), n);
+    vc_t txt = clip ? clip_normalize(b, vc_input(b, 1), n) : sl_normalize(b, vc_input(b, 1), n);
     const vc_numel bb = vc_n_fixed(B * B);
     vc_t it = vc__op_view(b, img, vc_numel_of(b, img), false); /* image_embeds.t() */
     vc_t mm = vc__op_bmm_raw(b, txt, it, bb);
     vc_t sc = vc__op_unary(b, "exp", vc_weight(b, 0), VC_SAVE_OUT, false);
     vc_t y = vc__op_mul_dt(b, mm, sc, bb, vc_dt_of(b, mm));
-    vc_set_output(b, vc__op_add(b, y, vc_weight(b, 1), bb, false));
+    vc_set_output(b, clip ? y : vc__op_add(b, y, vc_weight(b, 1), bb, false));
 }
 
 const vc_kind vc_kind_SiglipLogits = {
-    .ops = 9,
+    .ops = 12, /* clip: two 4-op normalizations, the matmul, exp and mul */
     .name = "SiglipLogits", .summary = "SiglipModel's normalized embeddings and logits_per_text [B, B] (matmul x logit_scale.exp() + logit_bias)",
-    .min_inputs = 2, .max_inputs = 2, .cfg_size = 0,
+    .min_inputs = 2, .max_inputs = 2, .cfg_size = sizeof(sl_cfg),
     .parse = sl_parse, .setup = sl_setup, .emit = sl_emit,
 };

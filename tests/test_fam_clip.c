@@ -1,46 +1,40 @@
 /*
- * test_fam_clip.c — CLIP (model_type "clip", issue 31, towers; src/hf/hf_clip.c): a count-only family for now.
- * CLIPModel's exact parameter count (sum(p.numel() for p in model.parameters()), buffers excluded) by hand from the
- * __init__s of modeling_clip.py @ 000f1ffdbf1ce6190cc8863af9a2fff817590937 and CLIPConfig / CLIPTextConfig /
- * CLIPVisionConfig (configuration_clip.py @ 01841b341b64ab547cd2e30f09cb9c74929f50f2); every memory mode refused
- * with the count in its one line; each bad key named (text_config.* / vision_config.*). No replica yet: nothing of
- * its memory is estimated.
+ * test_fam_clip.c — CLIP (model_type "clip", issue 31, towers; src/hf/hf_clip.c, hf.c's clip row and
+ * vc__hf_clip_vision, hf_layers.c build_clip_vision / build_siglip, layers/vision.c SiglipLogits' clip variant,
+ * src/engine/loss.c's clip row): CLIPModel as modeling_clip.py @ 000f1ffdbf1ce6190cc8863af9a2fff817590937 runs it.
+ * 1. CLIPModel's exact parameter count (sum(p.numel() for p in model.parameters()), buffers excluded) by hand from the
+ *    __init__s of that file and CLIPConfig / CLIPTextConfig / CLIPVisionConfig (configuration_clip.py @
+ *    01841b341b64ab547cd2e30f09cb9c74929f50f2); bench/accuracy/llm/clip_replica.py counts the same.
+ * 2. The measured cases of bench/accuracy/llm/measured.json (clip_replica.py), held within 1%.
+ * 3. Refusals: each bad key named (text_config.* / vision_config.*), the options that make no sense named.
  *
  * Per CLIPEncoderLayer of width H and MLP width I: q/k/v/out_proj 4 (H^2 + H), layer_norm1/2 4H, fc1 HI + I, fc2
  * IH + H: 4H^2 + 2HI + 9H + I.
  */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "cli_run.h"
 #include "fam_hf.h"
 
 #define HF VC_TEST_DATA "/hf/"
-
-/* The count the refusal's line carries for the config string js (refused naming model_type, as every CLIP config) */
-static int64_t clip_count(const char *js)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    assert_int_equal(load_js(js, &m, &err), VC_ERR_MODEL);
-    assert_null(m);
-    if (strcmp(CLI_PATH(&err), "model_type")) fail_msg("%s: refused naming %s (%s)", js, CLI_PATH(&err), err.msg);
-    const char *p = strstr(err.msg, "the parameter count is exact: ");
-    assert_non_null(p);
-    return strtoll(p + strlen("the parameter count is exact: "), NULL, 10);
-}
 
 /* clip_count of the config file at path */
 static int64_t clip_file_count(const char *path)
 {
     static char buf[16384];
     cli_slurp(path, buf, sizeof buf);
-    return clip_count(buf);
+    return count_of(buf);
 }
 
 /* A tiny config by hand: text V 10, H 4, I 8, 1 layer, 2 heads, 5 positions; vision H 6, I 12, 2 layers, 3 heads,
@@ -59,13 +53,13 @@ static int64_t clip_file_count(const char *path)
 static void test_counts(void **state)
 {
     (void)state;
-    assert_int_equal(clip_count(TINY "}}"), 1063);
+    assert_int_equal(count_of(TINY "}}"), 1063);
     /* image_size 5 of patch 2: (5 // 2)^2 = 4 patches still (floor), the same count */
-    assert_int_equal(clip_count(TINY ", \"image_size\": 5}}"), 1063);
+    assert_int_equal(count_of(TINY ", \"image_size\": 5}}"), 1063);
     /* CLIPConfig(): both sub-configs absent or null take their classes' defaults, openai/clip-vit-base-patch32's
      * shape (test_checkpoints) */
-    assert_int_equal(clip_count("{\"model_type\": \"clip\"}"), INT64_C(151277313));
-    assert_int_equal(clip_count("{\"model_type\": \"clip\", \"text_config\": null, \"vision_config\": null}"),
+    assert_int_equal(count_of("{\"model_type\": \"clip\"}"), INT64_C(151277313));
+    assert_int_equal(count_of("{\"model_type\": \"clip\", \"text_config\": null, \"vision_config\": null}"),
                      INT64_C(151277313));
 }
 
@@ -89,20 +83,76 @@ static void test_checkpoints(void **state)
     assert_int_equal(clip_file_count(HF "clip-vit-large-patch14.json"), INT64_C(427616513));
 }
 
-/* Every memory mode refused (exit 2, one line): the count, then the refusal */
-static void test_refused(void **state)
+/* The layers the clip row writes: the two inputs, the vision tower's class token and pre_layrnorm, the causal text
+ * attention (and the vision tower's not), the bias-free projections, SiglipLogits' clip variant (no logit_bias: the
+ * count above has 1 scalar) and the "clip" loss */
+static void test_layers(void **state)
 {
     (void)state;
-    static const char *const modes[] = {"", " -m train", " -m infer", " -m generate", " --serve --gpu h100-80gb",
-                                        " -f json", " --lora 8"};
-    char a[512];
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        snprintf(a, sizeof a, HF "clip-vit-base-patch32.json%s", modes[i]);
-        assert_usage(a, "clip: CLIPModel's memory is not modelled yet (the text tower's causal mask and argmax "
-                        "pooling, the vision tower's class embedding and pre_layrnorm, clip_loss); the parameter "
-                        "count is exact: 151277313 parameters");
-    }
-    assert_usage(HF "clip-vit-large-patch14.json", "the parameter count is exact: 427616513 parameters");
+    static const char js[] = "{\"model_type\": \"clip\"}";
+    assert_true(emitted(js, "\"pixel_values\""));
+    assert_true(emitted(js, "\"input_ids\""));
+    assert_true(emitted(js, "vision_model.embeddings.class_embedding"));
+    assert_true(emitted(js, "vision_model.pre_layrnorm"));
+    assert_int_equal(emitted(js, "\"causal\":\ttrue"), 1);  /* the text tower's layers (one repeated Sequential) */
+    assert_int_equal(emitted(js, "\"causal\":\tfalse"), 1); /* the vision tower's */
+    assert_int_equal(emitted(js, "\"clip\":\ttrue"), 1);    /* SiglipLogits */
+    assert_int_equal(emitted(js, "\"loss\":\t\"clip\""), 1);
+    assert_int_equal(emitted(js, "\"variant\":\t\"quick\""), 2); /* quick_gelu in both towers */
+    /* --seq at max_position_embeddings and --image at image_size: the default's estimate */
+    char a[600];
+    snprintf(a, sizeof a, "%s -f json", HF "clip-vit-base-patch32.json");
+    const long long d = cli_json_field(a, "\"peak_allocated\": ");
+    snprintf(a, sizeof a, "%s --seq 77 --image 224x224 -f json", HF "clip-vit-base-patch32.json");
+    assert_int_equal(cli_json_field(a, "\"peak_allocated\": "), d);
+    /* the parameters in the CLI's estimate: the count */
+    snprintf(a, sizeof a, "%s -m infer -f json", HF "clip-vit-large-patch14.json");
+    assert_int_equal(cli_json_field(a, "\"parameters\": "), INT64_C(427616513));
+}
+
+/* bench/accuracy/llm/measured.json's clip cases (run_suite.py's clip_small rows; clip_replica.py CLIPModel, torch 1.13
+ * CPU, the allocator counter; --attention math, --workspace 0), held within 1% */
+static void test_measured(void **state)
+{
+    (void)state;
+#define LQV " --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj"
+#define CK " --grad-ckpt --grad-ckpt-kind non-reentrant"
+    static const cli_measured c[] = {
+        {"clip_small.json --seq 16 -b 4 -o adamw -p fp32", 4205568},
+        {"clip_small.json --seq 16 -b 4 -o sgd -p bf16", 1441792},
+        {"clip_small.json --seq 16 -b 4 -o adamw -p fp32" CK, 4205568},
+        {"clip_small.json -m infer --seq 16 -b 4 -p fp32", 1158144},
+        {"clip_small.json --seq 16 -b 2 -o adamw -p bf16" LQV, 950784},
+        {"clip_small.json -m infer --seq 16 -b 3 -p bf16", 607232},
+        {"clip_small.json --seq 10 -b 3 -o sgd -p fp32", 2033664},
+        {"clip_small.json --seq 16 -b 4 -o sgd -p bf16" CK, 1129984},
+        {"clip_small.json -m infer --seq 10 -b 2 -p fp32", 962048},
+    };
+#undef CK
+#undef LQV
+    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
+}
+
+/* The options that make no sense for CLIPModel: one line naming the option */
+static void test_options(void **state)
+{
+    (void)state;
+    static const char f[] = HF "clip-vit-base-patch32.json";
+    static const fam_refusal o[] = {
+        {"-m generate", "--mode: generate: clip is an encoder (CLIPModel)"},
+        {"--serve --gpu h100-80gb", "--serve: generate needs a causal language model"},
+        {"--loss liger", "--loss: clip: CLIPModel computes its own contrastive (clip_loss) loss"},
+        {"--loss mean", "--loss: clip: CLIPModel computes its own contrastive (clip_loss) loss"},
+        {"--seq 78", "--seq: 78 tokens: clip has 77 learned positions (max_position_embeddings)"},
+        {"--image 256x256", "--image: 256x256: clip runs vision_config's image_size (224 x 224"},
+        {"--images 2", "--images: 2: CLIPModel pairs one image with each text"},
+        {"--tp 2 --gpus 2", "--tp: clip: tensor parallelism is not modelled"},
+        {"--grad-ckpt --grad-ckpt-every 2", "--grad-ckpt-every: clip: CLIPEncoder checkpoints every"},
+        {"-p amp-bf16", "--precision: amp: CLIPModel's norm, div and logits under torch.autocast"},
+        {"--lora 8", "--lora needs --lora-targets"},
+        {"--lora 8 --lora-targets q_proj --grad-ckpt", "--grad-ckpt: with --lora: PEFT's enable_input_require_grads"},
+    };
+    fam_refuse_options(f, o, sizeof o / sizeof *o);
 }
 
 /* Each bad or inconsistent key the count depends on, named */
@@ -132,6 +182,11 @@ static void test_bad_keys(void **state)
         {"\"vision_config_dict\": {}", "vision_config_dict"},
         {"\"text_config\": {\"vocab_size\": 1099511627776, \"hidden_size\": 1099511627776, "
          "\"num_attention_heads\": 1}", "text_config.hidden_size"}, /* the parameters pass 2^62 */
+        /* the keys the towers' rows read after the count */
+        {"\"text_config\": {\"hidden_act\": \"swish_x\"}", "text_config.hidden_act"},
+        {"\"vision_config\": {\"hidden_act\": \"gelu_x\"}", "vision_config.hidden_act"},
+        {"\"text_config\": {\"attention_dropout\": 2}", "text_config.attention_dropout"},
+        {"\"vision_config\": {\"layer_norm_eps\": \"x\"}", "vision_config.layer_norm_eps"},
     };
     char js[1024];
     for (size_t i = 0; i < sizeof vis / sizeof vis[0]; i++) {
@@ -156,7 +211,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_checkpoints),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_options),
         cmocka_unit_test(test_bad_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

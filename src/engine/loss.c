@@ -1551,6 +1551,35 @@ static void emit_kto(vc_build *b)
     vc__extend_life(b, kl);
 }
 
+/* CLIPModel.forward's loss with return_loss=True (modeling_clip.py @ 000f1ffdbf1ce6190cc8863af9a2fff817590937):
+ * clip_loss(logits_per_text), logits_per_text [B, B] in the model's dtype dt (layers/vision.c SiglipLogits, clip):
+ *   caption_loss = contrastive_loss(similarity): nn.functional.cross_entropy(logits, torch.arange(len(logits))): the
+ *     int64 [B] arange (a temporary of the call, saved by nll_loss), log_softmax (a new [B, B] in dt, saved) and
+ *     nll_loss (the 0-d loss and total_weight); its backward nll_loss_backward's and _log_softmax_backward's [B, B];
+ *   image_loss = contrastive_loss(similarity.t()): the same on the transposed view (log_softmax's output contiguous);
+ *   (caption_loss + image_loss) / 2.0: 0-d tensors.
+ * The two log-probabilities are saved until the backward; the logits' two gradients are summed by the engine. */
+static void emit_clip(vc_build *b)
+{
+    const vc_t y = b->val_t[b->m->output];
+    const int64_t B = b->batch < (INT64_C(1) << 26) ? b->batch : (INT64_C(1) << 26); /* SiglipLogits refuses more */
+    vc_batch_dependent(b);
+    const vc_numel bb = vc_n_fixed(B * B), nb = vc_n_fixed(B), one = vc_n_fixed(1);
+    const vc_dtype dt = (vc_dtype)b->t[y].dt;
+    vc_t cap = cross_entropy(b, y, vc__op_nograd(b, "arange", -1, -1, nb, VC_DT_I64), bb, dt);
+    vc_t yt = vc__op_view(b, y, bb, false); /* similarity.t() */
+    vc_t img = cross_entropy(b, yt, vc__op_nograd(b, "arange", -1, -1, nb, VC_DT_I64), bb, dt);
+    vc_op *o = vc_op_begin(b, "add");
+    vc_op_grad(o, vc_op_in(o, cap), VC_GRAD_PASS);
+    vc_op_grad(o, vc_op_in(o, img), VC_GRAD_PASS);
+    vc_t sum = vc_op_out(o, one, dt);
+    vc_op_end(o);
+    o = vc_op_begin(b, "div"); /* DivBackward1 (by a scalar): grad / 2.0, a new 0-d */
+    vc_op_in(o, sum);
+    b->loss_t = vc_op_out(o, one, dt);
+    vc_op_end(o);
+}
+
 /* SiglipModel.forward's loss with return_loss=True (modeling_siglip.py @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e),
  * on the model's output logits_per_text [B, B] (layers/vision.c SiglipLogits) in the model's dtype dt:
  *   eye = torch.eye(logits_per_text.size(0)): float32 [B, B] (the default dtype);
@@ -1681,6 +1710,9 @@ static const vc_loss_row rows[] = {
     [VC_LOSS_SIGLIP] = {"siglip", NULL, "SiglipModel's sigmoid loss with return_loss=True: -logsigmoid of the "
                         "eye-based labels x logits_per_text [B, B], summed per text, their mean", false, false, false,
                         emit_siglip, "SiglipModel under tensor parallelism is not modelled"},
+    [VC_LOSS_CLIP] = {"clip", NULL, "CLIPModel's clip_loss with return_loss=True: the mean of cross_entropy over "
+                      "logits_per_text [B, B] and over its transpose, each against arange(B)", false, false, false,
+                      emit_clip, "CLIPModel under tensor parallelism is not modelled"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -1447,12 +1447,25 @@ const hf_family vc__hf_families[] = {
      .keys = {BART_KEYS(50265)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "MBartForConditionalGeneration", .lora_targets = NULL},
-    /* CLIPConfig (configuration_clip.py @ 01841b34; modeling_clip.py @ 000f1ffd): a count-only row, as deepseek_v4's.
-     * Its keys (text_config.*, vision_config.*, projection_dim) are read and CLIPModel's parameters counted by
-     * hf_clip.c; vc_hf_build refuses every estimate after the count (the text tower's causal mask and argmax pooling,
-     * the vision tower's class embedding and pre_layrnorm, and clip_loss are not modelled yet). */
-    {.model_type = "clip", .config_class = "CLIPConfig", .keys = {[K_ACT] = ACT("hidden_act", "quick_gelu")},
-     LLAMA_BLOCK, .lora_targets = NULL},
+    /* CLIPConfig (configuration_clip.py @ 01841b34) and CLIPModel (modeling_clip.py @ 000f1ffd; hf_layers.c
+     * build_clip): hf_clip.c checks the config and counts the parameters (projection_dim); the keys below are
+     * CLIPTextConfig's (vocab_size 49408, hidden_size 512, intermediate_size 2048, num_hidden_layers 12,
+     * num_attention_heads 8, max_position_embeddings 77, hidden_act quick_gelu, layer_norm_eps 1e-5, attention_dropout
+     * 0.0), read from text_config; vision_config with vc__hf_clip_vision below (arch.tower, vc_hf_build), SigLIP's
+     * two-tower mechanism. CLIPTextTransformer: token + position embeddings, CLIPEncoderLayers on sdpa with is_causal
+     * (siglip_layer, causal), final_layer_norm, pooled = the eos position's row, text_projection (no bias); the loss
+     * CLIPModel.forward's clip_loss with return_loss=True (loss "clip", src/engine/loss.c). PEFT's mapping (peft @
+     * 00073fe8 utils/constants.py) has no clip: --lora-targets. */
+    {.model_type = "clip", .config_class = "CLIPConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 49408), [K_HIDDEN] = DEF("hidden_size", 512),
+              [K_LAYERS] = DEF("num_hidden_layers", 12), [K_HEADS] = DEF("num_attention_heads", 8),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 77), [K_INTER] = DEF("intermediate_size", 2048),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "quick_gelu"), [K_QKV_BIAS] = FIXED(1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = FIXED(0)},
+     .block = BLK_CLIP, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED, .head = HEAD_CLS, .head_class = "CLIPModel", .prefix = "text_model", .nested = "text_config",
+     .lora_targets = NULL},
     /* M2M100Config (configuration_m2m_100.py @04591daa M2M100Config.__init__, the stored version: vocab_size 128112,
      * max_position_embeddings 1024, 12 + 12 layers of 16 heads, ffn 4096, d_model 1024, relu, dropout 0.1,
      * attention_dropout 0.1, activation_dropout 0, layerdrop 0.05, scale_embedding True, pad 1, bos 0, eos 2,
@@ -1468,6 +1481,19 @@ const hf_family vc__hf_families[] = {
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "M2M100ForConditionalGeneration", .lora_targets = NULL},
 };
+/* CLIPVisionConfig (configuration_clip.py @ 01841b34: hidden_size 768, intermediate_size 3072, num_hidden_layers 12,
+ * num_attention_heads 12, num_channels 3, image_size 224, patch_size 32, hidden_act quick_gelu, layer_norm_eps 1e-5,
+ * attention_dropout 0.0), CLIPModel's vision tower (CLIPVisionTransformer, modeling_clip.py @ 000f1ffd; hf_layers.c
+ * build_clip_vision): no model_type of its own here, read by vc_hf_build from a clip config's vision_config. */
+const hf_family vc__hf_clip_vision = {
+    .model_type = "clip", .config_class = "CLIPVisionConfig",
+    .keys = {[K_VOCAB] = FIXED(1), [K_HIDDEN] = DEF("hidden_size", 768), [K_LAYERS] = DEF("num_hidden_layers", 12),
+             [K_HEADS] = DEF("num_attention_heads", 12), [K_KV_HEADS] = {.how = D_HEADS},
+             [K_EPS] = DEF("layer_norm_eps", 1e-5), [K_MAXPOS] = FIXED(1), [K_INTER] = DEF("intermediate_size", 3072),
+             [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "quick_gelu"), [K_QKV_BIAS] = FIXED(1),
+             [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = FIXED(0)},
+    .block = BLK_CLIP_VISION, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+    .head = HEAD_CLS, .head_class = "CLIPModel", .prefix = "vision_model", .lora_targets = NULL};
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
 
@@ -1747,20 +1773,29 @@ static int check_seq(const arch *a, vc_error *err)
 }
 
 /* SiglipModel's vision tower (vc_hf_build): vision_config (absent or None: SiglipVisionConfig's defaults) read with the
- * siglip_vision_model row, errors naming vision_config.KEY; the head must exist (image_embeds is its pooler_output) */
+ * siglip_vision_model row, errors naming vision_config.KEY; the head must exist (image_embeds is its pooler_output).
+ * CLIPModel's (a clip config): read with vc__hf_clip_vision (CLIPVisionConfig's defaults), its sequence the patches and
+ * the class token; the projections give both towers projection_dim, so the widths may differ. */
 static int siglip_tower(const cJSON *cfg, const arch *a, arch *t, const cJSON *no_keys, vc_error *err)
 {
+    const bool clip = a->f->block == BLK_CLIP;
     memset(t, 0, sizeof *t);
+    if (clip) t->f = &vc__hf_clip_vision;
     for (int i = 0; i < vc__hf_nfamilies && !t->f; i++)
         if (vc__hf_families[i].block == BLK_SIGLIP_VISION) t->f = &vc__hf_families[i];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "vision_config");
-    if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
+    if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v)) /* clip: hf_clip.c refused it before */
         return vc_set_error(err, VC_ERR_MODEL, "vision_config", "expected an object: SiglipConfig builds "
                             "SiglipVisionConfig(**vision_config)");
-    rd rt = {v && cJSON_IsObject(v) ? v : no_keys, err, "siglip", false, 1, "vision_config"};
+    rd rt = {v && cJSON_IsObject(v) ? v : no_keys, err, clip ? "clip" : "siglip", false, 1, "vision_config"};
     t->ckpt = a->ckpt;
     t->ckpt_every = a->ckpt_every;
     if (vc__hf_read(&rt, t)) return -1;
+    if (clip) {
+        t->seq = t->vit.patches + 1;
+        t->clip_proj = a->clip_proj;
+        return 0;
+    }
     if (!t->vit.head)
         return vc_set_error(err, VC_ERR_MODEL, "vision_config.vision_use_head", "false: SiglipModel.forward's image_embeds "
                             "is the vision tower's pooler_output, None without SiglipMultiheadAttentionPoolingHead");
@@ -1812,18 +1847,15 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                             "hyper-connections and hash-MoE are not modelled yet; the parameter count is exact: %lld "
                             "parameters (DeepseekV4ForCausalLM's named_parameters(), buffers excluded)", (long long)n);
     }
-    if (!strcmp(r.fam, "clip")) { /* count-only (hf_clip.c): the exact count, then the refusal */
-        int64_t n;
-        if (vc__hf_clip_count(&r, &n)) return err->code;
-        return vc_set_error(err, VC_ERR_MODEL, "model_type", "clip: CLIPModel's memory is not modelled yet (the text "
-                            "tower's causal mask and argmax pooling, the vision tower's class embedding and "
-                            "pre_layrnorm, clip_loss); the parameter count is exact: %lld parameters (CLIPModel's "
-                            "named_parameters(), buffers excluded)", (long long)n);
-    }
+    /* clip (hf_clip.c): CLIPConfig checked (the legacy *_config_dict keys, projection_dim, both sub-configs) and
+     * counted before the towers are read */
+    int64_t clip_params = 0;
+    if (!strcmp(r.fam, "clip") && vc__hf_clip_count(&r, &clip_params, &a.clip_proj)) return err->code;
     const cJSON *nest = a.f->nested ? cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested) : NULL;
-    /* SiglipConfig.__init__: text_config / vision_config None (absent) -> {}, the class's defaults */
+    /* SiglipConfig.__init__ / CLIPConfig.__init__: text_config / vision_config None (absent) -> {}, the class's
+     * defaults; clip: CLIPModel on SigLIP's two-tower path */
     static const cJSON no_keys = {.type = cJSON_Object};
-    const bool siglip = a.f->block == BLK_SIGLIP;
+    const bool clip = a.f->block == BLK_CLIP, siglip = a.f->block == BLK_SIGLIP || clip;
     if (siglip && (!nest || cJSON_IsNull(nest))) {
         r.cfg = &no_keys;
         r.nested = a.f->nested;
@@ -1950,22 +1982,26 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if ((a.f->block == BLK_GRANITE4 || a.f->block == BLK_NEMOTRON_H) && vc__hf_granite4_unmodelled(&a, split, err))
         return err->code; /* hf_granite4.c */
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o, split)) return err->code; /* hf_llama4.c */
-    if (siglip) { /* SiglipModel: one image of the vision tower's image_size per sample */
+    if (siglip) { /* SiglipModel / CLIPModel: one image of the vision tower's image_size per sample */
+        const char *cls = clip ? "CLIPModel" : "SiglipModel";
         if (o && o->image_w > 0 && (o->image_w != tower.vit.img || o->image_h != tower.vit.img))
-            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: siglip runs vision_config's image_size (%lld x "
-                                "%lld; SiglipVisionEmbeddings' position ids do not fit another size unless "
+            return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lldx%lld: %s runs vision_config's image_size (%lld x "
+                                "%lld; %sVisionEmbeddings' position ids do not fit another size unless "
                                 "interpolate_pos_encoding, which is not modelled)", (long long)o->image_w,
-                                (long long)o->image_h, (long long)tower.vit.img, (long long)tower.vit.img);
+                                (long long)o->image_h, r.fam, (long long)tower.vit.img, (long long)tower.vit.img,
+                                clip ? "CLIP" : "Siglip");
         if (o && o->images > 1)
-            return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: SiglipModel pairs one image with each text (" O("batch")
-                                " is the pairs)", (long long)o->images);
-        if (split.tp > 1) return vc_set_error(err, VC_ERR_USAGE, O("tp"), "siglip: tensor parallelism is not modelled");
-        if (a.ckpt && a.ckpt_every > 1) /* SiglipEncoder checkpoints every layer of both towers */
-            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "siglip: SiglipEncoder checkpoints every "
-                                "SiglipEncoderLayer of both towers; every N-th layer is not modelled for it");
+            return vc_set_error(err, VC_ERR_USAGE, O("images"), "%lld: %s pairs one image with each text (" O("batch")
+                                " is the pairs)", (long long)o->images, cls);
+        if (split.tp > 1) return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism is not modelled", r.fam);
+        if (a.ckpt && a.ckpt_every > 1) /* SiglipEncoder / CLIPEncoder checkpoints every layer of both towers */
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "%s: %sEncoder checkpoints every "
+                                "%sEncoderLayer of both towers; every N-th layer is not modelled for it", r.fam,
+                                clip ? "CLIP" : "Siglip", clip ? "CLIP" : "Siglip");
         if (o && o->loss != VC_LOSS_IMPL_HF)
-            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "siglip: SiglipModel computes its own sigmoid loss "
-                                "(return_loss=True); only " OV("loss", "hf") " is modelled");
+            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s: %s computes its own %s loss "
+                                "(return_loss=True); only " OV("loss", "hf") " is modelled", r.fam, cls,
+                                clip ? "contrastive (clip_loss)" : "sigmoid");
     }
     const bool siglip_v = a.f->block == BLK_SIGLIP_VISION; /* SiglipVisionModel: no CLS token */
     const bool vit = a.f->block == BLK_VIT || a.f->block == BLK_DINOV2 || siglip_v; /* pixel_values in (hf_read.c read_vit) */
@@ -2131,6 +2167,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 ? "seq2seq_lm" /* T5ForConditionalGeneration's / WhisperForConditionalGeneration's CrossEntropyLoss */
                             : siglip_v ? "logits_mean" /* loss = outputs.pooler_output.mean() (no .float()) */
                             : a.f->vision == VIS_PALIGEMMA ? "paligemma_lm" /* PaliGemmaForConditionalGeneration's own */
+                            : clip     ? "clip" /* CLIPModel.forward(..., return_loss=True).loss: clip_loss */
                             : siglip   ? "siglip" /* SiglipModel.forward(..., return_loss=True).loss */
                             : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 

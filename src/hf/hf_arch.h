@@ -111,6 +111,10 @@ enum {
                         * siglip_layer); SiglipVisionModel on pixel_values as BLK_VIT's, no CLS token */
     BLK_SIGLIP, /* SiglipModel: text_model.encoder.layers.N (siglip_layer, no mask) beside BLK_SIGLIP_VISION's tower
                  * (arch.tower), pixel_values and input_ids in (hf_layers.c build_siglip) */
+    BLK_CLIP_VISION, /* CLIPEncoderLayer (siglip_layer's modules) in CLIPModel's vision tower: class token, pre_layrnorm,
+                      * post_layernorm on the pooled token (hf_layers.c build_clip_vision; hf.c's vc__hf_clip_vision row) */
+    BLK_CLIP, /* CLIPModel: text_model.encoder.layers.N (siglip_layer, causal) beside BLK_CLIP_VISION's tower (arch.tower),
+               * SiglipLogits' clip variant (hf_layers.c build_clip) */
 };
 enum {
     NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */,
@@ -478,6 +482,7 @@ typedef struct arch {
     } ml;
     /* siglip (SiglipModel): the vision tower's arch, vision_config read with the siglip_vision_model row (hf.c) */
     const struct arch *tower;
+    int64_t clip_proj; /* clip: CLIPConfig.projection_dim, the bias-free projections' width (hf_clip.c) */
     /* ministral3 (hf_read.c read_l4_scale): rope_parameters' llama_4_scaling_beta and original_max_position_embeddings,
      * read to be checked (the scale's values size no tensor) */
     double l4_beta;
@@ -711,10 +716,12 @@ int vc__hf_deepseek_v4_count(rd *r, int64_t *params);
 /* An int key of a count-only family's config object r->cfg (cls the config class the error names): def when absent,
  * else an integer in [lo, MAX_SIZE] (hf_deepseek_v4.c; 0, or -1 with r->err naming the key) */
 int vc__hf_count_int(rd *r, const char *key, int64_t def, int64_t lo, const char *cls, int64_t *out);
-/* hf_clip.c (issue 31, towers): CLIPConfig's keys checked (text_config.* / vision_config.* named) and CLIPModel's
- * parameters counted exactly into *params; its memory is not modelled yet, so vc_hf_build refuses every estimate
- * after the count (0: counted; else err's code, naming the key) */
-int vc__hf_clip_count(rd *r, int64_t *params);
+/* hf_clip.c (issue 31, towers): CLIPConfig's keys checked (text_config.* / vision_config.* named), CLIPModel's
+ * parameters counted exactly into *params and projection_dim into *proj (0: counted; else err's code, naming the key);
+ * vc_hf_build then reads the towers with the clip row and vc__hf_clip_vision (hf.c) */
+int vc__hf_clip_count(rd *r, int64_t *params, int64_t *proj);
+/* CLIPVisionConfig's row (hf.c): CLIPModel's vision tower, no model_type of its own */
+extern const hf_family vc__hf_clip_vision;
 /* hf_olmoe.c: output_router_logits, a bool whose true (the auxiliary load_balancing_loss_func) is refused naming it
  * (OlmoeForCausalLM's and Ernie4_5_MoeForCausalLM's); -1 with r->err. */
 int vc__hf_no_router_logits(rd *r);

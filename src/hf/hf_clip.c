@@ -1,9 +1,10 @@
 /*
  * hf_clip.c — CLIP (model_type "clip", issue 31, towers: CLIPModel, e.g. openai/clip-vit-base-patch32 and
- * openai/clip-vit-large-patch14): a count-only family for now. CLIPConfig's keys that shape the parameters are read
- * and checked (an error names text_config.KEY / vision_config.KEY) and CLIPModel's parameters counted exactly, as
- * sum(p.numel() for p in model.parameters()) gives them; its memory is not modelled yet, so vc_hf_build (hf.c)
- * refuses every estimate with the count in its one line.
+ * openai/clip-vit-large-patch14). CLIPConfig's keys that shape the parameters are read and checked (an error names
+ * text_config.KEY / vision_config.KEY) and CLIPModel's parameters counted exactly, as sum(p.numel() for p in
+ * model.parameters()) gives them, before vc_hf_build (hf.c) reads the towers with the clip row and
+ * vc__hf_clip_vision and writes the layers on SigLIP's two-tower path (hf_layers.c build_siglip / build_clip_vision,
+ * layers/vision.c SiglipLogits' clip variant, src/engine/loss.c's clip row).
  *
  * Sources (huggingface/transformers, read at these commits):
  *  - models/clip/configuration_clip.py @ 01841b341b64ab547cd2e30f09cb9c74929f50f2: CLIPTextConfig (vocab_size 49408,
@@ -26,11 +27,14 @@
  *      CLIPEncoderLayer: self_attn (q_proj, k_proj, v_proj, out_proj: Linear(H, H) with bias; head_dim = H // heads,
  *        a ValueError unless heads divide H), layer_norm1, mlp (fc1 Linear(H, I), fc2 Linear(I, H)), layer_norm2;
  *        every LayerNorm a weight and a bias.
- *    What the forward does, for the estimate still to come (not modelled here): the text tower's 4-D causal mask
- *    (create_causal_mask at that commit, not _create_4d_causal_attention_mask), pooled output = last_hidden_state at
- *    input_ids.argmax(-1) (when every row's maximum is 49407) or at the first eos_token_id, quick_gelu, the vision
- *    tower's pooled CLS token through post_layernorm, the two projections, the normalized embeddings, logits_per_text
- *    = matmul x logit_scale.exp(), clip_loss = (cross_entropy(logits, arange) + cross_entropy(logits.t(), arange)) / 2.
+ *    What the forward does (modelled in hf_layers.c): the text tower's causal mask (create_causal_mask at that commit,
+ *    not _create_4d_causal_attention_mask: None under sdpa without a padding mask, masking_utils.py's
+ *    _ignore_causal_mask_sdpa, read in a stored copy whose commit the index did not name; the encoder's is_causal=True
+ *    reaches sdpa), pooled output = last_hidden_state at input_ids.argmax(-1) (when every row's maximum is 49407) or
+ *    at the first eos_token_id (an advanced-indexing copy of [B, H], written as a Select view: its few hundred bytes
+ *    and the int index temporaries are not modelled), quick_gelu, the vision tower's pooled CLS token through
+ *    post_layernorm, the two projections, the normalized embeddings (_get_vector_norm), logits_per_text = matmul x
+ *    logit_scale.exp(), clip_loss = (cross_entropy(logits, arange) + cross_entropy(logits.t(), arange)) / 2.
  */
 #include <math.h>
 #include <string.h>
@@ -64,7 +68,7 @@ static int heads_divide(rd *r, int64_t H, int64_t NH)
     return 0;
 }
 
-int vc__hf_clip_count(rd *r, int64_t *params)
+int vc__hf_clip_count(rd *r, int64_t *params, int64_t *proj)
 {
     static const char *const legacy[] = {"text_config_dict", "vision_config_dict"};
     for (int i = 0; i < 2; i++) {
@@ -107,6 +111,7 @@ int vc__hf_clip_count(rd *r, int64_t *params)
     const long double total = CLIP_COUNT(long double);
     if (total > 0x1p62L) return vc__hf_bad(&t, "hidden_size", "the parameters (%.3Le) pass 2^62", total);
     *params = CLIP_COUNT(int64_t);
+    *proj = P;
 #undef CLIP_COUNT
     return 0;
 }

@@ -154,9 +154,10 @@ static void dropout(wr *w, const char *name, double p)
 
 static void act_layer(wr *w, const arch *a, const char *name)
 {
-    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) {
+    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST || a->act == A_GELU_QUICK) {
+        /* quick_gelu (CLIP's): QuickGELUActivation, input * torch.sigmoid(1.702 * input) (layers/llm.c) */
         cJSON *o = add_layer(w, "NewGELU", name);
-        str(w, o, "variant", a->act == A_GELU_NEW ? "new" : "fast");
+        str(w, o, "variant", a->act == A_GELU_NEW ? "new" : a->act == A_GELU_FAST ? "fast" : "quick");
     } else if (a->act == A_SILU) {
         add_layer(w, "SiLU", name);
     } else if (a->act == A_RELU) {
@@ -945,7 +946,10 @@ static void dinov2_layer(wr *w, const arch *a)
  * argument of self_attn until it returns; SiglipAttention: q_proj, k_proj, v_proj (in that order, with biases), view +
  * transpose, the sdpa interface (no mask, not causal, dropout attention_dropout in training), reshape, contiguous,
  * out_proj; + residual; layer_norm2, its output SiglipMLP's argument until it returns (fc1, ACT2FN[hidden_act], fc2);
- * + residual. */
+ * + residual. CLIPEncoderLayer.forward (modeling_clip.py @ 000f1ffd) is the same statements on the same modules; in
+ * CLIP's text tower (BLK_CLIP) the attention is causal: CLIPTextTransformer.forward passes create_causal_mask's mask
+ * (None for sdpa without a padding mask: masking_utils' sdpa_mask skips it) and is_causal=True, which
+ * sdpa_attention_forward keeps when the mask is None. */
 static void siglip_layer(wr *w, const arch *a)
 {
     const int64_t q = a->NH * a->D;
@@ -954,7 +958,7 @@ static void siglip_layer(wr *w, const arch *a)
     linear(w, "self_attn.k_proj", "layer_norm1", a->H, q, true);
     linear(w, "self_attn.v_proj", "layer_norm1", a->H, q, true);
     attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", NULL,
-              false, 0);
+              a->f->block == BLK_CLIP, 0);
     linear(w, "self_attn.out_proj", NULL, q, a->H, true);
     str(w, ln, "held_until", "self_attn.out_proj");
     ins(w, add_layer(w, "Add", "attn_residual"), "self_attn.out_proj", "input", NULL, NULL);
@@ -1077,7 +1081,9 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_VIT: vit_layer(&inner, a); break;
         case BLK_DINOV2: dinov2_layer(&inner, a); break;
         case BLK_SIGLIP_VISION:
-        case BLK_SIGLIP: siglip_layer(&inner, a); break;
+        case BLK_SIGLIP:
+        case BLK_CLIP_VISION:
+        case BLK_CLIP: siglip_layer(&inner, a); break;
         case BLK_LFM2: lfm2_layer(&inner, a, i); break;
         default: decoder_layer(&inner, a, i); break;
         }
@@ -1272,7 +1278,9 @@ static void build_vit(wr *w, const arch *a)
  *  - with vision_use_head, SiglipMultiheadAttentionPoolingHead: probe.repeat(batch_size, 1, 1) (Parameter's
  *    repeat), nn.MultiheadAttention(probe, h, h)[0] (batch_first, need_weights True: the explicit path, layers/
  *    attention.c), residual = that, layernorm, + mlp (fc1, act, fc2), [:, 0]. */
-static void build_siglip_vision(wr *w, const arch *a)
+/* SigLIP's and CLIP's patch_embedding(pixel_values.to(dtype=target_dtype)) (the cast a copy unless float32, dead when
+ * the Conv2d returns; CLIP's Conv2d without a bias), .flatten(2).transpose(1, 2) (views) */
+static void vision_patches(wr *w, const arch *a, bool bias)
 {
     cJSON *cast = add_layer(w, "Cast", "vision_model.embeddings.pixel_values");
     str(w, cast, "dtype", "parameters");
@@ -1281,12 +1289,18 @@ static void build_siglip_vision(wr *w, const arch *a)
     num(w, o, "out_channels", (double)a->H);
     num(w, o, "kernel_size", (double)a->vit.P);
     num(w, o, "stride", (double)a->vit.P);
+    if (!bias) flag(w, o, "bias", false);
     str(w, cast, "held_until", "vision_model.embeddings.patch_embedding");
     shape2(w, add_layer(w, "Reshape", "vision_model.embeddings.flatten"), a->H, a->vit.patches);
     o = add_layer(w, "Transpose", "vision_model.embeddings.transpose");
     num(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
     num(w, o, "dim1", 2);
-    o = add_layer(w, "Parameter", "vision_model.embeddings.position_embedding");
+}
+
+static void build_siglip_vision(wr *w, const arch *a)
+{
+    vision_patches(w, a, true);
+    cJSON *o = add_layer(w, "Parameter", "vision_model.embeddings.position_embedding");
     shape2(w, o, a->vit.patches, a->H);
     str(w, o, "mode", "lookup");
     cJSON *emb = add_layer(w, "Add", "vision_model.embeddings");
@@ -1318,6 +1332,41 @@ static void build_siglip_vision(wr *w, const arch *a)
     str(w, emb, "held_until", end); /* encoder_outputs (the last layer's output) is post_layernorm's saved input */
 }
 
+/* CLIPVisionTransformer.forward (modeling_clip.py @ 000f1ffdbf1ce6190cc8863af9a2fff817590937) in CLIPModel, then
+ * CLIPModel.forward's visual_projection:
+ *  - CLIPVisionEmbeddings.forward: patch_embedding(pixel_values.to(dtype=target_dtype)) (nn.Conv2d, bias=False; the
+ *    cast a copy unless float32, dead when the Conv2d returns), flatten(2).transpose(1, 2) (views),
+ *    class_embedding.expand(batch_size, 1, -1) (a view), torch.cat([class_embeds, patch_embeds], dim=1), +
+ *    position_embedding(position_ids) (an nn.Embedding over the [1, num_patches + 1] buffer: Parameter's lookup);
+ *  - hidden_states = pre_layrnorm(hidden_states): the local rebound, alive until the forward returns;
+ *  - CLIPEncoder: the CLIPEncoderLayers (siglip_layer); last_hidden_state returned in vision_outputs (held by
+ *    build_siglip to the logits);
+ *  - pooled_output = last_hidden_state[:, 0, :] (a view), post_layernorm(pooled_output) (the pooler_output);
+ *  - visual_projection: nn.Linear(hidden_size, projection_dim, bias=False). */
+static void build_clip_vision(wr *w, const arch *a)
+{
+    vision_patches(w, a, false);
+    shape2(w, add_layer(w, "Parameter", "vision_model.embeddings.class_embedding"), 1, a->H);
+    cJSON *o = add_layer(w, "Cat", "vision_model.embeddings.cat");
+    ins(w, o, "vision_model.embeddings.class_embedding", "vision_model.embeddings.transpose", NULL, NULL);
+    num(w, o, "dim", 1);
+    o = add_layer(w, "Parameter", "vision_model.embeddings.position_embedding");
+    shape2(w, o, a->vit.patches + 1, a->H);
+    str(w, o, "mode", "lookup");
+    o = add_layer(w, "Add", "vision_model.embeddings");
+    ins(w, o, "vision_model.embeddings.cat", "vision_model.embeddings.position_embedding", NULL, NULL);
+    cJSON *pre = layernorm(w, a, "vision_model.pre_layrnorm", NULL);
+    layer_stack(w, a, "vision_model.encoder.layers", "vision_model.pre_layrnorm");
+    o = add_layer(w, "Select", "vision_model.pooled_output"); /* last_hidden_state[:, 0, :] */
+    num(w, o, "dim", 1);
+    num(w, o, "index", 0);
+    str(w, o, "held_until", "logits"); /* the view keeps last_hidden_state (vision_outputs) to the forward's end */
+    cJSON *post = layernorm(w, a, "vision_model.post_layernorm", NULL);
+    str(w, pre, "held_until", "vision_model.post_layernorm");
+    str(w, post, "held_until", "logits"); /* vision_outputs.pooler_output, to CLIPModel.forward's end */
+    linear(w, "visual_projection", NULL, a->H, a->clip_proj, false);
+}
+
 /* The layer of w's list named `name` (NULL none) */
 static cJSON *named(wr *w, const char *name)
 {
@@ -1344,12 +1393,17 @@ static cJSON *named(wr *w, const char *name)
 static void build_siglip(wr *w, const arch *a)
 {
     const arch *v = a->tower;
+    const bool clip = a->f->block == BLK_CLIP;
     const int first = cJSON_GetArraySize(w->arr);
-    build_siglip_vision(w, v);
+    if (clip) build_clip_vision(w, v);
+    else build_siglip_vision(w, v);
     ins(w, cJSON_GetArrayItem(w->arr, first), "pixel_values", NULL, NULL, NULL); /* the Cast */
-    cJSON *o = named(w, "vision_model.post_layernorm");
-    if (o) cJSON_DeleteItemFromObjectCaseSensitive(o, "held_until");
-    str(w, o, "held_until", "logits");
+    cJSON *o = NULL;
+    if (!clip) { /* clip: build_clip_vision holds its pooler_output; last_hidden_state is the pooled view's base */
+        o = named(w, "vision_model.post_layernorm");
+        if (o) cJSON_DeleteItemFromObjectCaseSensitive(o, "held_until");
+        str(w, o, "held_until", "logits");
+    }
     o = add_layer(w, "Embedding", "text_model.embeddings.token_embedding");
     ins(w, o, "input_ids", NULL, NULL, NULL);
     num(w, o, "num_embeddings", (double)a->V);
@@ -1362,13 +1416,25 @@ static void build_siglip(wr *w, const arch *a)
     ins(w, emb, "text_model.embeddings.token_embedding", "text_model.embeddings.position_embedding", NULL, NULL);
     layer_stack(w, a, "text_model.encoder.layers", "text_model.embeddings");
     cJSON *fin = layernorm(w, a, "text_model.final_layer_norm", NULL);
-    o = add_layer(w, "Select", "text_model.pooled_output"); /* last_hidden_state[:, -1, :] */
+    /* siglip: last_hidden_state[:, -1, :]; clip: the row at the eos position (below) */
+    o = add_layer(w, "Select", "text_model.pooled_output");
     num(w, o, "dim", 1);
     num(w, o, "index", -1);
-    linear(w, "text_model.head", NULL, a->H, a->H, true);
-    str(w, emb, "held_until", "text_model.head");
+    if (clip) { /* CLIPTextTransformer returns pooled_output; CLIPModel.forward: text_projection (no bias) */
+        str(w, emb, "held_until", "text_model.pooled_output");
+        linear(w, "text_projection", NULL, a->H, a->clip_proj, false);
+    } else {
+        linear(w, "text_model.head", NULL, a->H, a->H, true);
+        str(w, emb, "held_until", "text_model.head");
+    }
     str(w, fin, "held_until", "logits");
-    ins(w, add_layer(w, "SiglipLogits", "logits"), "vision_model.head.first", "text_model.head", NULL, NULL);
+    o = add_layer(w, "SiglipLogits", "logits");
+    if (clip) {
+        ins(w, o, "visual_projection", "text_projection", NULL, NULL);
+        flag(w, o, "clip", true);
+    } else {
+        ins(w, o, "vision_model.head.first", "text_model.head", NULL, NULL);
+    }
 }
 
 /* What a DINOv2 model's estimate does not model, refused before the plan (src/engine/plan.c): autocast. Under
@@ -1429,6 +1495,7 @@ static void build_layers(wr *w, const arch *a)
         build_siglip_vision(w, a);
         return;
     case BLK_SIGLIP: /* SiglipModel */
+    case BLK_CLIP:   /* CLIPModel */
         build_siglip(w, a);
         return;
     case BLK_BART: /* BartForConditionalGeneration (hf_bart.c) */

@@ -128,10 +128,18 @@ static int read_act(rd *r, const char *key, const char *def, bool gated, int *ou
             *out = acts[i];
             return 0;
         }
+    /* quick_gelu (ACT2FN's QuickGELUActivation) where it is the class's default (CLIPTextConfig, CLIPVisionConfig) */
+    const bool quick = def && !strcmp(def, "quick_gelu");
+    if (quick && !strcmp(s, "quick_gelu")) {
+        *out = A_GELU_QUICK;
+        return 0;
+    }
     char e[64];
     vc_escape(e, sizeof e, s);
     return vc__hf_bad(r, key, "activation \"%s\" is not modelled (%s)", e,
-               gated ? "silu, swish, gelu, gelu_pytorch_tanh or relu" : "gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2, xielu or silu");
+               gated ? "silu, swish, gelu, gelu_pytorch_tanh or relu"
+               : quick ? "gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2, xielu, silu or quick_gelu"
+                       : "gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2, xielu or silu");
 }
 
 /* rope_scaling: null or an object whose rope_type (or type) is known. The
@@ -436,7 +444,9 @@ static int read_dinov2(rd *r, arch *a)
 static int read_vit(rd *r, arch *a)
 {
     const bool dino = a->f->block == BLK_DINOV2;
-    if (get_int(r, "image_size", 224, 1, &a->vit.img) || get_int(r, "patch_size", dino ? 14 : 16, 1, &a->vit.P) ||
+    /* CLIPVisionConfig's patch_size 32 (configuration_clip.py @ 01841b34) */
+    const int64_t pdef = dino ? 14 : a->f->block == BLK_CLIP_VISION ? 32 : 16;
+    if (get_int(r, "image_size", 224, 1, &a->vit.img) || get_int(r, "patch_size", pdef, 1, &a->vit.P) ||
         get_int(r, "num_channels", 3, 1, &a->vit.cin) || (dino && read_dinov2(r, a)))
         return -1;
     /* siglip_vision_model: SiglipVisionTransformer's use_head, True unless the config has vision_use_head
@@ -556,7 +566,9 @@ static int read_family(rd *r, arch *a)
         return vc__hf_bad(r, "sliding_window", "null without layer_types: Exaone4Config divides by the pattern it zeroes");
     if (f->block == BLK_LFM2 && vc__hf_lfm2_read(r, a)) return -1; /* layer_types, conv_L_cache and the rest (hf_lfm2.c) */
     if (f->block == BLK_NEMOTRON_H && vc__hf_nemotron_h_read(r, a)) return -1; /* the pattern and the rest (hf_granite4.c) */
-    if ((f->block == BLK_VIT || f->block == BLK_DINOV2 || f->block == BLK_SIGLIP_VISION) && read_vit(r, a)) return -1; /* image_size, patch_size, num_channels */
+    if ((f->block == BLK_VIT || f->block == BLK_DINOV2 || f->block == BLK_SIGLIP_VISION || f->block == BLK_CLIP_VISION) &&
+        read_vit(r, a))
+        return -1; /* image_size, patch_size, num_channels */
     if (f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_read(r, a)) return -1; /* the mamba_* keys, the multipliers (hf_granite4.c) */
     if (f->qk_norm_rope && vc__hf_hunyuan_read(r, a)) return -1; /* moe_topk and the checkpoints' other keys (hf_hunyuan.c) */
     if (f->moe == MOE_HUNYUAN && a->K > a->E)

@@ -59,7 +59,8 @@ typedef struct {
  * vocab-parallel cross-entropy of a tensor-parallel rank's logits (src/hf/hf.c writes it for --tp). */
 typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_VOCAB_PARALLEL, VC_LOSS_LIGER, VC_LOSS_CCE, VC_LOSS_CHUNKED, VC_LOSS_LOGITS_MEAN,
                VC_LOSS_DPO, VC_LOSS_DPO_PRECOMPUTED, VC_LOSS_ORPO, VC_LOSS_KTO, VC_LOSS_SEQ2SEQ_LM,
-               VC_LOSS_CHUNKED_NLL, VC_LOSS_GRPO, VC_LOSS_LIGER_CE, VC_LOSS_PALIGEMMA, VC_LOSS_SIGLIP } vc_loss;
+               VC_LOSS_CHUNKED_NLL, VC_LOSS_GRPO, VC_LOSS_LIGER_CE, VC_LOSS_PALIGEMMA, VC_LOSS_SIGLIP,
+               VC_LOSS_CLIP } vc_loss;
 
 struct vc_model {
     char *name;

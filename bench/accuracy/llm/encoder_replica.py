@@ -39,7 +39,7 @@ import torch.nn.functional as F
 import vctorch
 
 ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert", "mpnet", "vit", "dinov2",
-            "siglip_vision_model", "siglip")  # modernbert_replica.py,
+            "siglip_vision_model", "siglip", "clip")  # modernbert_replica.py,
 # mpnet_replica.py, vision_encoder_replica.py (vit: pixel_values in, measure_llm.py pixels()), dinov2_replica.py,
 # siglip_replica.py (SiglipVisionModel: no labels, its loss pooler_output.mean())
 
@@ -239,6 +239,9 @@ def build(cfg):
     if cfg["model_type"] in ("siglip_vision_model", "siglip"):
         import siglip_replica
         return siglip_replica.build(cfg)
+    if cfg["model_type"] == "clip":  # CLIPModel (clip_replica.py)
+        import clip_replica
+        return clip_replica.build(cfg)
     if cfg["model_type"] == "dinov2":
         import dinov2_replica
         return dinov2_replica.build(cfg)

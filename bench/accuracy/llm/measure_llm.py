@@ -282,6 +282,10 @@ def main(argv):
         import siglip_replica
         tc = siglip_replica.resolve_text(raw)
         raw = dict(raw, vocab_size=tc["vocab_size"], num_attention_heads=tc["num_attention_heads"])
+    if raw.get("model_type") == "clip":  # CLIPConfig: text_config's vocabulary and heads for the harness (clip_replica.py)
+        import clip_replica
+        tc = clip_replica.resolve_text(raw)
+        raw = dict(raw, vocab_size=tc["vocab_size"], num_attention_heads=tc["num_attention_heads"])
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -550,7 +554,7 @@ def main(argv):
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     whisper = cfg.model_type == "whisper"
-    vit = cfg.model_type in ("vit", "dinov2", "siglip_vision_model", "siglip")  # ViTForImageClassification
+    vit = cfg.model_type in ("vit", "dinov2", "siglip_vision_model", "siglip", "clip")  # ViTForImageClassification
     # (vision_encoder_replica.py), dinov2_replica.py, siglip_replica.py
     if vit:
         import vision_encoder_replica
@@ -568,6 +572,10 @@ def main(argv):
             cfg.model_type, vision_encoder_replica).resolve(cfg.d)
         if cfg.model_type == "siglip":  # SiglipModel: vision_config's image, the text ids (--seq) beside it
             vc = siglip_replica.resolve(cfg.d.get("vision_config") or {})
+            model.input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+        if cfg.model_type == "clip":  # CLIPModel: as SiglipModel's (clip_replica.py)
+            import clip_replica
+            vc = clip_replica.resolve_vision(cfg.d)
             model.input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
         if args.image and cfg.model_type == "dinov2":  # --image WxH: pixel_values [B, C, H, W]
             W, Hh = (int(x) for x in args.image.lower().split("x"))
@@ -684,7 +692,7 @@ def main(argv):
                 labels = mllama_replica.set_images(model, input_ids, args.image, args.images)
             if t5:  # DataCollatorForSeq2Seq: the target's ids, [B, target_seq]
                 labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
-        if encoder and cfg.model_type in ("siglip_vision_model", "siglip"):  # no labels (siglip_replica.py)
+        if encoder and cfg.model_type in ("siglip_vision_model", "siglip", "clip"):  # no labels (siglip_replica.py)
             labels = None
         elif encoder:  # a class index per sequence (single_label_classification)
             labels = torch.randint(0, encoder_replica._labels(cfg.d), (args.batch,), dtype=torch.int64)

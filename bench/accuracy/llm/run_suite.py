@@ -2305,6 +2305,20 @@ def cases():
             c.update(optim="sgd" if i == 4 else "adamw", ckpt=ck, lora=lora, lora_dropout=0.0,
                      **({"lora_targets": tg} if lora else {}))
         out.append(c)
+    # issue 31 (towers): CLIPModel (clip_replica.py, modeling_clip.py @ 000f1ffd) on SigLIP's two-tower path: the
+    # vision tower (class token, pre_layrnorm, CLIPEncoderLayers, post_layernorm on the pooled token, attention_dropout
+    # 0.1), the causal text tower (final_layer_norm, the eos position's row), the bias-free projections,
+    # _get_vector_norm, logits_per_text [B, B], and with return_loss=True clip_loss (two cross_entropy). clip_small:
+    # text 64 wide, vision 48 wide, 2 layers each, projection_dim 32, 32 x 32 images of 8 x 8, 16 text positions
+    # (--seq 16, the processor's padding="max_length"; 10 below it). Train (full, every layer of both towers
+    # checkpointed, LoRA r=8 on q_proj,v_proj: PEFT has no mapping for clip), fp32 and bf16, and --mode infer. Every
+    # third held out.
+    mode_cases(out, [("train", 4, 16, "adamw", "fp32", False, 0), ("train", 4, 16, "sgd", "bf16", False, 0),
+                     ("train", 4, 16, "adamw", "fp32", True, 0), ("infer", 4, 16, None, "fp32", False, 0),
+                     ("train", 2, 16, "adamw", "bf16", False, 8), ("infer", 3, 16, None, "bf16", False, 0),
+                     ("train", 3, 10, "sgd", "fp32", False, 0), ("train", 4, 16, "sgd", "bf16", True, 0),
+                     ("infer", 2, 10, None, "fp32", False, 0)],
+               config="clip_small", lora_targets="q_proj,v_proj")
     return out
 
 

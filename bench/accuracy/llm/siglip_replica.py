@@ -71,7 +71,7 @@ def resolve(raw):
 
 def _act(name):  # activations.py ACT2FN
     return {"gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "relu": F.relu,
-            "silu": F.silu}[name]
+            "silu": F.silu, "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x)}[name]  # QuickGELUActivation
 
 
 class SiglipAttention(nn.Module):
@@ -80,6 +80,7 @@ class SiglipAttention(nn.Module):
         H = c["hidden_size"]
         self.NH, self.D = c["num_attention_heads"], H // c["num_attention_heads"]
         self.dropout = c["attention_dropout"]
+        self.is_causal = False  # clip_replica.py's text tower sets it (CLIPTextTransformer's is_causal=True)
         self.k_proj = vctorch._Linear2x(H, H)
         self.v_proj = vctorch._Linear2x(H, H)
         self.q_proj = vctorch._Linear2x(H, H)
@@ -94,7 +95,8 @@ class SiglipAttention(nn.Module):
         keys = keys.view(batch_size, seq_length, self.NH, self.D).transpose(1, 2)
         values = values.view(batch_size, seq_length, self.NH, self.D).transpose(1, 2)
         o = vctorch._sdpa_math_2x(queries, keys, values, attn_mask=None,
-                                  dropout_p=self.dropout if self.training else 0.0, is_causal=False, scale=self.D ** -0.5)
+                                  dropout_p=self.dropout if self.training else 0.0, is_causal=self.is_causal,
+                                  scale=self.D ** -0.5)
         attn_output = o.transpose(1, 2).contiguous()  # sdpa_attention_forward's return
         del o, queries, keys, values
         attn_output = attn_output.reshape(batch_size, seq_length, embed_dim).contiguous()
