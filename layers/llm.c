@@ -43,6 +43,7 @@ typedef struct {
 static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
 static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S);
 static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S);
+static vc_t prefix_sliding(vc_build *b, vc_t m, int64_t L, int64_t S);
 
 static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
@@ -454,10 +455,10 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "llama4_attn_scale", false, &c->l4_scale))
         return -1;
     if (c->prefix_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared ||
-                           c->image_mask || c->window > 0))
+                           c->image_mask))
         return vc_arg_fail(a, "prefix_mask", "is PaliGemma's sdpa attention over the model's float mask (\"causal\", no "
-                           "\"eager\", \"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\", kv sharing, "
-                           "\"image_mask\" or \"sliding_window\")");
+                           "\"eager\", \"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\", kv sharing "
+                           "or \"image_mask\")");
     if (c->qk_gather > 1 && (!c->qk_norm || !c->qk_whole || c->fused || c->kv_shared || c->output_gate))
         return vc_arg_fail(a, "qk_norm_gather", "needs \"qk_norm\" and \"qk_norm_whole\": true, separate q, k, v");
     if (c->qk_rope && (!c->qk_norm || c->qk_whole || c->qk_heads || c->rope_style || c->rope_f32 || c->fused || c->falcon ||
@@ -1128,6 +1129,24 @@ static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S)
     return m;
 }
 
+/* PaliGemma 2's sliding layers (models/gemma2/modeling_gemma2.py @efa7189c5546a94e8c1194b2ccc6669e0f7ad65e
+ * Gemma2DecoderLayer.forward, is_sliding and a 4-D attention_mask, not flash_attention_2) on PaliGemma's mask
+ * (prefix_mask_4x, the expanded [B, 1, L, T] view, T = S + 1): torch.ones_like(attention_mask, dtype=torch.bool)
+ * (a new contiguous [B, 1, L, T]: the expanded view is not dense), torch.tril(..., diagonal=-sliding_window) (a
+ * new [B, 1, L, T] bool; the ones die), torch.where(sliding_window_mask, min_dtype, attention_mask) (a new
+ * [B, 1, L, T] in the mask's dtype; the tril dies), then attention_mask[:, :, :, offset : offset +
+ * effective_seq_len] (a view: Gemma2Model.forward's last_cache_position is cache_position[-1].item() = S - 1 for
+ * a 4-D mask, effective_seq_len = max(S, sliding_window), offset 0). The layer's local `attention_mask`: held here
+ * through its attention (sliding_mask_done releases it; transformers keeps it until the decoder layer returns,
+ * through its MLP too, not modelled). */
+static vc_t prefix_sliding(vc_build *b, vc_t m, int64_t L, int64_t S)
+{
+    const vc_numel n = vc_n_sample(L * (S + 1));
+    vc_t ones = mask_op(b, "ones_like", m, n, VC_DT_BOOL);
+    vc_t tril = mask_op(b, "tril", ones, n, VC_DT_BOOL);
+    return mask_op2(b, "where", tril, m, n, vc_dt_of(b, m));
+}
+
 /* Gemma 3 with an image input: its two masks (modeling_gemma3.py @0018aa647bb13801f061e2d1027c326f531b59fb
  * Gemma3Model.forward -> create_causal_mask_mapping: may_have_image_input holds without a cache (training, infer) and in
  * generate()'s prefill (pixel_values given), not in a decoding step; the caller sets image_mask accordingly).
@@ -1281,6 +1300,14 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
 {
     if (c->prefix_mask || (c->mask_4x && !padded && !image_mask_needed(b, c))) { /* transformers 4.46-4.52 (sliding_mask_4x) */
         vc_t fm = c->prefix_mask ? prefix_mask_4x(b, L, a->S) : sliding_mask_4x(b, L, a->S);
+        if (c->prefix_mask && c->window > 0) { /* PaliGemma 2's sliding layers: prefix_sliding */
+            if (!vc_training(b)) { /* Gemma2Model.forward: use_cache and not self.training -> a HybridCache */
+                vc_refuse(b, O("mode"), "PaliGemma 2 outside training (Gemma2Model.forward's HybridCache when not "
+                          "training, modeling_gemma2.py @ efa7189c) is not modelled");
+            }
+            fm = prefix_sliding(b, fm, L, a->S);
+            vc_hold(b, fm);
+        }
         repeat_kv_args(b, c, k, v, a);
         /* sdpa_attention_forward: attention_mask[:, :, :, :key.shape[-2]], a view of [L, S + 1] rows */
         a->causal = false;

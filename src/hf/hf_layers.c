@@ -1590,7 +1590,8 @@ static void build_layers(wr *w, const arch *a)
         int64_t sw = 0;
         for (int64_t i = 0; i < a->N && !sw; i++)
             if (vc__hf_llama4_chunk(a, i) <= 0) sw = vc__hf_layer_window(a, i) > 0 ? vc__hf_layer_window(a, i) : 0;
-        if (sw > 0 && !a->eager && !a->f->sinks && !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode)) {
+        if (sw > 0 && !a->eager && !a->f->sinks && !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode) &&
+            a->f->vision != VIS_PALIGEMMA) { /* PaliGemma 2: its sliding layers' mask is made from the prefix mask */
             num(w, o, "sliding_mask", (double)sw);
             if (a->mask_4x) flag(w, o, "sliding_mask_4x", true);
         }
