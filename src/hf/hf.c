@@ -1929,7 +1929,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (rel && rel->generate) /* a prefill's mask is made from generate()'s 2-D attention_mask: clone, fills */
             return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: paligemma's generate() (_update_causal_mask "
                                 "from the 2-D attention_mask in the prefill, prepare_inputs_for_generation) is not "
-                                "modelled; training and " OV("mode", "infer") " are");
+                                "modelled; %s", a.f->text_type ? "PaliGemma 2's training is"
+                                                               : "training and " OV("mode", "infer") " are");
         if (vllm)
             return vc_set_error(err, VC_ERR_USAGE, O("serve"), "paligemma under vLLM (its PaliGemmaForConditionalGeneration) "
                                 "is not modelled");
