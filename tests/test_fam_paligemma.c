@@ -223,6 +223,10 @@ static void test_pg2_counts(void **state)
     char a[600];
     snprintf(a, sizeof a, "%s -f json", HF "paligemma2-3b-pt-224.json"); /* the language model's alone */
     assert_int_equal(cli_json_field(a, "\"trainable_parameters\": "), INT64_C(2617143552));
+    /* LoRA r 16 on q_proj, v_proj without --image (the tower's weights alone, not reached): 26 x 16 x ((2304 + 2048)
+     * + (2304 + 1024)) = 3,194,880 */
+    snprintf(a, sizeof a, "%s --lora 16 --lora-targets q_proj,v_proj -f json", HF "paligemma2-3b-pt-224.json");
+    assert_int_equal(cli_json_field(a, "\"trainable_parameters\": "), INT64_C(3194880));
     assert_int_equal(pg2_count(PG2_TEXT_3B, 2304, 224), INT64_C(3032242416));
     assert_int_equal(pg2_count(PG2_TEXT_3B, 2304, 448), INT64_C(3033127152));
     assert_int_equal(pg2_count(PG2_TEXT_3B, 2304, 896), INT64_C(3036666096));

@@ -85,32 +85,15 @@ GEMMA2_DEFAULTS = {"sliding_window": 4096, "final_logit_softcapping": 30.0, "att
                    "query_pre_attn_scalar": 256}
 
 
-def gemma2_layer_forward(self, hidden_states, attention_mask, position_embeddings, past_key_value=None,
-                         cache_len=0, last_cache_position=0):
-    """G2 Gemma2DecoderLayer.forward on PaliGemma's [B, 1, L, L + 1] float mask (sdpa, no cache); bound to each
-    reference.py DecoderLayer (its modules: the four norms, self_attn, mlp)."""
-    if self.is_sliding and attention_mask is not None:
-        effective_seq_len = max(cache_len, self.sliding_window)
-        min_dtype = torch.finfo(attention_mask.dtype).min
-        sliding_window_mask = torch.tril(torch.ones_like(attention_mask, dtype=torch.bool),
-                                         diagonal=-self.sliding_window)
-        attention_mask = torch.where(sliding_window_mask, min_dtype, attention_mask)
-        del sliding_window_mask
-        offset = max(0, last_cache_position - effective_seq_len)
-        attention_mask = attention_mask[:, :, :, offset: offset + effective_seq_len]
-    residual = hidden_states
-    hidden_states = self.input_layernorm(hidden_states)
-    # sdpa_attention_forward: attention_mask[:, :, :, :key.shape[-2]] (a view)
-    hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask[:, :, :, :hidden_states.shape[1]],
-                                   past_key_value)
-    hidden_states = self.post_attention_layernorm(hidden_states)
-    hidden_states = residual + hidden_states
-    residual = hidden_states
-    hidden_states = self.pre_feedforward_layernorm(hidden_states)
-    hidden_states = self.mlp(hidden_states)
-    hidden_states = self.post_feedforward_layernorm(hidden_states)
-    hidden_states = residual + hidden_states
-    return hidden_states
+def sdpa_mask_slice(attn):
+    """sdpa_attention_forward's attention_mask[:, :, :, :key.shape[-2]] (a view) before reference.py's Attention, which
+    takes the mask as it is: Gemma2DecoderLayer.forward itself is reference.py's (_gemma_forward: G2's
+    ones_like / tril / where on the float mask and its slice, sliding_window_mask a local until the layer returns)."""
+    inner = attn.forward
+
+    def forward(hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        return inner(hidden_states, position_embeddings, attention_mask[:, :, :, :hidden_states.shape[1]], past_key_value)
+    return forward
 
 
 class PaliGemmaMultiModalProjector(nn.Module):
@@ -164,9 +147,8 @@ def build(cfg, attn_impl=None):
         def __init__(self):
             super().__init__(text, "sdpa")  # GemmaForCausalLM (embed_tokens, layers, norm, rotary, tied lm_head)
             if gemma2:  # Gemma2ForCausalLM's layers as G2 runs them on the 4-D mask
-                import types
                 for layer in self.layers:
-                    layer._gemma_forward = types.MethodType(gemma2_layer_forward, layer)
+                    layer.self_attn.forward = sdpa_mask_slice(layer.self_attn)
             self.vision_tower = siglip_replica.SiglipVisionModel(vk)
             self.multi_modal_projector = PaliGemmaMultiModalProjector(vk["hidden_size"], text.hidden_size)
             self.pixel_values = None  # the processor's [images, C, S, S] float32, set by measure_llm.py
