@@ -29,13 +29,16 @@ typedef struct {
     bool not_input_embeddings;
     double max_norm, norm_type;
     int64_t scatter;
+    bool keep; /* keep_forward: the output a local of the model's forward until it returns, loss included (PaliGemma's
+                * inputs_embeds without an image) */
 } emb_cfg;
 
 static int emb_parse(vc_args *a, void *p)
 {
     emb_cfg *c = p;
     if (vc_arg_int(a, "num_embeddings", VC_REQUIRED, 1, &c->num) ||
-        vc_arg_int(a, "embedding_dim", VC_REQUIRED, 1, &c->dim) || vc_arg_int(a, "sequence_scatter", 1, 1, &c->scatter))
+        vc_arg_int(a, "embedding_dim", VC_REQUIRED, 1, &c->dim) || vc_arg_int(a, "sequence_scatter", 1, 1, &c->scatter) ||
+        vc_arg_bool(a, "keep_forward", false, &c->keep))
         return -1;
     c->has_padding = false;
     int t = vc_arg_type(a, "padding_idx");
@@ -191,6 +194,7 @@ static void emb_emit(vc_build *b, const void *p)
     }
     vc_op_end(o);
     if (c->scatter > 1) y = vc__op_seq_scatter(b, y, c->scatter);
+    if (c->keep) vc_keep_forward(b, y);
     vc_set_output(b, y);
 }
 

@@ -43,6 +43,7 @@ typedef struct {
 static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
 static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S);
 static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S);
+static vc_t prefix_sliding(vc_build *b, vc_t m, int64_t L, int64_t S, vc_t *tril);
 
 static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
@@ -454,10 +455,10 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "llama4_attn_scale", false, &c->l4_scale))
         return -1;
     if (c->prefix_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared ||
-                           c->image_mask || c->window > 0))
+                           c->image_mask))
         return vc_arg_fail(a, "prefix_mask", "is PaliGemma's sdpa attention over the model's float mask (\"causal\", no "
-                           "\"eager\", \"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\", kv sharing, "
-                           "\"image_mask\" or \"sliding_window\")");
+                           "\"eager\", \"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\", kv sharing "
+                           "or \"image_mask\")");
     if (c->qk_gather > 1 && (!c->qk_norm || !c->qk_whole || c->fused || c->kv_shared || c->output_gate))
         return vc_arg_fail(a, "qk_norm_gather", "needs \"qk_norm\" and \"qk_norm_whole\": true, separate q, k, v");
     if (c->qk_rope && (!c->qk_norm || c->qk_whole || c->qk_heads || c->rope_style || c->rope_f32 || c->fused || c->falcon ||
@@ -1128,6 +1129,25 @@ static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S)
     return m;
 }
 
+/* PaliGemma 2's sliding layers (models/gemma2/modeling_gemma2.py @efa7189c5546a94e8c1194b2ccc6669e0f7ad65e
+ * Gemma2DecoderLayer.forward, is_sliding and a 4-D attention_mask, not flash_attention_2) on PaliGemma's mask
+ * (prefix_mask_4x, the expanded [B, 1, L, T] view, T = S + 1): torch.ones_like(attention_mask, dtype=torch.bool)
+ * (a new contiguous [B, 1, L, T]: the expanded view is not dense), torch.tril(..., diagonal=-sliding_window) (a
+ * new [B, 1, L, T] bool, the local `sliding_window_mask`; the ones die), torch.where(sliding_window_mask,
+ * min_dtype, attention_mask) (a new [B, 1, L, T] in the mask's dtype), then attention_mask[:, :, :, offset : offset
+ * + effective_seq_len] (a view: Gemma2Model.forward's last_cache_position is cache_position[-1].item() = S - 1 for
+ * a 4-D mask, effective_seq_len = max(S, sliding_window), offset 0). The layer's locals `sliding_window_mask`
+ * (*tril) and `attention_mask` (returned): held here through its attention (sliding_mask_done releases them;
+ * transformers keeps them until the decoder layer returns, through its MLP too, not modelled). */
+static vc_t prefix_sliding(vc_build *b, vc_t m, int64_t L, int64_t S, vc_t *tril)
+{
+    const vc_numel n = vc_n_sample(L * (S + 1));
+    vc_t ones = mask_op(b, "ones_like", m, n, VC_DT_BOOL);
+    *tril = mask_op(b, "tril", ones, n, VC_DT_BOOL);
+    vc_hold(b, *tril);
+    return mask_op2(b, "where", *tril, m, n, vc_dt_of(b, m));
+}
+
 /* Gemma 3 with an image input: its two masks (modeling_gemma3.py @0018aa647bb13801f061e2d1027c326f531b59fb
  * Gemma3Model.forward -> create_causal_mask_mapping: may_have_image_input holds without a cache (training, infer) and in
  * generate()'s prefill (pixel_values given), not in a decoding step; the caller sets image_mask accordingly).
@@ -1277,10 +1297,20 @@ static void repeat_kv_done(vc_build *b, const ra_cfg *c, vc_t k, vc_t v)
  * multiple of 8 columns when S is not one (2.2 on; the release's preprocess_mask: layers/sdpa.c
  * sdpa_efficient, release.c VC_REL_MEFF_MASK), or math. Sets *a; returns the converted mask,
  * which the caller releases after the call, with sliding_mask_done. */
-static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded)
+static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded,
+                              vc_t *aux)
 {
+    *aux = -1; /* a second tensor the mask's maker keeps through the call (prefix_sliding's), or none */
     if (c->prefix_mask || (c->mask_4x && !padded && !image_mask_needed(b, c))) { /* transformers 4.46-4.52 (sliding_mask_4x) */
         vc_t fm = c->prefix_mask ? prefix_mask_4x(b, L, a->S) : sliding_mask_4x(b, L, a->S);
+        if (c->prefix_mask && c->window > 0) { /* PaliGemma 2's sliding layers: prefix_sliding */
+            if (!vc_training(b)) { /* Gemma2Model.forward: use_cache and not self.training -> a HybridCache */
+                vc_refuse(b, O("mode"), "PaliGemma 2 outside training (Gemma2Model.forward's HybridCache when not "
+                          "training, modeling_gemma2.py @ efa7189c) is not modelled");
+            }
+            fm = prefix_sliding(b, fm, L, a->S, aux);
+            vc_hold(b, fm);
+        }
         repeat_kv_args(b, c, k, v, a);
         /* sdpa_attention_forward: attention_mask[:, :, :, :key.shape[-2]], a view of [L, S + 1] rows */
         a->causal = false;
@@ -1301,8 +1331,9 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
 }
 
 /* After the sdpa call: the converted mask and the repeated key and value go (sdpa_attention_forward returns). */
-static void sliding_mask_done(vc_build *b, const ra_cfg *c, vc_t fm, vc_t k, vc_t v)
+static void sliding_mask_done(vc_build *b, const ra_cfg *c, vc_t fm, vc_t aux, vc_t k, vc_t v)
 {
+    if (aux >= 0) vc_release(b, aux);
     if (fm != vc_forward_local(b)) vc_release(b, fm); /* not 4.x's model-wide mask (sliding_mask_4x) */
     repeat_kv_done(b, c, k, v);
 }
@@ -1427,10 +1458,11 @@ static void ra_shared_emit(vc_build *b, const ra_cfg *c)
     vc_sdpa_args a = {H, KV, L, S, D, true, kblhd, kblhd, c->causal && L > 1, c->dropout, 0, false};
     /* a kv-shared sliding layer past the window: its type's entry of causal_mask_mapping, made by the storing
      * layer before it (the same L and S), so `padded` does not matter here */
-    const vc_t smask = sliding_mask_needed(b, c, L, S) ? sliding_mask_args(b, c, L, q, &k, &v, &a, false) : -1;
+    vc_t aux = -1;
+    const vc_t smask = sliding_mask_needed(b, c, L, S) ? sliding_mask_args(b, c, L, q, &k, &v, &a, false, &aux) : -1;
     bool blhd = false;
     vc_t o = vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
-    if (smask >= 0) sliding_mask_done(b, c, smask, k, v);
+    if (smask >= 0) sliding_mask_done(b, c, smask, aux, k, v);
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);
     o = vc__op_view(b, o, vc_numel_of(b, o), true);
@@ -1672,7 +1704,9 @@ static void ra_emit(vc_build *b, const void *p)
     }
     const bool pm = c->prefix_mask && !cached && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) &&
                     vc_opts(b)->cache != VC_CACHE_STATIC; /* PaliGemma's mask (prefix_mask_4x) */
-    const vc_t smask = !npack && (pm || image_mask_needed(b, c) || sliding_mask_needed(b, c, L, a.S)) ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached) : -1;
+    vc_t aux = -1;
+    const vc_t smask = !npack && (pm || image_mask_needed(b, c) || sliding_mask_needed(b, c, L, a.S))
+                           ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached, &aux) : -1;
     /* block_mask: Qwen2_5_VLVisionSdpaAttention.forward (modeling_qwen2_5_vl.py @ efa7189c):
      * attention_mask = torch.zeros([1, L, L], dtype=torch.bool), True within each cu_seqlens block, a
      * local until the forward returns; F.scaled_dot_product_attention converts it first
@@ -1714,7 +1748,7 @@ static void ra_emit(vc_build *b, const void *p)
         vc_release(b, pmask);
         repeat_kv_done(b, c, k, v);
     }
-    if (smask >= 0) sliding_mask_done(b, c, smask, k, v);
+    if (smask >= 0) sliding_mask_done(b, c, smask, aux, k, v);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);

@@ -11,6 +11,10 @@
  *    the values as the model card's and transformers' conversion script's, the vocabulary 257,216).
  * 2. The measured cases of bench/accuracy/llm/measured.json (paligemma_replica.py), held within 1%.
  * 3. Refusals: exit 2 and one line naming the key (text_config.*, vision_config.*, projection_dim) or option.
+ * 4. PaliGemma 2 (text_config model_type "gemma2": hf.c's text_type row, the gemma2 row's language model under this
+ *    tower; modeling_gemma2.py @ efa7189c Gemma2DecoderLayer's sliding mask made from PaliGemma's, layers/llm.c
+ *    prefix_sliding): the parameters by hand for the five google/paligemma2-* sizes, the measured paligemma2_small
+ *    cases, its refusals (--mode infer, transformers <= 4.46's eager Gemma 2).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -135,8 +139,10 @@ static void test_refusals(void **state)
                      "\"vocab_size\": 512}, ", c, sizeof c / sizeof *c);
     static const fam_refusal t[] = {
         {"\"text_config\": 5", "text_config: expected an object"},
-        {"\"text_config\": {\"model_type\": \"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
-         "\"num_key_value_heads\": 1}", "text_config.model_type: \"gemma2\": paligemma is modelled with a Gemma language model"},
+        {"\"text_config\": {\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 1}", "text_config.model_type: \"gemma3_text\": paligemma is modelled with a Gemma (\"gemma\") or"},
+        {"\"text_config\": {\"model_type\": 2, \"hidden_size\": 64, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 1}", "text_config.model_type: \"(not a string)\""},
         {"\"text_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 3}",
          "text_config.num_key_value_heads"},
         {"\"text_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"vocab_size\": 0}",
@@ -173,12 +179,130 @@ static void test_refusals(void **state)
     assert_int_equal(cli_json_field(a, "\"peak_allocated\": "), d);
 }
 
+/* PaliGemma 2's configs. tests/data/hf/paligemma2-3b-pt-224.json and the text configs below are written from the
+ * google/paligemma2-* model cards and the Gemma 2 checkpoints' config.json values as published (not read from the Hub
+ * here: no network): the language models of gemma-2-2b (hidden 2304, intermediate 9216, 26 layers, 8 heads, 4 kv
+ * heads, head_dim 256), gemma-2-9b (3584, 14336, 42 layers, 16 heads, 8 kv heads, head_dim 256) and gemma-2-27b
+ * (4608, 36864, 46 layers, 32 heads, 16 kv heads, head_dim 128), PaliGemma's 257,216-token vocabulary, projection_dim
+ * the text hidden size; the SigLIP-So400m tower (hidden 1152, intermediate 4304, 27 layers, 16 heads, patch 14, no
+ * head) at image_size 224, 448 or 896. */
+#define PG2_TEXT_3B "\"hidden_size\": 2304, \"intermediate_size\": 9216, \"num_attention_heads\": 8, \"num_hidden_layers\": 26, " \
+                    "\"num_key_value_heads\": 4"
+#define PG2_TEXT_10B "\"hidden_size\": 3584, \"intermediate_size\": 14336, \"num_attention_heads\": 16, \"num_hidden_layers\": " \
+                     "42, \"num_key_value_heads\": 8"
+#define PG2_TEXT_28B "\"hidden_size\": 4608, \"intermediate_size\": 36864, \"num_attention_heads\": 32, \"num_hidden_layers\": " \
+                     "46, \"num_key_value_heads\": 16, \"head_dim\": 128"
+
+static int64_t pg2_count(const char *text, int64_t H, int64_t img)
+{
+    char js[800];
+    snprintf(js, sizeof js, "{\"model_type\": \"paligemma\", \"projection_dim\": %lld, \"text_config\": {\"model_type\": "
+             "\"gemma2\", %s, \"vocab_size\": 257216}, \"vision_config\": {\"hidden_size\": 1152, \"image_size\": %lld, "
+             "\"intermediate_size\": 4304, \"num_attention_heads\": 16, \"num_hidden_layers\": 27, \"patch_size\": 14, "
+             "\"vision_use_head\": false}}", (long long)H, text, (long long)img);
+    return count_of(js);
+}
+
+/* By hand from Gemma2ForCausalLM's __init__s (modeling_gemma2.py @ efa7189c: embed_tokens V x H, per Gemma2DecoderLayer
+ * q_proj H x heads x head_dim, k_proj and v_proj H x kv x head_dim, o_proj, gate / up / down 3 x H x I, four
+ * Gemma2RMSNorms 4 x H; norm H; lm_head tied), the tower as in test_counts (412,442,352 at 224: 256 positions;
+ * 448: 1024 positions, + 884,736; 896: 4096 positions, + 4,423,680) and the projector 1152 x H + H:
+ *   3B: per layer 2 x 4,718,592 + 2 x 2,359,296 + 63,700,992 + 9,216 = 77,865,984; x 26 = 2,024,515,584; embed
+ *       257,216 x 2304 = 592,625,664; norm 2,304: 2,617,143,552; projector 2,656,512: 224 3,032,242,416 (the model
+ *       card's "3B"), 448 3,033,127,152, 896 3,036,666,096;
+ *   10B: per layer 2 x 14,680,064 + 2 x 7,340,032 + 154,140,672 + 14,336 = 198,195,200; x 42 = 8,324,198,400; embed
+ *       921,862,144; norm 3,584: 9,246,064,128; projector 4,132,352: 9,662,638,832 (the card's "10B");
+ *   28B: per layer 2 x 18,874,368 + 2 x 9,437,184 + 509,607,936 + 18,432 = 566,249,472; x 46 = 26,047,475,712;
+ *       embed 1,185,251,328; norm 4,608: 27,232,731,648; projector 5,313,024: 27,650,487,024 (the card's "28B"). */
+static void test_pg2_counts(void **state)
+{
+    (void)state;
+    vc_model *m = fam_load_file(HF "paligemma2-3b-pt-224.json", 0);
+    assert_int_equal(vc_model_parameters(m), INT64_C(3032242416));
+    vc_model_free(m);
+    char a[600];
+    snprintf(a, sizeof a, "%s -f json", HF "paligemma2-3b-pt-224.json"); /* the language model's alone */
+    assert_int_equal(cli_json_field(a, "\"trainable_parameters\": "), INT64_C(2617143552));
+    /* LoRA r 16 on q_proj, v_proj without --image (the tower's weights alone, not reached): 26 x 16 x ((2304 + 2048)
+     * + (2304 + 1024)) = 3,194,880 */
+    snprintf(a, sizeof a, "%s --lora 16 --lora-targets q_proj,v_proj -f json", HF "paligemma2-3b-pt-224.json");
+    assert_int_equal(cli_json_field(a, "\"trainable_parameters\": "), INT64_C(3194880));
+    assert_int_equal(pg2_count(PG2_TEXT_3B, 2304, 224), INT64_C(3032242416));
+    assert_int_equal(pg2_count(PG2_TEXT_3B, 2304, 448), INT64_C(3033127152));
+    assert_int_equal(pg2_count(PG2_TEXT_3B, 2304, 896), INT64_C(3036666096));
+    assert_int_equal(pg2_count(PG2_TEXT_10B, 3584, 224), INT64_C(9662638832));
+    assert_int_equal(pg2_count(PG2_TEXT_28B, 4608, 224), INT64_C(27650487024));
+    /* the layers: Gemma 2's (sandwich norms, the sliding window on even layers) with PaliGemma's mask in each */
+    static const char small[] = "{\"model_type\": \"paligemma\", \"projection_dim\": 64, \"text_config\": {\"model_type\": "
+                                "\"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                                "\"head_dim\": 16, \"intermediate_size\": 128, \"num_hidden_layers\": 2, \"vocab_size\": 512, "
+                                "\"sliding_window\": 32}, \"vision_config\": {\"hidden_size\": 64, \"num_attention_heads\": 4, "
+                                "\"vision_use_head\": false}}";
+    assert_int_equal(emitted(small, "\"prefix_mask\""), 3); /* the rotary embedding's and both layers' */
+    assert_int_equal(emitted(small, "\"sliding_window\""), 1); /* layer 0 (Gemma2Attention: not layer_idx % 2) */
+    assert_int_equal(emitted(small, "\"name\":\t\"pre_feedforward_layernorm\""), 2); /* Gemma2DecoderLayer's, one a layer */
+    assert_true(emitted(small, "\"paligemma_lm\""));
+}
+
+/* measured.json's paligemma2_small cases (run_suite.py's PaliGemma 2 block; paligemma_replica.py with the gemma2
+ * language model, torch 1.13 CPU, the allocator counter; --attention math, --workspace 0) */
+static void test_pg2_measured(void **state)
+{
+    (void)state;
+#define IM " --image 224x224 --images 1"
+#define LOD " --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets o_proj,down_proj"
+#define CK " --grad-ckpt --grad-ckpt-kind non-reentrant"
+    static const cli_measured t[] = {
+        {"paligemma2_small.json --seq 32 -b 1 -o adamw -p fp32" IM, 7456256},
+        {"paligemma2_small.json --seq 64 -b 1 -o adamw -p bf16" IM, 6302720},
+        {"paligemma2_small.json --seq 32 -b 1 -o sgd -p fp32" CK IM, 3313664},
+        {"paligemma2_small.json --seq 32 -b 2 -o adamw -p fp32" IM LOD, 8316928},
+        {"paligemma2_small.json --seq 48 -b 2 -o adamw -p bf16" CK IM, 4132352},
+        {"paligemma2_small.json --seq 96 -b 1 -o sgd -p fp32" IM, 8948224},
+        {"paligemma2_small.json --seq 64 -b 1 -o adamw -p fp32", 5833216},
+        {"paligemma2_small.json --seq 48 -b 2 -o adamw -p bf16", 4652544},
+        {"paligemma2_small.json --seq 96 -b 1 -o sgd -p fp32" CK, 3162624},
+    };
+    assert_measured(t, sizeof t / sizeof *t, " --attention math --workspace 0 -f json", 1.0);
+#undef CK
+#undef LOD
+#undef IM
+}
+
+static void test_pg2_refusals(void **state)
+{
+    (void)state;
+    static const char f[] = HF "paligemma2-3b-pt-224.json";
+    static const fam_refusal o[] = {
+        {"-m infer", "--mode: PaliGemma 2 outside training (Gemma2Model.forward's HybridCache"},
+        {"--transformers 4.46", "--transformers: PaliGemma 2 under eager attention"},
+        {"-m generate", "--mode: generate: paligemma's generate()"},
+        {"--serve --gpu h100-80gb", "--serve: paligemma under vLLM"},
+        {"--loss liger", "--loss: paligemma: PaliGemmaForConditionalGeneration computes its own CrossEntropyLoss"},
+        {"--packing -b 2", "--packing: packed sequences through PaliGemma's 4-D float mask are not modelled"},
+    };
+    fam_refuse_options(f, o, sizeof o / sizeof *o);
+    static const fam_refusal t[] = {
+        {"\"text_config\": {\"model_type\": \"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 3}", "text_config.num_key_value_heads"},
+        {"\"text_config\": {\"model_type\": \"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 1, \"sliding_window\": \"x\"}", "text_config.sliding_window"},
+        {"\"text_config\": {\"model_type\": \"gemma2\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 1, \"final_logit_softcapping\": \"x\"}", "text_config.final_logit_softcapping"},
+    };
+    fam_refuse_edits("{\"model_type\": \"paligemma\", \"projection_dim\": 64, \"vision_config\": {\"hidden_size\": 64, "
+                     "\"num_attention_heads\": 4, \"vision_use_head\": false}, ", t, sizeof t / sizeof *t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_pg2_counts),
+        cmocka_unit_test(test_pg2_measured),
+        cmocka_unit_test(test_pg2_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

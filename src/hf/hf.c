@@ -145,15 +145,16 @@ const hf_family vc__hf_families[] = {
     /* Gemma2Config (configuration_gemma2.py @ 008e5743; the class describes gemma-2-2b): vocab_size 256000,
      * hidden_size 2304, intermediate_size 9216, num_hidden_layers 26, num_attention_heads 8, num_key_value_heads
      * 4, head_dim 256, tie_word_embeddings True */
-    {.model_type = "gemma2", .config_class = "Gemma2Config",
-     .keys = {LLAMA_KEYS, LLAMA_SIZES(256000, 2304, 9216, 26, 8), [K_KV_HEADS] = DEF("num_key_value_heads", 4),
-              [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
-              [K_MAXPOS] = DEF("max_position_embeddings", 8192),
-              [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
-              [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
-              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
-              [K_FINAL_CAP] = OFF_IF_NULL("final_logit_softcapping", 30.0),
-              [K_ATTN_CAP] = OFF_IF_NULL("attn_logit_softcapping", 50.0), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+#define GEMMA2_KEYS                                                                                            \
+    LLAMA_KEYS, LLAMA_SIZES(256000, 2304, 9216, 26, 8), [K_KV_HEADS] = DEF("num_key_value_heads", 4),         \
+    [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,                                   \
+    [K_MAXPOS] = DEF("max_position_embeddings", 8192),                                                       \
+    [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},                \
+    [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),                        \
+    [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),                 \
+    [K_FINAL_CAP] = OFF_IF_NULL("final_logit_softcapping", 30.0),                                            \
+    [K_ATTN_CAP] = OFF_IF_NULL("attn_logit_softcapping", 50.0), [K_LAYER_TYPES] = DEF("layer_types", 0)
+    {.model_type = "gemma2", .config_class = "Gemma2Config", .keys = {GEMMA2_KEYS},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .place = PLACE_SANDWICH, .window = WIN_ALTERNATE, .embed_scale = true,
      /* the default attention is the release's (VC_TF_GEMMA2_EAGER, src/policy/release.c): eager up to
       * 4.46 (Gemma2PreTrainedModel._check_and_enable_sdpa swapped the default sdpa for eager: explicit
@@ -1363,7 +1364,19 @@ const hf_family vc__hf_families[] = {
      .keys = {GEMMA_KEYS}, LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true, .nested = "text_config",
      .vision = VIS_PALIGEMMA,
      .lora_targets = NULL},
+    /* PaliGemma 2 (google/paligemma2-*: text_config model_type "gemma2"; PaliGemmaConfig @ 04d596e6 builds
+     * CONFIG_MAPPING["gemma2"](**text_config), Gemma2Config's defaults for the keys it lacks, the gemma2 row's) and
+     * PaliGemmaForConditionalGeneration (modeling_paligemma.py @ efa7189c: AutoModelForCausalLM.from_config gives
+     * Gemma2ForCausalLM): the gemma2 row's language model (pre / post norms, soft-capping, sliding / global
+     * alternation; modeling_gemma2.py @ efa7189c Gemma2DecoderLayer's sliding mask made from PaliGemma's, layers/llm.c
+     * prefix_sliding) under the paligemma row's tower, projector, mask and loss. Training only: --mode infer
+     * (Gemma2Model.forward's HybridCache when not training) and generate refused (hf.c). */
+    {.model_type = "paligemma", .config_class = "Gemma2Config (PaliGemmaConfig.text_config)", .keys = {GEMMA2_KEYS},
+     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .place = PLACE_SANDWICH, .window = WIN_ALTERNATE, .embed_scale = true,
+     .nested = "text_config", .vision = VIS_PALIGEMMA, .text_type = "gemma2", .eager_release = true,
+     .lora_targets = NULL},
 #undef GEMMA_KEYS
+#undef GEMMA2_KEYS
     /* SiglipConfig (configuration_siglip.py @ d5ab4d58: text_config and vision_config, each its class's defaults when
      * absent or None) and SiglipModel (modeling_siglip.py @ efa7189c; hf_layers.c build_siglip): the keys below are
      * SiglipTextConfig's (vocab_size 32000, hidden_size 768, intermediate_size 3072, num_hidden_layers 12,
@@ -1964,12 +1977,17 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (rel && rel->generate) /* a prefill's mask is made from generate()'s 2-D attention_mask: clone, fills */
             return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: paligemma's generate() (_update_causal_mask "
                                 "from the 2-D attention_mask in the prefill, prepare_inputs_for_generation) is not "
-                                "modelled; training and " OV("mode", "infer") " are");
+                                "modelled; %s", a.f->text_type ? "PaliGemma 2's training is"
+                                                               : "training and " OV("mode", "infer") " are");
         if (vllm)
             return vc_set_error(err, VC_ERR_USAGE, O("serve"), "paligemma under vLLM (its PaliGemmaForConditionalGeneration) "
                                 "is not modelled");
         if (split.tp > 1)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "paligemma on tensor-parallel ranks is not modelled");
+        if (a.f->text_type && a.eager) /* release.c VC_TF_GEMMA2_EAGER: Gemma 2's eager default up to 4.46 */
+            return vc_set_error(err, VC_ERR_USAGE, O("transformers"), "PaliGemma 2 under eager attention (Gemma 2's "
+                                "default up to 4.46) is not modelled: PaliGemma's float mask is modelled with sdpa "
+                                "(4.47 on)");
         if (o && o->loss != VC_LOSS_IMPL_HF)
             return vc_set_error(err, VC_ERR_USAGE, O("loss"), "paligemma: PaliGemmaForConditionalGeneration computes its "
                                 "own CrossEntropyLoss (the language model gets no labels); only " OV("loss", "hf")

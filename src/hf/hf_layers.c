@@ -1059,8 +1059,8 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
          * BertModel.forward's embedding_output) */
         if (i > 0 && j - i > 1) flag(w, seq, "loop", true);
         /* PaliGemma: GemmaModel.forward's scaled hidden_states rebinds in the loop; the forward's local is the merged
-         * inputs_embeds, kept by the Cat (keep_forward, build_layers) */
-        if (i == 0 && j - i > 1 && a->f->vision == VIS_PALIGEMMA && a->vis.patches > 0 && !strcmp(name, "model.layers"))
+         * inputs_embeds, kept by the Cat, or without an image the embedding's output (keep_forward, build_layers) */
+        if (i == 0 && j - i > 1 && a->f->vision == VIS_PALIGEMMA && !strcmp(name, "model.layers"))
             flag(w, seq, "loop", true);
         if (i > 0 && j == a->N && in) str(w, seq, "keep", in); /* that local: alive to the loop's end */
         if (layer_ckpt(a, i)) flag(w, seq, "checkpoint", true);
@@ -1607,6 +1607,9 @@ static void build_layers(wr *w, const arch *a)
     if (!images) {
         embedding(w, a, "model.embed_tokens");
         if (a->f->vision || a->l4v.on || a->ml.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
+        /* PaliGemmaForConditionalGeneration.forward without pixel_values: inputs_embeds = get_input_embeddings()(
+         * input_ids), its local until it returns, its loss included (modeling_paligemma.py @ efa7189c) */
+        if (a->f->vision == VIS_PALIGEMMA) flag(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "keep_forward", true);
     }
     const char *first = "model.embed_tokens";
     if (img && a->vis.decode) {
@@ -1657,7 +1660,8 @@ static void build_layers(wr *w, const arch *a)
         int64_t sw = 0;
         for (int64_t i = 0; i < a->N && !sw; i++)
             if (vc__hf_llama4_chunk(a, i) <= 0) sw = vc__hf_layer_window(a, i) > 0 ? vc__hf_layer_window(a, i) : 0;
-        if (sw > 0 && !a->eager && !a->f->sinks && !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode)) {
+        if (sw > 0 && !a->eager && !a->f->sinks && !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode) &&
+            a->f->vision != VIS_PALIGEMMA) { /* PaliGemma 2: its sliding layers' mask is made from the prefix mask */
             num(w, o, "sliding_mask", (double)sw);
             if (a->mask_4x) flag(w, o, "sliding_mask_4x", true);
         }

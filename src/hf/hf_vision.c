@@ -308,7 +308,7 @@ static int read_qwen3(rd *r, arch *a, const cJSON *v)
 }
 
 /* PaliGemma's own keys (configuration_paligemma.py @ 04d596e6, modeling_paligemma.py @ efa7189c): text_config's
- * model_type ("gemma" when absent; "gemma2", PaliGemma 2, is not modelled), projection_dim (2048; written into
+ * model_type ("gemma" when absent; "gemma2", PaliGemma 2, the text_type row's), projection_dim (2048; written into
  * vision_config.projection_dim, PaliGemmaMultiModalProjector's Linear(vision hidden_size, projection_dim)), which must
  * be the language model's hidden_size: forward's inputs_embeds[special_image_mask].numel() != image_features.numel()
  * raises ValueError otherwise. */
@@ -316,11 +316,12 @@ static int paligemma_keys(rd *r, arch *a)
 {
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(r->cfg, "text_config");
     const cJSON *mt = tc ? cJSON_GetObjectItemCaseSensitive(tc, "model_type") : NULL;
-    if (mt && !(cJSON_IsString(mt) && !strcmp(mt->valuestring, "gemma"))) {
+    /* the row's language model: "gemma" (PaliGemma), or the text_type row's "gemma2" (PaliGemma 2, hf.c) */
+    if (mt && !(cJSON_IsString(mt) && !strcmp(mt->valuestring, a->f->text_type ? a->f->text_type : "gemma"))) {
         char e[64];
         vc_escape(e, sizeof e, cJSON_IsString(mt) ? mt->valuestring : "(not a string)");
-        vc_set_error(r->err, VC_ERR_MODEL, "text_config.model_type", "\"%s\": paligemma is modelled with a Gemma language "
-                     "model (\"gemma\"); PaliGemma 2's Gemma 2 (\"gemma2\") and others are not", e);
+        vc_set_error(r->err, VC_ERR_MODEL, "text_config.model_type", "\"%s\": paligemma is modelled with a Gemma (\"gemma\") "
+                     "or, PaliGemma 2, a Gemma 2 (\"gemma2\") language model; others are not", e);
         return -1;
     }
     const cJSON *pd = cJSON_GetObjectItemCaseSensitive(r->cfg, "projection_dim");

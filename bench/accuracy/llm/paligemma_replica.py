@@ -25,6 +25,17 @@ Sources read (huggingface/transformers):
       _update_causal_mask; hidden_states = inputs_embeds, the rotary embedding, * normalizer, the layers, norm), the
       harness's Gemma layers (reference.py DecoderLayer / Attention, sdpa_attention_forward: repeat_kv with a mask,
       is_causal False), the mask sliced attention_mask[:, :, :, :S] by sdpa_attention_forward (a view).
+  PaliGemma 2 (text_config model_type "gemma2"; PaliGemmaConfig @ 04d596e6: CONFIG_MAPPING["gemma2"](**text_config),
+      Gemma2Config's defaults: sliding_window 4096, final_logit_softcapping 30.0, attn_logit_softcapping 50.0,
+      query_pre_attn_scalar 256): the language model Gemma2ForCausalLM as
+  G2 = models/gemma2/modeling_gemma2.py @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e runs it with PaliGemma's 4-D mask:
+      Gemma2Model.forward (training: no HybridCache; last_cache_position = cache_position[-1].item() for a 4-D mask;
+      _update_causal_mask returns the 4-D mask as it is; inputs_embeds * normalizer); Gemma2DecoderLayer.forward
+      (is_sliding = not layer_idx % 2: effective_seq_len = max(cache_position.shape[0], sliding_window),
+      torch.where(torch.tril(torch.ones_like(mask, dtype=torch.bool), diagonal=-sliding_window), min_dtype, mask),
+      sliced [offset : offset + effective_seq_len], the layer's local until it returns; the four RMSNorms);
+      Gemma2Attention on sdpa_attention_forward (no soft-capping there, the mask sliced [:, :, :, :S]);
+      Gemma2ForCausalLM.forward (lm_head, then logits / final_logit_softcapping, tanh, * final_logit_softcapping).
   The tower: siglip_replica.SiglipVisionModel (modeling_siglip.py @ efa7189c), imported, vision_use_head false.
 Frozen tower and projector, as the Gemma 3 replica runs them (LLaMA-Factory's freeze_vision_tower and
 freeze_multi_modal_projector defaults): their forward builds no graph.
@@ -65,7 +76,24 @@ def flatten(raw):
     """config.json -> the language model's keys (text_config's, GemmaConfig's model_type) with the tower's and
     PaliGemma's own beside them (measure_llm.py)."""
     return dict(raw["text_config"], model_type="paligemma", vision_config=raw.get("vision_config") or {},
-                image_token_index=raw.get("image_token_index", 256000), projection_dim=raw.get("projection_dim", 2048))
+                image_token_index=raw.get("image_token_index", 256000), projection_dim=raw.get("projection_dim", 2048),
+                text_model_type=raw["text_config"].get("model_type", "gemma"))
+
+
+# Gemma2Config's defaults (configuration_gemma2.py, the keys PaliGemma 2's text_config may omit)
+GEMMA2_DEFAULTS = {"sliding_window": 4096, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
+                   "query_pre_attn_scalar": 256}
+
+
+def sdpa_mask_slice(attn):
+    """sdpa_attention_forward's attention_mask[:, :, :, :key.shape[-2]] (a view) before reference.py's Attention, which
+    takes the mask as it is: Gemma2DecoderLayer.forward itself is reference.py's (_gemma_forward: G2's
+    ones_like / tril / where on the float mask and its slice, sliding_window_mask a local until the layer returns)."""
+    inner = attn.forward
+
+    def forward(hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        return inner(hidden_states, position_embeddings, attention_mask[:, :, :, :hidden_states.shape[1]], past_key_value)
+    return forward
 
 
 class PaliGemmaMultiModalProjector(nn.Module):
@@ -102,7 +130,15 @@ def build(cfg, attn_impl=None):
     vk = vision_keys(cfg.d.get("vision_config"))
     if vk.get("vision_use_head", True):
         raise SystemExit("paligemma_replica.py: vision_use_head false (the checkpoints')")
-    text = R.Config(dict(cfg.d, model_type="gemma"))
+    tmt = cfg.d.get("text_model_type", "gemma")
+    if tmt not in ("gemma", "gemma2"):
+        raise SystemExit("paligemma_replica.py: text_config.model_type gemma or gemma2")
+    gemma2 = tmt == "gemma2"
+    td = dict(cfg.d, model_type=tmt)
+    if gemma2:
+        for k, v in GEMMA2_DEFAULTS.items():
+            td.setdefault(k, v)
+    text = R.Config(td)
     tid = cfg.d.get("image_token_index", 256000)
     if cfg.d.get("projection_dim", 2048) != text.hidden_size:
         raise SystemExit("paligemma_replica.py: projection_dim must be text_config.hidden_size")
@@ -110,6 +146,9 @@ def build(cfg, attn_impl=None):
     class PaliGemma(R.CausalLM):
         def __init__(self):
             super().__init__(text, "sdpa")  # GemmaForCausalLM (embed_tokens, layers, norm, rotary, tied lm_head)
+            if gemma2:  # Gemma2ForCausalLM's layers as G2 runs them on the 4-D mask
+                for layer in self.layers:
+                    layer.self_attn.forward = sdpa_mask_slice(layer.self_attn)
             self.vision_tower = siglip_replica.SiglipVisionModel(vk)
             self.multi_modal_projector = PaliGemmaMultiModalProjector(vk["hidden_size"], text.hidden_size)
             self.pixel_values = None  # the processor's [images, C, S, S] float32, set by measure_llm.py
@@ -145,14 +184,20 @@ def build(cfg, attn_impl=None):
             position_embeddings = self.rotary_emb(hidden_states, position_ids)
             normalizer = torch.tensor(text.hidden_size ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
-            mask = causal_mask[:, :, :, :inputs_embeds.shape[1]]  # sdpa_attention_forward's slice (a view)
+            # sdpa_attention_forward's slice (a view); Gemma 2's layers slice after their sliding mask
+            mask = causal_mask if gemma2 else causal_mask[:, :, :, :inputs_embeds.shape[1]]
+            last_cache_position = int(cache_position[-1].item()) if gemma2 else 0  # G2 Gemma2Model.forward, 4-D mask
             for layer in self.layers:
                 hidden_states = self._layer(layer, hidden_states, mask, position_embeddings, None,
-                                            cache_position.shape[0], 0)
+                                            cache_position.shape[0], last_cache_position)
             del mask
             hidden_states = self.norm(hidden_states)
             del position_embeddings  # GemmaModel.forward returns (its locals go; last_hidden_state kept by outputs)
             lm_logits = self.lm_head(hidden_states)  # GemmaForCausalLM: no labels, no loss
+            if gemma2 and text.final_logit_softcapping is not None:  # G2 Gemma2ForCausalLM.forward
+                lm_logits = lm_logits / text.final_logit_softcapping
+                lm_logits = torch.tanh(lm_logits)
+                lm_logits = lm_logits * text.final_logit_softcapping
             del hidden_states  # GemmaForCausalLM.forward returns: outputs.logits (lm_logits) held by `outputs`
             logits = lm_logits
             loss = None

@@ -2319,6 +2319,21 @@ def cases():
                      ("train", 3, 10, "sgd", "fp32", False, 0), ("train", 4, 16, "sgd", "bf16", True, 0),
                      ("infer", 2, 10, None, "fp32", False, 0)],
                config="clip_small", lora_targets="q_proj,v_proj")
+    # issue 31: PaliGemma 2 (paligemma_replica.py with text_config model_type gemma2: Gemma2ForCausalLM as
+    # modeling_gemma2.py @ efa7189c runs it under PaliGemma's [L, L + 1] float mask: each sliding layer's ones_like /
+    # tril / where over [B, 1, L, L + 1], the final soft-capping before PaliGemma's fp32 loss): paligemma2_small (4
+    # layers, sliding_window 32 under 64 image tokens + --seq); train full / ckpt / LoRA (o_proj, down_proj), fp32 /
+    # bf16, with the image, then the text alone. Every third held out.
+    mode_cases(out, [
+        ("train", "paligemma2_small", 1, 32, "adamw", "fp32", False, 0),
+        ("train", "paligemma2_small", 1, 64, "adamw", "bf16", False, 0),
+        ("train", "paligemma2_small", 1, 32, "sgd", "fp32", True, 0),
+        ("train", "paligemma2_small", 2, 32, "adamw", "fp32", False, 8),
+        ("train", "paligemma2_small", 2, 48, "adamw", "bf16", True, 0),
+        ("train", "paligemma2_small", 1, 96, "sgd", "fp32", False, 0),
+    ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="224x224", images=1)
+    train_cases(out, [("paligemma2_small", 1, 64, "adamw", "fp32", False, 0), ("paligemma2_small", 2, 48, "adamw", "bf16", False, 0),
+                      ("paligemma2_small", 1, 96, "sgd", "fp32", True, 0)])
     return out
 
 
