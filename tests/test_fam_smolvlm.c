@@ -165,8 +165,16 @@ static void test_refusals(void **state)
         {"--serve --gpu h100-80gb", "--serve: smolvlm under vLLM"},
         {"--tp 2 --gpus 2", "--tp: smolvlm on tensor-parallel ranks is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
+        /* Liger-Kernel @ ead96b61 monkey_patch.py: MODEL_TYPE_TO_APPLY_LIGER_FN["smolvlm"] (l.3581), no "idefics3" */
+        {"--liger", "--liger: smolvlm: apply_liger_kernel_to_smolvlm's patch set is not modelled"},
     };
     fam_refuse_options(S256, o, sizeof o / sizeof *o);
+    char a[1024];
+    char path[] = "/tmp/vc_smolvlmXXXXXX";
+    fam_write(path, "{\"model_type\": \"idefics3\", \"vocab_size\": 128, " SMALL_TEXT "}");
+    snprintf(a, sizeof a, "%s --liger", path);
+    assert_usage(a, "--liger: idefics3: Liger-Kernel has no apply_liger_kernel_to_idefics3");
+    remove(path);
 }
 
 int main(void)

@@ -1616,7 +1616,10 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
                                           "exaone4", "paligemma",
                                           /* mllama: MODEL_TYPE_TO_APPLY_LIGER_FN["mllama"] = apply_liger_kernel_to_mllama in
                                            * the monkey_patch.py texts read through the code search (no pinned commit) */
-                                          "mllama", NULL};
+                                          "mllama",
+                                          /* smolvlm: MODEL_TYPE_TO_APPLY_LIGER_FN["smolvlm"] = apply_liger_kernel_to_smolvlm
+                                           * (monkey_patch.py @ ead96b61 l.2784, l.3581); idefics3 has none */
+                                          "smolvlm", NULL};
     int g = 0; /* 1 swiglu, 2 geglu */
     for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
     for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;
