@@ -34,11 +34,13 @@
  * loaded and never run: a text-only step is LlamaForCausalLM's with their weights resident (frozen here: with no
  * image they get no gradient, so an optimizer keeps no state for them whether or not they are trainable; TRL's
  * SFTTrainer trains every parameter by default, the replica does, bench/accuracy/llm/idefics3_replica.py).
- * Not modelled, refused naming the option: --image / --images (the processor's tiles run through the tower as a
- * batch dimension: image_processing_smolvlm.py's resize of the longest edge to a multiple of max_image_size, the
- * tiles and the global image, image_seq_len = (image_size / patch_size)^2 / scale_factor^2 tokens each, which a
- * per-sample plan does not hold; get_image_features' patch_attention_mask and inputs_merger's copies), --serve
- * (vLLM's idefics3.py / smolvlm.py not read), --tp.
+ * Not modelled, refused naming the option: --image / --images (get_image_features runs the processor's tiles through
+ * the tower as a batch dimension, [tiles, C, H, W], which a per-sample plan does not hold; SmolVLMModel.image_seq_len
+ * = (image_size / patch_size)^2 / scale_factor^2 tokens per tile; the patch_attention_mask, pixel_shuffle's copies
+ * and inputs_merger's zeros_like / where copies: none of it modelled. The processor's splitting (the longest edge
+ * resized to a multiple of max_image_size, the tiles and the global image) was not read at a pinned commit:
+ * image_processing_smolvlm.py / processing_smolvlm.py are named from the class layout only), --serve (vLLM's
+ * idefics3.py / smolvlm.py not read), --tp.
  */
 #include <math.h>
 #include <stdarg.h>
