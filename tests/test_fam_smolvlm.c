@@ -144,8 +144,9 @@ static void test_refusals(void **state)
         {SMALL_TEXT ", \"vision_config\": {\"patch_size\": 2.5}", "vision_config.patch_size: expected an integer"},
         {SMALL_TEXT ", \"vision_config\": {\"num_hidden_layers\": 2000}", "vision_config.num_hidden_layers: 2000 layers"},
         {SMALL_TEXT ", \"vision_config\": 3", "vision_config: expected an object"},
-        {SMALL_TEXT ", \"scale_factor\": 0", "scale_factor: expected a positive integer"},
-        {SMALL_TEXT ", \"scale_factor\": \"2\"", "scale_factor: expected a positive integer"},
+        {SMALL_TEXT ", \"scale_factor\": 0", "scale_factor: 0: expected 1 to"},
+        {SMALL_TEXT ", \"scale_factor\": \"2\"", "scale_factor: expected an integer (SmolVLMConfig)"},
+        {SMALL_TEXT ", \"scale_factor\": null", "scale_factor: expected an integer (SmolVLMConfig)"},
         {SMALL_TEXT ", \"tie_word_embeddings\": true", "tie_word_embeddings: true, but text_config's is false"},
         {SMALL_TEXT ", \"tie_word_embeddings\": 1", "tie_word_embeddings: expected true or false"},
         {"\"text_config\": {\"model_type\": \"gemma\"}", "text_config.model_type: \"gemma\": smolvlm is modelled with a Llama"},
@@ -156,7 +157,7 @@ static void test_refusals(void **state)
         {SMALL_TEXT, "vocab_size: 100000: Idefics3Config writes its vocab_size"},
         {"\"vocab_size\": 128, \"text_config\": {\"vocab_size\": 128}", "text_config.model_type: absent: Idefics3Config maps "
                                                                       "it to \"llama3\""},
-        {"\"vocab_size\": -1, " SMALL_TEXT, "vocab_size: expected a positive integer"},
+        {"\"vocab_size\": -1, " SMALL_TEXT, "vocab_size: -1: expected 1 to"},
     };
     fam_refuse_edits("{\"model_type\": \"idefics3\", ", d, sizeof d / sizeof *d);
     static const fam_refusal o[] = {

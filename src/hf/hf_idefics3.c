@@ -43,7 +43,6 @@
  * idefics3.py / smolvlm.py not read), --tp.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,29 +50,6 @@
 
 #include "hf_arch.h"
 #include "util.h"
-
-/* A top-level key's error */
-static int ibad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int ibad(rd *r, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-/* A top-level integer in [1, 2^40], def when absent or null */
-static int top_int(rd *r, const char *key, int64_t def, int64_t *out)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
-    *out = def;
-    if (!x || cJSON_IsNull(x)) return 0;
-    const double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
-    if (!isfinite(d) || d != floor(d) || d < 1 || d > (double)MAX_SIZE) return ibad(r, key, "expected a positive integer");
-    *out = (int64_t)d;
-    return 0;
-}
 
 int vc__hf_idefics3_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err)
 {
@@ -95,22 +71,23 @@ int vc__hf_idefics3_read(rd *r, arch *a)
     hf_vision *t = &a->vis;
     const cJSON *root = r->cfg;
     const bool idefics3 = !strcmp(a->f->model_type, "idefics3");
+    const char *cls = idefics3 ? "Idefics3Config" : "SmolVLMConfig";
     /* text_config: LlamaModel's keys (AutoModel.from_config); another text model is not this row's */
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
     const cJSON *mt = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "model_type") : NULL;
     /* Idefics3Config @ 842a28d0: text_config["model_type"] defaults to "llama3", a key CONFIG_MAPPING lacks (KeyError) */
     if (idefics3 && (!mt || cJSON_IsNull(mt)))
-        return ibad(r, "text_config.model_type", "absent: Idefics3Config maps it to \"llama3\", which CONFIG_MAPPING lacks "
+        return vc__hf_bad(r, "text_config.model_type", "absent: Idefics3Config maps it to \"llama3\", which CONFIG_MAPPING lacks "
                     "(KeyError); give \"llama\"");
     if (mt && !cJSON_IsNull(mt) && !(cJSON_IsString(mt) && !strcmp(mt->valuestring, "llama"))) {
         char e[64];
         vc_escape(e, sizeof e, cJSON_IsString(mt) ? mt->valuestring : "(not a string)");
-        return ibad(r, "text_config.model_type", "\"%s\": %s is modelled with a Llama language model (\"llama\")", e,
+        return vc__hf_bad(r, "text_config.model_type", "\"%s\": %s is modelled with a Llama language model (\"llama\")", e,
                     r->fam);
     }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vision_config");
     if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
-        return ibad(r, "vision_config", "expected an object (the vision tower's keys)");
+        return vc__hf_bad(r, "vision_config", "expected an object (the vision tower's keys)");
     if (cJSON_IsNull(v)) v = NULL;
     /* SmolVLMVisionConfig's / Idefics3VisionConfig's defaults (the header) */
     if (vc__hf_vision_int(r, v, "hidden_size", 1152, 1, &t->C) || vc__hf_vision_int(r, v, "intermediate_size", 3072, 1, &t->I) ||
@@ -123,52 +100,52 @@ int vc__hf_idefics3_read(rd *r, arch *a)
     char path[64];
     if (t->depth > 1024) {
         snprintf(path, sizeof path, "vision_config.num_hidden_layers");
-        return ibad(r, path, "%lld layers: more than the limit of 1024", (long long)t->depth);
+        return vc__hf_bad(r, path, "%lld layers: more than the limit of 1024", (long long)t->depth);
     }
     if (t->C % t->NH) /* SmolVLMVisionAttention.__init__ raises ValueError */
-        return ibad(r, "vision_config.num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads "
+        return vc__hf_bad(r, "vision_config.num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads "
                     "(%lld) (the tower's attention raises ValueError)", (long long)t->C, (long long)t->NH);
     if (t->P > t->img)
-        return ibad(r, "vision_config.patch_size", "%lld: larger than image_size (%lld), no patch", (long long)t->P,
+        return vc__hf_bad(r, "vision_config.patch_size", "%lld: larger than image_size (%lld), no patch", (long long)t->P,
                     (long long)t->img);
     /* scale_factor: the modality projection's input is vision hidden x scale_factor^2. pixel_shuffle's views need
      * the side of image_size / patch_size patches to be a multiple of it only when an image runs (the classes'
      * own defaults, 224 / 32 = 7 a side with scale_factor 2, build the model) */
-    if (top_int(r, "scale_factor", 2, &t->M)) return -1;
+    if (vc__hf_count_int(r, "scale_factor", 2, 1, cls, &t->M)) return -1; /* None: the connector's int ** 2 raises */
     const int64_t side = t->img / t->P;
     /* Idefics3Config @ 842a28d0 writes its own vocab_size (100000 when absent) into text_config */
     if (idefics3) {
         int64_t vs;
-        if (top_int(r, "vocab_size", 100000, &vs)) return -1;
+        if (vc__hf_count_int(r, "vocab_size", 100000, 1, cls, &vs)) return -1;
         if (vs != a->V)
-            return ibad(r, "vocab_size", "%lld: Idefics3Config writes its vocab_size (100000 when absent) into "
+            return vc__hf_bad(r, "vocab_size", "%lld: Idefics3Config writes its vocab_size (100000 when absent) into "
                         "text_config, whose vocab_size is %lld; give both the same value", (long long)vs, (long long)a->V);
     }
     /* lm_head's tie: the config's own tie_word_embeddings (False by default) and text_config's (the decoder's
      * config, which transformers' tie_weights reads); one that disagrees with the other is refused rather than
      * one of them guessed (as the qwen3_vl row does) */
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
-    if (tie && !cJSON_IsNull(tie) && !cJSON_IsBool(tie)) return ibad(r, "tie_word_embeddings", "expected true or false");
+    if (tie && !cJSON_IsNull(tie) && !cJSON_IsBool(tie)) return vc__hf_bad(r, "tie_word_embeddings", "expected true or false");
     if (cJSON_IsBool(tie) && cJSON_IsTrue(tie) != a->tie)
-        return ibad(r, "tie_word_embeddings", "%s, but text_config's is %s: which one ties lm_head is not settled here; "
+        return vc__hf_bad(r, "tie_word_embeddings", "%s, but text_config's is %s: which one ties lm_head is not settled here; "
                     "give both the same value", cJSON_IsTrue(tie) ? "true" : "false", a->tie ? "true" : "false");
     /* the weights within 2^48 elements, the tower's parameters and the language model's within 2^56 */
     const int64_t lim = INT64_C(1) << 48;
     int64_t x, blk, tot;
     if (__builtin_mul_overflow(t->C, t->C, &x) || x > lim || __builtin_mul_overflow(t->I, t->C, &x) || x > lim)
-        return ibad(r, "vision_config.hidden_size", "the layers' weights (%lld wide, intermediate_size %lld) are more than "
+        return vc__hf_bad(r, "vision_config.hidden_size", "the layers' weights (%lld wide, intermediate_size %lld) are more than "
                     "2^48 elements", (long long)t->C, (long long)t->I);
     if (__builtin_mul_overflow(t->cin * t->P, t->P, &x) || __builtin_mul_overflow(x, t->C, &x) || x > lim ||
         __builtin_mul_overflow(side, side, &x) || __builtin_mul_overflow(x, t->C, &x) || x > lim)
-        return ibad(r, "vision_config.patch_size", "the patch embedding or the (image_size / patch_size)^2 position "
+        return vc__hf_bad(r, "vision_config.patch_size", "the patch embedding or the (image_size / patch_size)^2 position "
                     "embedding is more than 2^48 elements");
     if (__builtin_mul_overflow(t->C, t->M * t->M, &x) || x > MAX_SIZE || __builtin_mul_overflow(x, a->H, &x) || x > lim)
-        return ibad(r, "scale_factor", "%lld: the modality projection (vision hidden_size %lld x %lld^2, by %lld) is more "
+        return vc__hf_bad(r, "scale_factor", "%lld: the modality projection (vision hidden_size %lld x %lld^2, by %lld) is more "
                     "than 2^48 elements", (long long)t->M, (long long)t->C, (long long)t->M, (long long)a->H);
     if (__builtin_mul_overflow(4 * t->C + 2 * t->I, t->C, &blk) || __builtin_mul_overflow(blk, t->depth, &tot) ||
         __builtin_add_overflow(tot, 4 * lim, &tot) || __builtin_add_overflow(tot, a->param_bound, &tot) ||
         tot > (INT64_C(1) << 56))
-        return ibad(r, "vision_config.num_hidden_layers", "%lld layers beside the language model's are more than 2^56 "
+        return vc__hf_bad(r, "vision_config.num_hidden_layers", "%lld layers beside the language model's are more than 2^56 "
                     "parameters: byte counts would overflow 64-bit arithmetic", (long long)t->depth);
     return 0;
 }
