@@ -1493,6 +1493,23 @@ const hf_family vc__hf_families[] = {
      .keys = {BART_KEYS_WITH(128112, "relu", 0.1)},
      .block = BLK_BART, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .head_class = "M2M100ForConditionalGeneration", .lora_targets = NULL},
+    /* SmolVLMConfig (configuration_smolvlm.py @ 9a3f7081) and Idefics3Config (configuration_idefics3.py @ 842a28d0):
+     * the language model is LlamaConfig's, read from text_config (CONFIG_MAPPING[text_config.get("model_type",
+     * "llama")]; text_config None: LlamaConfig's defaults, the llama row's); SmolVLMForConditionalGeneration
+     * (modeling_smolvlm.py @ b282e23b) and Idefics3ForConditionalGeneration (modeling_idefics3.py @ 9a80143c): the vision
+     * transformer and the connector counted and loaded frozen, never run without an image (hf_idefics3.c: --image,
+     * --serve, --tp refused); the text-only step is LlamaForCausalLM's (its loss_function). PEFT's mapping (peft
+     * @ 00073fe8 utils/constants.py) has neither: --lora-targets. */
+#define IDEFICS3_KEYS                                                                                          \
+    LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 32000), [K_HIDDEN] = DEF("hidden_size", 4096),                   \
+        [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),                 \
+        [K_INTER] = DEF("intermediate_size", 11008), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},       \
+        [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0)
+    {.model_type = "smolvlm", .config_class = "LlamaConfig (SmolVLMConfig.text_config)", .keys = {IDEFICS3_KEYS},
+     LLAMA_BLOCK, .nested = "text_config", .vision = VIS_IDEFICS3, .lora_targets = NULL},
+    {.model_type = "idefics3", .config_class = "LlamaConfig (Idefics3Config.text_config)", .keys = {IDEFICS3_KEYS},
+     LLAMA_BLOCK, .nested = "text_config", .vision = VIS_IDEFICS3, .lora_targets = NULL},
+#undef IDEFICS3_KEYS
 };
 /* CLIPVisionConfig (configuration_clip.py @ 01841b34: hidden_size 768, intermediate_size 3072, num_hidden_layers 12,
  * num_attention_heads 12, num_channels 3, image_size 224, patch_size 32, hidden_act quick_gelu, layer_norm_eps 1e-5,
@@ -1654,7 +1671,10 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
                                           "exaone4", "paligemma",
                                           /* mllama: MODEL_TYPE_TO_APPLY_LIGER_FN["mllama"] = apply_liger_kernel_to_mllama in
                                            * the monkey_patch.py texts read through the code search (no pinned commit) */
-                                          "mllama", NULL};
+                                          "mllama",
+                                          /* smolvlm: MODEL_TYPE_TO_APPLY_LIGER_FN["smolvlm"] = apply_liger_kernel_to_smolvlm
+                                           * (monkey_patch.py @ ead96b61 l.2784, l.3581); idefics3 has none */
+                                          "smolvlm", NULL};
     int g = 0; /* 1 swiglu, 2 geglu */
     for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
     for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;
@@ -1869,7 +1889,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
      * defaults; clip: CLIPModel on SigLIP's two-tower path */
     static const cJSON no_keys = {.type = cJSON_Object};
     const bool clip = a.f->block == BLK_CLIP, siglip = a.f->block == BLK_SIGLIP || clip;
-    if (siglip && (!nest || cJSON_IsNull(nest))) {
+    /* SmolVLMConfig.__init__ (configuration_smolvlm.py @ 9a3f7081): text_config None -> LlamaConfig's defaults */
+    if ((siglip || !strcmp(a.f->model_type, "smolvlm")) && (!nest || cJSON_IsNull(nest))) {
         r.cfg = &no_keys;
         r.nested = a.f->nested;
     } else if (a.f->nested && !(a.f->nested_opt && (!nest || cJSON_IsNull(nest)))) {
@@ -1993,6 +2014,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "own CrossEntropyLoss (the language model gets no labels); only " OV("loss", "hf")
                                 " is modelled");
     }
+    if (a.f->vision == VIS_IDEFICS3 && vc__hf_idefics3_unmodelled(r.fam, o, split, vllm, err)) return err->code;
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
@@ -2223,7 +2245,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.l4v.on || a.ml.on || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || a.ml.on || a.f->vision == VIS_IDEFICS3 || (a.f->vision == VIS_PIXTRAL && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
                     : a.f->vision ? ""
                                 : a.f->nested && !siglip ? ": the language model; the vision tower is not modelled" : "");
     if (siglip) { /* "inputs": pixel_values [num_channels, image_size, image_size] float32 (SiglipImageProcessor's,

@@ -274,6 +274,7 @@ enum {
     VIS_PIXTRAL, /* mistral3: PixtralVisionModel + Mistral3MultiModalProjector, run on --image (hf_pixtral.c) */
     VIS_QWEN2,   /* Qwen2-VL: Qwen2VisionTransformerPretrainedModel + PatchMerger (LayerNorm, fc1 / fc2 MLP), run on --image */
     VIS_PALIGEMMA, /* paligemma: SiglipVisionModel (Gemma 3's, hf_vision.c) + PaliGemmaMultiModalProjector (a Linear) */
+    VIS_IDEFICS3,  /* smolvlm, idefics3: the SigLIP-like vision transformer + the pixel-shuffle connector, not run (hf_idefics3.c) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
@@ -493,7 +494,7 @@ typedef struct arch {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart, clip, m2m_100"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart, clip, m2m_100, smolvlm, idefics3"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -622,6 +623,14 @@ int vc__hf_pixtral_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spli
 /* hf_pixtral.c: PixtralVisionModel's and Mistral3MultiModalProjector's layers appended to arr: with images the
  * run (returns the image embeddings' layer), else their weights as frozen VisionWeights layers (NULL). */
 const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
+/* hf_idefics3.c: smolvlm's / idefics3's vision_config and scale_factor read and checked into a->vis (errors name
+ * vision_config.KEY or the key; text_config.model_type other than llama, a tie_word_embeddings that disagrees with
+ * text_config's, idefics3's vocab_size other than text_config's refused). -1 with r->err. */
+int vc__hf_idefics3_read(rd *r, arch *a);
+/* hf_idefics3.c: --image / --images, --serve and --tp refused naming the option (0 when none is asked). */
+int vc__hf_idefics3_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err);
+/* hf_idefics3.c: the vision transformer's and the connector's weights appended to arr as frozen VisionWeights layers. */
+void vc__hf_idefics3_write(rd *r, cJSON *arr, const arch *a);
 /* hf_mllama.c: MllamaConfig's keys the row does not read (text_config.cross_attention_layers, vision_config's
  * MllamaVisionConfig) read into a->ml and checked (errors name text_config.KEY or vision_config.KEY); a->N becomes
  * the self-attention layers'; --image / --images, --tp and --serve refused naming the option. -1 with r->err. */

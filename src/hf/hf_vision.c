@@ -676,6 +676,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
         return 0;
     }
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_read(r, a, o, split); /* mistral3 (hf_pixtral.c) */
+    if (a->f->vision == VIS_IDEFICS3) return vc__hf_idefics3_read(r, a); /* smolvlm, idefics3 (hf_idefics3.c) */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     if (cJSON_IsNull(v)) v = NULL; /* Qwen2_5_VLConfig: vision_config None is the class's defaults */
     if (v && !cJSON_IsObject(v)) {
@@ -1265,6 +1266,10 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     vw w = {r, arr};
     if (!a->f->vision) return NULL;
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_write(r, arr, a); /* mistral3 (hf_pixtral.c) */
+    if (a->f->vision == VIS_IDEFICS3) { /* smolvlm, idefics3: the weights only (hf_idefics3.c) */
+        vc__hf_idefics3_write(r, arr, a);
+        return NULL;
+    }
     if (t->patches == 0) {
         if (a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA) write_siglip_weights(&w, t, a->f->vision == VIS_PALIGEMMA);
         else if (a->f->vision == VIS_QWEN3_5) write_qwen3_5_weights(&w, t);

@@ -254,6 +254,9 @@ def main(argv):
     if raw.get("model_type") == "mistral3":  # Mistral3Config: text_config's keys, the tower's beside them (mistral3_replica.py)
         import mistral3_replica
         raw = mistral3_replica.flatten(raw)
+    if raw.get("model_type") in ("smolvlm", "idefics3"):  # text_config's keys, the tower's beside (idefics3_replica.py)
+        import idefics3_replica
+        raw = idefics3_replica.flatten(raw)
     if raw.get("model_type") == "mllama":  # MllamaConfig: text_config's keys with their defaults, the tower's beside (mllama_replica.py)
         import mllama_replica
         raw = mllama_replica.flatten(raw)
@@ -391,6 +394,9 @@ def main(argv):
     elif cfg.model_type == "mistral3":  # Mistral3 on text: Mistral's LM, the Pixtral tower frozen (mistral3_replica.py)
         import mistral3_replica
         model = mistral3_replica.build(cfg, args.attn)
+    elif cfg.model_type in ("smolvlm", "idefics3"):  # on text: Llama's LM, the tower and connector loaded (idefics3_replica.py)
+        import idefics3_replica
+        model = idefics3_replica.build(cfg, args.attn)
     elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
         import mllama_replica
         model = mllama_replica.build(cfg, args.attn)

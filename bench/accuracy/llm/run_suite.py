@@ -2334,6 +2334,23 @@ def cases():
     ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="224x224", images=1)
     train_cases(out, [("paligemma2_small", 1, 64, "adamw", "fp32", False, 0), ("paligemma2_small", 2, 48, "adamw", "bf16", False, 0),
                       ("paligemma2_small", 1, 96, "sgd", "fp32", True, 0)])
+    # issue 31 (towers): SmolVLMForConditionalGeneration / Idefics3ForConditionalGeneration on text alone
+    # (idefics3_replica.py, modeling_smolvlm.py @ b282e23b, modeling_idefics3.py @ 9a80143c: LlamaModel on
+    # embed_tokens(input_ids), lm_head, ForCausalLMLoss; the vision transformer and the connector built trainable, never
+    # run). smolvlm_small (untied, scale_factor 2), idefics3_small (tied, scale_factor 4). Train fp32 / bf16 /
+    # checkpointed / LoRA r=8 on o_proj,down_proj (PEFT's mapping, peft @ 00073fe8, has neither; the tower has no
+    # o_proj / down_proj), SGD at batch 4, generate. Every third held out.
+    mode_cases(out, [
+        ("train", "smolvlm_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "smolvlm_small", 2, 64, "adamw", "bf16", False, 0),
+        ("train", "smolvlm_small", 2, 64, "adamw", "fp32", True, 0),
+        ("train", "smolvlm_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "smolvlm_small", 4, 48, "sgd", "fp32", False, 0),
+        ("generate", "smolvlm_small", 1, 32, 8, "fp32", False, 0),
+        ("train", "idefics3_small", 2, 64, "adamw", "fp32", False, 0),
+        ("generate", "idefics3_small", 2, 32, 12, "bf16", False, 0),
+        ("train", "idefics3_small", 2, 48, "sgd", "bf16", False, 0),
+    ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0))
     return out
 
 

@@ -1,0 +1,190 @@
+/*
+ * test_fam_smolvlm.c — model_types "smolvlm" and "idefics3" (issue 31, towers; src/hf/hf.c's rows,
+ * src/hf/hf_idefics3.c): SmolVLMForConditionalGeneration (models/smolvlm/modeling_smolvlm.py @ b282e23b,
+ * configuration_smolvlm.py @ 9a3f7081) and Idefics3ForConditionalGeneration (modeling_idefics3.py @ 9a80143c,
+ * configuration_idefics3.py @ 842a28d0) without an image: the LlamaModel text model and lm_head run, the vision
+ * transformer and the connector are loaded, not run.
+ *
+ * 1. The parameters, by hand from those __init__s. tests/data/hf/smolvlm-256m-instruct.json and
+ *    smolvlm2-2.2b-instruct.json are written (no network) from memory of the Hub's config.json for
+ *    HuggingFaceTB/SmolVLM-256M-Instruct and SmolVLM2-2.2B-Instruct (the sizes below; not read from the Hub here, so
+ *    unverified); their totals, 256,484,928 and 2,246,784,880, are the model cards' "256M" and "2.2B" (the
+ *    safetensors totals as remembered, equal to the derivations), derived exactly here and equal to
+ *    bench/accuracy/llm/idefics3_replica.py --check's torch count of the same modules.
+ * 2. What a text-only forward runs: LlamaForCausalLM's layers (the KV cache of generate() a llama config's).
+ * 3. The measured cases of bench/accuracy/llm/measured.json (idefics3_replica.py), those not held out within 1%.
+ * 4. Refusals: exit 2 and one line naming the key or option.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli_run.h"
+#include "fam_hf.h"
+#include "vramcalc/vramcalc.h"
+
+#define HF VC_TEST_DATA "/hf/"
+#define S256 HF "smolvlm-256m-instruct.json"
+#define S2B HF "smolvlm2-2.2b-instruct.json"
+
+/* a small config: text 64 wide, 2 layers, 4 heads of 16, 2 kv heads, MLP 128, vocab 128, untied; vision 32 wide, MLP
+ * 64, 2 layers, 4 heads, 32 x 32 images of 8 x 8 patches; scale_factor 2 */
+#define SMALL_TEXT                                                                                                    \
+    "\"text_config\": {\"model_type\": \"llama\", \"vocab_size\": 128, \"hidden_size\": 64, \"intermediate_size\": "    \
+    "128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2}"
+#define SMALL_VISION                                                                                                  \
+    "\"vision_config\": {\"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 2, "                  \
+    "\"num_attention_heads\": 4, \"image_size\": 32, \"patch_size\": 8}"
+#define SMALL "{\"model_type\": \"smolvlm\", \"scale_factor\": 2, " SMALL_TEXT ", " SMALL_VISION "}"
+
+static void test_counts(void **state)
+{
+    (void)state;
+    /* SmolVLM-256M-Instruct, by hand (hf_idefics3.c's header):
+     * vision_model (hidden 768, intermediate 3072, 12 layers, 512 / 16 = 32 patches a side):
+     *   patch_embedding 768 x 3 x 16 x 16 + 768 = 590,592; position_embedding 1024 x 768 = 786,432;
+     *   per layer k/v/q/out_proj 4 x (768^2 + 768) = 2,362,368, fc1 768 x 3072 + 3072 = 2,362,368, fc2 3072 x 768 + 768
+     *   = 2,360,064, layer_norm1 / 2 3,072: 7,087,872; x 12 = 85,054,464; post_layernorm 1,536. Tower 86,433,024.
+     * connector.modality_projection.proj 768 x 4^2 = 12,288 -> 576, no bias: 7,077,888.
+     * text_model (hidden 576, 9 heads of 64, 3 kv heads, intermediate 1536, 30 layers, vocab 49280):
+     *   embed_tokens 49280 x 576 = 28,385,280; per layer q/o 2 x 576^2 + k/v 2 x 192 x 576 = 884,736, MLP 3 x 576 x
+     *   1536 = 2,654,208, two norms 1,152: 3,540,096; x 30 = 106,202,880; norm 576; lm_head (untied) 28,385,280.
+     *   162,974,016.
+     * Total 256,484,928. */
+    assert_int_equal(cli_json_field(S256 " -f json", "\"parameters\": "), 256484928LL);
+    /* trainable: what a text-only step gives a gradient (the language model and lm_head) */
+    assert_int_equal(cli_json_field(S256 " -f json", "\"trainable_parameters\": "), 162974016LL);
+    /* SmolVLM2-2.2B-Instruct: tower (1152, 4304, 27 layers, 384 / 14 = 27 a side): patch_embedding 1152 x 3 x 14 x 14
+     * + 1152 = 678,528, position_embedding 729 x 1152 = 839,808, per layer 4 x (1152^2 + 1152) = 5,313,024 + fc1
+     * 4,962,512 + fc2 4,959,360 + 4,608 = 15,239,504, x 27 = 411,466,608, post_layernorm 2,304: 412,987,248;
+     * connector 1152 x 3^2 = 10,368 -> 2048: 21,233,664; text (2048, 32 heads, 32 kv heads, 8192, 24 layers, 49280):
+     * embed_tokens and lm_head 2 x 100,925,440, layers 24 x (4 x 2048^2 + 3 x 2048 x 8192 + 4,096) = 1,610,711,040,
+     * norm 2,048: 1,812,563,968. Total 2,246,784,880. */
+    assert_int_equal(cli_json_field(S2B " -f json", "\"parameters\": "), 2246784880LL);
+    assert_int_equal(cli_json_field(S2B " -f json", "\"trainable_parameters\": "), 1812563968LL);
+    /* SmolVLMConfig() (text_config None: LlamaConfig()'s 6,738,415,616): SmolVLMVisionConfig()'s tower (1152, 3072,
+     * 12 layers, 224 / 32 = 7 a side): 1152 x 3 x 32 x 32 + 1152 = 3,540,096 + 49 x 1152 = 56,448 + 12 x (5,313,024 +
+     * 3,542,016 + 3,540,096 + 4,608) = 148,796,928 + 2,304 = 152,395,776; connector 4,608 x 4096 = 18,874,368 */
+    assert_int_equal(count_of("{\"model_type\": \"smolvlm\"}"), 6909685760LL);
+    /* the small config: tower 32 x 3 x 64 + 32 = 6,176, 16 x 32 = 512, 2 x (4 x 1,056 + 2,112 + 2,080 + 128) = 17,088,
+     * 64: 23,840; connector 128 x 64 = 8,192; text embed_tokens and lm_head 2 x 8,192, 2 x (2 x 4,096 + 2 x 2,048 +
+     * 3 x 8,192 + 128) = 73,984, norm 64: 90,432. Total 122,464. */
+    assert_int_equal(count_of(SMALL), 122464);
+    /* idefics3: the same modules (Idefics3ForConditionalGeneration), its top-level vocab_size text_config's */
+    assert_int_equal(count_of("{\"model_type\": \"idefics3\", \"vocab_size\": 128, \"scale_factor\": 2, " SMALL_TEXT ", "
+                              SMALL_VISION "}"),
+                     122464);
+    /* the frozen modules, one VisionWeights layer each (hf_idefics3.c), named as modeling_smolvlm.py's */
+    assert_int_equal(emitted(SMALL, "model.vision_model.encoder.layers.1."), 8);
+    assert_int_equal(emitted(SMALL, "\"model.connector.modality_projection.proj\""), 1);
+}
+
+/* what a text-only forward runs: LlamaForCausalLM's layers */
+static void test_text_only(void **state)
+{
+    (void)state;
+    /* generate()'s cache: 2 layers x 2 (k, v) x 2 kv heads x 16 x fp32 4 B = 512 B per token, over the prompt's 64 and
+     * 15 of the 16 new tokens: 40,448; the same as the llama config of the text model */
+    const int64_t small = fam_kv_cache(SMALL, 64, 16);
+    assert_int_equal(small, 2 * 2 * 2 * 16 * 4 * (64 + 15));
+    const char *llama = "{\"model_type\": \"llama\", \"vocab_size\": 128, \"hidden_size\": 64, \"intermediate_size\": 128, "
+                        "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2}";
+    assert_int_equal(fam_kv_cache(llama, 64, 16), small);
+    /* training: the text model's step as llama's, the tower's and connector's weights (32,032 fp32 parameters, one
+     * tensor each, 8 + 8 x 2 + 2 tensors of the allocator's 512-byte blocks) added beside it */
+    char a[] = "/tmp/vc_smolvlmXXXXXX", b[] = "/tmp/vc_smolvlmXXXXXX";
+    fam_write(a, SMALL);
+    fam_write(b, llama);
+    char sa[128], sb[128];
+    snprintf(sa, sizeof sa, "%s --seq 64 -b 2 -o adamw -f json", a);
+    snprintf(sb, sizeof sb, "%s --seq 64 -b 2 -o adamw -f json", b);
+    const int64_t wa = cli_json_field(sa, "\"weights\": "), wb = cli_json_field(sb, "\"weights\": ");
+    assert_true(wa - wb >= 32032 * 4);
+    assert_int_equal(cli_json_field(sa, "\"optimizer_states\": "), cli_json_field(sb, "\"optimizer_states\": "));
+    unlink(a);
+    unlink(b);
+}
+
+/* bench/accuracy/llm/measured.json's smolvlm_small / idefics3_small cases (run_suite.py's last block;
+ * idefics3_replica.py, torch 1.13 CPU, the allocator counter; --attention math, --workspace 0), those not held out:
+ * smolvlm fp32 -0.06%, bf16 -0.09%, LoRA r=8 on o_proj,down_proj -0.09%, SGD at batch 4 -0.06%; idefics3 fp32
+ * -0.04% (the llama rows' common 4,096 B or less) */
+static void test_measured(void **state)
+{
+    (void)state;
+    static const cli_measured c[] = {
+        {"smolvlm_small.json --seq 64 -b 2 -o adamw -p fp32", 6937600},
+        {"smolvlm_small.json --seq 64 -b 2 -o adamw -p bf16", 4388864},
+        {"smolvlm_small.json --seq 64 -b 2 -o adamw -p bf16 --lora 8 --lora-alpha 16 --lora-dropout 0 "
+         "--lora-targets o_proj,down_proj", 3307008},
+        {"smolvlm_small.json --seq 48 -b 4 -o sgd -p fp32", 6850048},
+        {"idefics3_small.json --seq 64 -b 2 -o adamw -p fp32", 7588864},
+    };
+    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    static const fam_refusal c[] = {
+        {SMALL_TEXT ", \"vision_config\": {\"num_attention_heads\": 5}",
+         "vision_config.num_attention_heads: hidden_size (1152) must be divisible by num_attention_heads (5)"},
+        {SMALL_TEXT ", \"vision_config\": {\"image_size\": 16}", "vision_config.patch_size: 32: larger than image_size"},
+        {SMALL_TEXT ", \"vision_config\": {\"hidden_size\": 0}", "vision_config.hidden_size: expected an integer of at least 1"},
+        {SMALL_TEXT ", \"vision_config\": {\"patch_size\": 2.5}", "vision_config.patch_size: expected an integer"},
+        {SMALL_TEXT ", \"vision_config\": {\"num_hidden_layers\": 2000}", "vision_config.num_hidden_layers: 2000 layers"},
+        {SMALL_TEXT ", \"vision_config\": 3", "vision_config: expected an object"},
+        {SMALL_TEXT ", \"scale_factor\": 0", "scale_factor: 0: expected 1 to"},
+        {SMALL_TEXT ", \"scale_factor\": \"2\"", "scale_factor: expected an integer (SmolVLMConfig)"},
+        {SMALL_TEXT ", \"scale_factor\": null", "scale_factor: expected an integer (SmolVLMConfig)"},
+        {SMALL_TEXT ", \"tie_word_embeddings\": true", "tie_word_embeddings: true, but text_config's is false"},
+        {SMALL_TEXT ", \"tie_word_embeddings\": 1", "tie_word_embeddings: expected true or false"},
+        {"\"text_config\": {\"model_type\": \"gemma\"}", "text_config.model_type: \"gemma\": smolvlm is modelled with a Llama"},
+        {"\"text_config\": 1", "text_config: expected an object"},
+    };
+    fam_refuse_edits("{\"model_type\": \"smolvlm\", ", c, sizeof c / sizeof *c);
+    static const fam_refusal d[] = {
+        {SMALL_TEXT, "vocab_size: 100000: Idefics3Config writes its vocab_size"},
+        {"\"vocab_size\": 128, \"text_config\": {\"vocab_size\": 128}", "text_config.model_type: absent: Idefics3Config maps "
+                                                                      "it to \"llama3\""},
+        {"\"vocab_size\": -1, " SMALL_TEXT, "vocab_size: -1: expected 1 to"},
+    };
+    fam_refuse_edits("{\"model_type\": \"idefics3\", ", d, sizeof d / sizeof *d);
+    static const fam_refusal o[] = {
+        {"--image 512x512", "--image: smolvlm: the processor's tiles"},
+        {"--images 2", "--images: smolvlm: the processor's tiles"},
+        {"--serve --gpu h100-80gb", "--serve: smolvlm under vLLM"},
+        {"--tp 2 --gpus 2", "--tp: smolvlm on tensor-parallel ranks is not modelled"},
+        {"--lora 8", "--lora needs --lora-targets"},
+        /* Liger-Kernel @ ead96b61 monkey_patch.py: MODEL_TYPE_TO_APPLY_LIGER_FN["smolvlm"] (l.3581), no "idefics3" */
+        {"--liger", "--liger: smolvlm: apply_liger_kernel_to_smolvlm's patch set is not modelled"},
+    };
+    fam_refuse_options(S256, o, sizeof o / sizeof *o);
+    char a[1024];
+    char path[] = "/tmp/vc_smolvlmXXXXXX";
+    fam_write(path, "{\"model_type\": \"idefics3\", \"vocab_size\": 128, " SMALL_TEXT "}");
+    snprintf(a, sizeof a, "%s --liger", path);
+    assert_usage(a, "--liger: idefics3: Liger-Kernel has no apply_liger_kernel_to_idefics3");
+    remove(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_text_only),
+        cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
