@@ -244,8 +244,11 @@ static int prepare(const vc_build *b)
     M->orig = malloc((b->nev + 1) * sizeof *M->orig);
     M->pool[0].last = M->pool[1].last = -1;
     if (!M->a || !M->c || !M->cat || !M->sz || !M->evidx || !M->code || !M->orig) return -1;
+    int8_t dsz[256] = {0}; /* vc_dtype_size per dtype, looked up once each */
     for (size_t s = 0; s < b->ns; s++) {
-        int64_t d = vc_dtype_size((vc_dtype)b->s[s].dt);
+        uint8_t dt = b->s[s].dt;
+        if (!dsz[dt]) dsz[dt] = (int8_t)vc_dtype_size((vc_dtype)dt);
+        int64_t d = dsz[dt];
         /* the loader keeps element counts under 2^56: no overflow */
         M->a[s] = b->s[s].n.fx * d;
         M->c[s] = b->s[s].n.ps * d;
@@ -263,7 +266,12 @@ static int prepare(const vc_build *b)
             M->dep[M->ndep++] = (int32_t)s;
             continue;
         }
-        int64_t v = M->sz[s] = vc__stor_bytes(b, (int32_t)s, 1);
+        const stor_t *t = &b->s[s];
+        /* a plain count of fixed elements (a = fx x its dtype's size, the loader's counts under 2^56): vc_bytes at
+         * batch 1 without the call */
+        int64_t v = M->sz[s] = t->comp < 0 && t->n.div <= 1 && t->n.ps == 0 && t->n.fx >= 0 && t->n.fx < INT64_C(1) << 56
+                                   ? (M->a[s] + 511) & ~INT64_C(511)
+                                   : vc__stor_bytes(b, (int32_t)s, 1);
         /* resident gradients: a parallel layout's buffers (DDP's buckets) */
         if (((c == CAT_WEIGHT && !b->s[s].transient) || c == CAT_OPT || c == CAT_WS || (c == CAT_GRAD && b->s[s].resident)) &&
             M->fixed_persistent[c] >= 0 &&
