@@ -322,6 +322,7 @@ typedef struct {
 } vc_compile;
 
 struct vc_build {
+    struct vc_op *op_pool; /* ended op handles, reused by vc_op_begin (graph.c): not a malloc and free per op */
     const vc_model *m;
     vc_options o;
     int64_t batch;
@@ -443,6 +444,7 @@ struct vc_build {
 struct vc_op {
     vc_build *b;
     int32_t idx;
+    struct vc_op *next; /* in b->op_pool, once ended */
 };
 
 
