@@ -199,6 +199,7 @@ typedef struct {
      * group (ngrp groups; grp[s] the group of storage s, -1 fixed;
      * grp_rep[g] one storage of the group) */
     int nsim;         /* vc__replay_allocated calls so far */
+    int expect;       /* replays its caller still means to make (vc__plan_expect_replays), 0 not known */
     int cand_state;   /* 0 not tried, 1 built, -1 not worth it (too many groups or candidates) */
     int32_t ngrp, *grp, *grp_rep;
     struct {

@@ -55,6 +55,12 @@ void vc__plan_release_replay(const vc_plan *p)
 
 #define VC_MAX_BLOCK (INT64_C(1) << 61)
 
+void vc__plan_expect_replays(const vc_plan *p, size_t n)
+{
+    res_memo *M = p ? p->memo : NULL;
+    if (M) M->expect = n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
 /* The fold (prepare): the batch-dependent events, each with the fixed-size
  * ones before it summed; the end-of-forward marker ends a fold. -1 out of memory. */
 static int build_folds(const vc_build *b)
@@ -1095,7 +1101,11 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     size_t pk = (size_t)-1, post_pk = (size_t)-1;
     bool overflow = M->fold_overflow;
     sim->peak_pre = -1;
-    if (!big && !overflow && M->cand_state == 0 && ++M->nsim > CAND_AFTER) M->cand_state = build_candidates(b) ? -1 : 1;
+    /* built after CAND_AFTER full passes, or at once when the caller's replays are to pass that many (a sweep's
+     * rows, vc__plan_expect_replays): the same candidates, the same figures, fewer full passes */
+    if (!big && !overflow && M->cand_state == 0 && (++M->nsim > CAND_AFTER || M->nsim - 1 + M->expect > CAND_AFTER))
+        M->cand_state = build_candidates(b) ? -1 : 1;
+    M->expect = 0;
     if (!big && !overflow && M->cand_state == 1 && !lean)
         for (int32_t g = 0; g < M->ngrp; g++) M->grp_val[g] = sz[M->grp_rep[g]];
     bool done = !big && !overflow && M->cand_state == 1 && (lean || fast_batch(M, batch)) &&
