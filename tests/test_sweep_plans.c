@@ -118,7 +118,27 @@ static void run_loaded(const sweep_case *c, vc_model *m)
     vc_error err;
     if (vc_estimator_new(m, &o, 0, &e, &err)) fail_msg("%s: %s", c->name, err.msg);
     size_t n = c->batches ? c->nbatches : 40;
-    for (size_t i = 0; i < n; i++) check_row(c, e, m, &o, c->batches ? c->batches[i] : (int64_t)i + 1);
+    int64_t rows[64];
+    for (size_t i = 0; i < n && i < 64; i++) rows[i] = c->batches ? c->batches[i] : (int64_t)i + 1;
+    /* a sweep as the CLI runs it (src/api/request.c run_sweep): each row told the rows after it, so that a plan
+     * the sweep replays more than CAND_AFTER times reads its candidate events from its first row on
+     * (src/engine/replay.c vc__plan_expect_replays); without the per-layer rows (the candidates' lean pass) */
+    vc_estimator *told;
+    if (vc_estimator_new(m, &o, VC_EST_NO_LAYERS, &told, &err)) fail_msg("%s: %s", c->name, err.msg);
+    for (size_t i = 0; i < n; i++) {
+        check_row(c, e, m, &o, c->batches ? c->batches[i] : (int64_t)i + 1);
+        if (i >= 64) continue;
+        vc_result a, t;
+        vc__estimator_expect(told, rows + i, (n < 64 ? n : 64) - i);
+        if (vc_estimator_run(told, rows[i], &t, &err) || vc_estimator_run(e, rows[i], &a, &err))
+            fail_msg("%s: batch %lld: %s", c->name, (long long)rows[i], err.msg);
+        if (memcmp(&a.memory, &t.memory, sizeof a.memory) || memcmp(&a.peak, &t.peak, sizeof a.peak))
+            fail_msg("%s: batch %lld: the told sweep's row %lld total, the row %lld", c->name, (long long)rows[i],
+                     (long long)t.memory.total, (long long)a.memory.total);
+        vc_result_free(&a);
+        vc_result_free(&t);
+    }
+    vc_estimator_free(told);
     size_t built = vc_estimator_plans_built(e);
     if (built > c->max_builds) fail_msg("%s: the sweep built %zu plans, expected at most %zu", c->name, built, c->max_builds);
     vc_estimator_free(e);

@@ -1369,6 +1369,7 @@ static vc_status run_sweep(vc_request *q, vc_response *resp, vc_estimator *e, vc
     }
     resp->rep.max_batch = resp->max_batch ? resp->plot_max : -1;
     for (size_t i = 0; i < resp->nsweep; i++) {
+        vc__estimator_expect(e, resp->sweep + i, resp->nsweep - i); /* src/engine/replay.c vc__plan_expect_replays */
         if (vc_estimator_run(e, resp->sweep[i], &resp->rows[i], err)) { /* the file, then the batch */
             char msg[sizeof err->file + sizeof err->path + sizeof err->msg + 64], m[sizeof err->msg];
             vc__error_format_marked(err, msg, sizeof msg);

@@ -166,7 +166,7 @@ unsigned vc__plan_uses(const vc_plan *p)
     for (size_t k = 0; k < p->nop; k++) {
         const op_t *op = &p->op[k];
         if (op->gemm) u |= VC_USES_GEMM;
-        if (!op->name) continue;
+        if (!op->name || (op->name[0] != 'c' && op->name[0] != '_')) continue; /* none of the names below */
         if (strcmp(op->name, "convolution") == 0 || strncmp(op->name, "cudnn_", 6) == 0 ||
             strncmp(op->name, "_cudnn", 6) == 0)
             u |= VC_USES_CUDNN;

@@ -194,6 +194,13 @@ void vc_alloc_scratch_free(vc_alloc_scratch *sc);
 /* replay.c: frees what plan p keeps for its next allocator-model replays (its pools' request
  * streams and the allocator's state); the next one builds them again, to the same values */
 void vc__plan_release_replay(const vc_plan *p);
+/* replay.c: plan p is about to be replayed for n batches (a sweep's rows in its batch range, this one included):
+ * the candidate events (build_candidates), which its replays past the first CAND_AFTER read instead of every
+ * event, are built at the first of them when the plan would reach that many */
+void vc__plan_expect_replays(const vc_plan *p, size_t n);
+/* sweep.c: the batches a sweep asks after this one (and this one first): vc_estimator_run passes to the plan
+ * it runs how many of them it holds for (vc__plan_expect_replays); forgotten after that run */
+void vc__estimator_expect(vc_estimator *e, const int64_t *batches, size_t n);
 
 /* vc_estimator_total for a caller that asks only whether the total is at most
  * `limit` (>= 0): a total over it may be any value over it (the allocator

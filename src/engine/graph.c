@@ -274,8 +274,9 @@ vc_op *vc_op_begin(vc_build *b, const char *name)
     op->inst = b->cur_inst;
     op->region = b->cur_region;
     op->it0 = (int32_t)b->nit;
-    vc_op *o = malloc(sizeof *o);
-    if (!o) { b->st = VC_ERR_NOMEM; dead.b = b; dead.idx = -1; return &dead; }
+    vc_op *o = b->op_pool;
+    if (o) b->op_pool = o->next;
+    else if (!(o = malloc(sizeof *o))) { b->st = VC_ERR_NOMEM; dead.b = b; dead.idx = -1; return &dead; }
     o->b = b;
     o->idx = (int32_t)b->nop++;
     return o;
@@ -577,7 +578,9 @@ void vc_op_gemm_lt(vc_op *o)
 
 void vc_op_end(vc_op *o)
 {
-    if (o->idx >= 0) free(o);
+    if (o->idx < 0) return;
+    o->next = o->b->op_pool;
+    o->b->op_pool = o;
 }
 
 /* The autocast weight cache (ops.c): one cast copy per parameter per forward. */

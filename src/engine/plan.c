@@ -466,6 +466,10 @@ void vc_plan_free(vc_plan *p)
     free(b->pp_held); free(b->pp_refs); free(b->pp_chunk); free(b->pp_copy); free(b->pp_live);
     if (b->lay_free) b->lay_free(b->lay_state);
     vc__memo_free(b->memo);
+    for (struct vc_op *o = b->op_pool, *n; o; o = n) {
+        n = o->next;
+        free(o);
+    }
     vc__gen_end(b);
     free(b->gen.slot);
     free(b->gen.ssm);

@@ -199,6 +199,7 @@ typedef struct {
      * group (ngrp groups; grp[s] the group of storage s, -1 fixed;
      * grp_rep[g] one storage of the group) */
     int nsim;         /* vc__replay_allocated calls so far */
+    int expect;       /* replays its caller still means to make (vc__plan_expect_replays), 0 not known */
     int cand_state;   /* 0 not tried, 1 built, -1 not worth it (too many groups or candidates) */
     int32_t ngrp, *grp, *grp_rep;
     struct {
@@ -322,6 +323,7 @@ typedef struct {
 } vc_compile;
 
 struct vc_build {
+    struct vc_op *op_pool; /* ended op handles, reused by vc_op_begin (graph.c): not a malloc and free per op */
     const vc_model *m;
     vc_options o;
     int64_t batch;
@@ -443,6 +445,7 @@ struct vc_build {
 struct vc_op {
     vc_build *b;
     int32_t idx;
+    struct vc_op *next; /* in b->op_pool, once ended */
 };
 
 

@@ -55,6 +55,12 @@ void vc__plan_release_replay(const vc_plan *p)
 
 #define VC_MAX_BLOCK (INT64_C(1) << 61)
 
+void vc__plan_expect_replays(const vc_plan *p, size_t n)
+{
+    res_memo *M = p ? p->memo : NULL;
+    if (M) M->expect = n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
 /* The fold (prepare): the batch-dependent events, each with the fixed-size
  * ones before it summed; the end-of-forward marker ends a fold. -1 out of memory. */
 static int build_folds(const vc_build *b)
@@ -244,8 +250,11 @@ static int prepare(const vc_build *b)
     M->orig = malloc((b->nev + 1) * sizeof *M->orig);
     M->pool[0].last = M->pool[1].last = -1;
     if (!M->a || !M->c || !M->cat || !M->sz || !M->evidx || !M->code || !M->orig) return -1;
+    int8_t dsz[256] = {0}; /* vc_dtype_size per dtype, looked up once each */
     for (size_t s = 0; s < b->ns; s++) {
-        int64_t d = vc_dtype_size((vc_dtype)b->s[s].dt);
+        uint8_t dt = b->s[s].dt;
+        if (!dsz[dt]) dsz[dt] = (int8_t)vc_dtype_size((vc_dtype)dt);
+        int64_t d = dsz[dt];
         /* the loader keeps element counts under 2^56: no overflow */
         M->a[s] = b->s[s].n.fx * d;
         M->c[s] = b->s[s].n.ps * d;
@@ -263,7 +272,12 @@ static int prepare(const vc_build *b)
             M->dep[M->ndep++] = (int32_t)s;
             continue;
         }
-        int64_t v = M->sz[s] = vc__stor_bytes(b, (int32_t)s, 1);
+        const stor_t *t = &b->s[s];
+        /* a plain count of fixed elements (a = fx x its dtype's size, the loader's counts under 2^56): vc_bytes at
+         * batch 1 without the call */
+        int64_t v = M->sz[s] = t->comp < 0 && t->n.div <= 1 && t->n.ps == 0 && t->n.fx >= 0 && t->n.fx < INT64_C(1) << 56
+                                   ? (M->a[s] + 511) & ~INT64_C(511)
+                                   : vc__stor_bytes(b, (int32_t)s, 1);
         /* resident gradients: a parallel layout's buffers (DDP's buckets) */
         if (((c == CAT_WEIGHT && !b->s[s].transient) || c == CAT_OPT || c == CAT_WS || (c == CAT_GRAD && b->s[s].resident)) &&
             M->fixed_persistent[c] >= 0 &&
@@ -1087,7 +1101,11 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     size_t pk = (size_t)-1, post_pk = (size_t)-1;
     bool overflow = M->fold_overflow;
     sim->peak_pre = -1;
-    if (!big && !overflow && M->cand_state == 0 && ++M->nsim > CAND_AFTER) M->cand_state = build_candidates(b) ? -1 : 1;
+    /* built after CAND_AFTER full passes, or at once when the caller's replays are to pass that many (a sweep's
+     * rows, vc__plan_expect_replays): the same candidates, the same figures, fewer full passes */
+    if (!big && !overflow && M->cand_state == 0 && (++M->nsim > CAND_AFTER || M->nsim - 1 + M->expect > CAND_AFTER))
+        M->cand_state = build_candidates(b) ? -1 : 1;
+    M->expect = 0;
     if (!big && !overflow && M->cand_state == 1 && !lean)
         for (int32_t g = 0; g < M->ngrp; g++) M->grp_val[g] = sz[M->grp_rep[g]];
     bool done = !big && !overflow && M->cand_state == 1 && (lean || fast_batch(M, batch)) &&

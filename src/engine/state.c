@@ -348,8 +348,13 @@ static void run_step_programs(vc_build *b, size_t only)
         free(ent), free(src);
         return;
     }
+    /* each parameter's program made once (all[off[p] .. off[p + 1])), then run op position by op position */
     int nslots = 1, nops = 0;
+    size_t *off = malloc((np + 1) * sizeof *off), nall = 0, call = 0;
+    vc_step_op *all = NULL;
+    if (!off) { b->st = VC_ERR_NOMEM; free(ent), free(src); return; }
     for (size_t p = 0; p < np; p++) {
+        off[p] = nall;
         if (!steps_here(b, src[p]) || (only != SIZE_MAX && src[p] != only) || ent[p].numel == 0) continue;
         ctx.state_dt = state_dt(b, src[p]);
         int n = r->step(&ent[p], &ctx, prog);
@@ -358,19 +363,27 @@ static void run_step_programs(vc_build *b, size_t only)
             if (prog[j].slot + 1 > nslots) nslots = prog[j].slot + 1;
             if (prog[j].op == VC_STEP_ALIAS && prog[j].src + 1 > nslots) nslots = prog[j].src + 1;
         }
+        if (n > 0 && nall + (size_t)n > call) {
+            size_t nc = call ? 2 * call : 64;
+            while (nc < nall + (size_t)n) nc *= 2;
+            vc_step_op *na = realloc(all, nc * sizeof *na);
+            if (!na) { b->st = VC_ERR_NOMEM; free(all), free(off), free(ent), free(src); return; }
+            all = na;
+            call = nc;
+        }
+        if (n > 0) memcpy(all + nall, prog, (size_t)n * sizeof *prog);
+        nall += n > 0 ? (size_t)n : 0;
     }
+    off[np] = nall;
     int32_t *slot = malloc((np + 1) * (size_t)nslots * sizeof *slot);
-    if (!slot) { b->st = VC_ERR_NOMEM; free(ent), free(src); return; }
+    if (!slot) { b->st = VC_ERR_NOMEM; free(all), free(off), free(ent), free(src); return; }
     for (size_t k = 0; k < (np + 1) * (size_t)nslots; k++) slot[k] = -1;
     for (int j = 0; j < nops; j++)
-        for (size_t p = 0; p < np; p++) {
-            if (!steps_here(b, src[p]) || (only != SIZE_MAX && src[p] != only) || ent[p].numel == 0) continue;
-            ctx.state_dt = state_dt(b, src[p]);
-            int n = r->step(&ent[p], &ctx, prog);
-            if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
-        }
+        for (size_t p = 0; p < np; p++)
+            if ((size_t)j < off[p + 1] - off[p]) step_op(b, &all[off[p] + (size_t)j], slot + p * (size_t)nslots);
     drop_slots(b, slot, np * (size_t)nslots);
     free(slot);
+    free(all), free(off);
     free(ent), free(src);
 }
 

@@ -47,6 +47,7 @@ typedef struct {
     int8_t conv;         /* it runs a convolution (vc__plan_has_conv, a scan of its ops' names, once per
                           * plan and only when asked): 0 not known yet, 1 no, 2 yes */
     uint64_t used;       /* last use, for eviction */
+    bool told;           /* its replays a sweep is to make were passed on (vc_estimator_run) */
 } est_plan;
 
 struct vc_estimator {
@@ -66,7 +67,15 @@ struct vc_estimator {
     size_t rebuilt;       /* events of the plans built so far (VC_MAX_REBUILT_EVENTS) */
     vc_pipeline *pipe;    /* --pp: an estimator per stage (pipeline.c), used instead of plan */
     size_t builds;        /* plans built (vc_estimator_plans_built) */
+    const int64_t *ahead; /* the sweep's batches from this run's on (vc__estimator_expect), NULL none */
+    size_t nahead;
 };
+
+void vc__estimator_expect(vc_estimator *e, const int64_t *batches, size_t n)
+{
+    e->ahead = batches;
+    e->nahead = n;
+}
 
 void vc_estimator_free(vc_estimator *e)
 {
@@ -180,6 +189,7 @@ static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep,
     vc_plan_batch_range(p, &slot->lo, &slot->hi);
     slot->uses = vc__plan_uses(p);
     slot->conv = 0;
+    slot->told = false;
     slot->used = ++e->clock;
     e->rebuilt += vc_plan_events(p);
     e->builds++;
@@ -323,6 +333,13 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     }
     if (e->pipe) return vc__pp_run(e->pipe, batch, r, err);
     if ((st = plan_for(e, batch, err))) return st;
+    if (e->ahead && !e->cur->told) { /* the sweep's rows this plan holds for, for its replays' candidates (replay.c) */
+        size_t n = 0;
+        for (size_t i = 0; i < e->nahead; i++) n += e->ahead[i] >= e->cur->lo && e->ahead[i] <= e->cur->hi;
+        vc__plan_expect_replays(e->plan, n);
+        e->cur->told = true;
+    }
+    e->ahead = NULL;
     bool layers = !(e->flags & VC_EST_NO_LAYERS);
     vc_sim s;
     if ((st = vc_plan_simulate(e->plan, batch, &s, layers ? e->act : NULL, err))) return st;
