@@ -66,16 +66,10 @@ const char *vc__model_peft_targets(const vc_model *m, vc_peft p)
 /* A model from text: hf its config.json options (NULL: the defaults), lora
  * the adapters to load it with (NULL: none), split its tensor-parallel split
  * (NULL: weights_of's, or none). */
-static vc_status load_text_own(const char *json, size_t len, char **own, const char *name, const vc_hf_options *hf,
-                               const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of,
-                               const vc_hf_split *split, vc_model **out, vc_error *err);
-
 static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
                            const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, const vc_hf_split *split,
-                           vc_model **out, vc_error *err)
-{
-    return load_text_own(json, len, NULL, name, hf, tf, lora, weights_of, split, out, err);
-}
+                           vc_model **out,
+                           vc_error *err);
 
 vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
                                   vc_model **out, vc_error *err)
@@ -90,13 +84,11 @@ vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_
     return load_text(m->text, m->text_len, m->file, &hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, NULL, out, err);
 }
 
-/* weights_of: a model whose --weights (vc_model_set_weights) and split (--ep, --tp, --sp) the new one takes, or NULL.
- * own: NULL, or a malloc'd block of at least len + 1 bytes holding json with a NUL at json[len] (load_file's
- * read buffer), taken as the model's text (*own set to NULL) when json starts it (no byte-order mark), so that
- * the text is not copied and faulted in twice (issue 28). */
-static vc_status load_text_own(const char *json, size_t len, char **own, const char *name, const vc_hf_options *hf,
-                               const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of,
-                               const vc_hf_split *split, vc_model **out, vc_error *err)
+/* weights_of: a model whose --weights (vc_model_set_weights) and split (--ep, --tp, --sp) the new one takes, or NULL. */
+static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                           const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, const vc_hf_split *split,
+                           vc_model **out,
+                           vc_error *err)
 {
     vc_error local;
     if (!err) err = &local;
@@ -119,18 +111,13 @@ static vc_status load_text_own(const char *json, size_t len, char **own, const c
         free(m);
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
-    if (own && *own == json) {
-        m->text = *own;
-        *own = NULL;
-    } else {
-        m->text = malloc(len + 1);
-        if (!m->text) {
-            vc_model_free(m);
-            return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-        }
-        if (len) memcpy(m->text, json, len);
-        m->text[len] = '\0';
+    m->text = malloc(len + 1);
+    if (!m->text) {
+        vc_model_free(m);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
+    if (len) memcpy(m->text, json, len);
+    m->text[len] = '\0';
     m->text_len = len;
     if (hf) m->hf = *hf;
     else vc_hf_options_init(&m->hf);
@@ -273,16 +260,8 @@ static vc_status load_file(const char *path, const vc_hf_options *hf, const vc_h
     size_t len;
     vc_status st = vc_read_file(path, (size_t)VC_MAX_FILE_BYTES + 1, &buf, &len, err);
     if (st == VC_OK) {
-        char *nb = realloc(buf, len + 1); /* vc_read_file sized a regular file's buffer so: no copy */
-        if (!nb) {
-            free(buf);
-            free(resolved);
-            return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-        }
-        buf = nb;
-        buf[len] = '\0';
-        st = load_text_own(buf, len, &buf, path, hf, tf, NULL, NULL, split, out, err);
-        free(buf); /* NULL when the model took it */
+        st = load_text(buf, len, path, hf, tf, NULL, NULL, split, out, err);
+        free(buf);
     }
     /* a config without quantization_config beside an hf_quant_config.json (resolve.c) */
     if (st == VC_OK && resolved && (*out)->gen_json && (*out)->cfg_quant.format == VC_WEIGHTS_DENSE &&

@@ -410,12 +410,6 @@ vc_status vc_read_file(const char *path, size_t limit, char **buf, size_t *len, 
     *buf = NULL;
     *len = 0;
     size_t cap = limit > 65536 ? 65536 : limit ? limit : 1, got = 0;
-    /* A regular file's buffer sized from its length and its NUL (one more byte, so that the read meets
-     * the end without growing it): read once, not grown by copies, and kept as the model's text
-     * (model.c load_file). A file that grows meanwhile grows the buffer as any other stream. */
-    struct stat fst;
-    if (path[0] && strcmp(path, "-") && !stat(path, &fst) && S_ISREG(fst.st_mode) && (uint64_t)fst.st_size < limit)
-        cap = (size_t)fst.st_size + 1;
     char *b = malloc(cap);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     FILE *f = stdin;
