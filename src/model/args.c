@@ -82,17 +82,38 @@ const char *vc__nearest(const char *word, const char *const *cands, int n)
 /* ------------------------------------------------------------------ vc_args */
 
 
-/* key into known[]: whether it is there (it was, or it is added: known[] holds at most MAX_KNOWN) */
+void vc__args_known_unique(vc_args *a)
+{
+    int n = 0;
+    for (int i = 0; i < a->nknown; i++) {
+        int j = 0;
+        while (j < n && strcmp(a->known[j], a->known[i])) j++;
+        if (j == n) a->known[n++] = a->known[i];
+    }
+    a->nknown = n;
+}
+
+/* key into known[]: whether it is there (it was, or it is added: known[] holds at most MAX_KNOWN distinct
+ * keys). A key is appended unchecked (a kind asks each key once, or a few twice): the repeats are removed
+ * when known[] fills, and before a message reads it (vc__args_known_unique), so that its distinct keys
+ * and their order are those of a list that never held a repeat. */
 static bool known(vc_args *a, const char *key)
 {
-    uint64_t bit = vc__key_bit(key);
-    if (a->seen & bit) /* else none of known[] has key's first two bytes: no need to look */
-        for (int i = 0; i < a->nknown; i++)
-            if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return true;
-    a->seen |= bit;
-    if (a->nknown >= MAX_KNOWN) return false;
-    a->known[a->nknown++] = key;
-    return true;
+    if (a->nknown < MAX_KNOWN) {
+        a->known[a->nknown++] = key;
+        return true;
+    }
+    if (!a->full) {
+        vc__args_known_unique(a);
+        a->full = a->nknown == MAX_KNOWN;
+        if (!a->full) {
+            a->known[a->nknown++] = key;
+            return true;
+        }
+    }
+    for (int i = 0; i < a->nknown; i++)
+        if (!strcmp(a->known[i], key)) return true;
+    return false;
 }
 
 /* cJSON_GetObjectItemCaseSensitive (cJSON.c get_object_item): the first member named key, NULL at a member

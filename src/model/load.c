@@ -357,15 +357,7 @@ static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "f
 #define NCOMMON 9
 _Static_assert(sizeof common_keys / sizeof *common_keys == NCOMMON + 1, "NCOMMON counts common_keys");
 
-/* vc_args.seen of common_keys, once per load */
-static uint64_t common_seen(void)
-{
-    uint64_t seen = 0;
-    for (int j = 0; common_keys[j]; j++) seen |= vc__key_bit(common_keys[j]);
-    return seen;
-}
-
-static void args_init(loader *L, vc_args *a, const cJSON *item, vc_error *err, const char *jpath, const char *kname)
+static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *jpath, const char *kname)
 {
     a->hit = 0;
     a->probe = false;
@@ -378,7 +370,7 @@ static void args_init(loader *L, vc_args *a, const cJSON *item, vc_error *err, c
      * distinct: no need for known() */
     memcpy(a->known, common_keys, NCOMMON * sizeof *a->known);
     a->nknown = NCOMMON;
-    a->seen = L->common_seen;
+    a->full = false;
 }
 
 /* A kind's parse failed on a key the layer lacks ("missing"): when another
@@ -391,13 +383,14 @@ static void prefer_misspelling(loader *L, const vc_kind *k, const cJSON *item, c
     vc_error scratch;
     memset(&scratch, 0, sizeof scratch);
     vc_args probe;
-    args_init(L, &probe, item, &scratch, jpath, a->kind);
+    args_init(&probe, item, &scratch, jpath, a->kind);
     probe.probe = true;
     void *cfg = calloc(1, k->cfg_size ? k->cfg_size : 1);
     if (!cfg) return;
     (void)k->parse(&probe, cfg);
     free(cfg);
     vc_arg_known(&probe, a->failed);
+    vc__args_known_unique(&probe);
     for (const cJSON *c = item->child; c; c = c->next) {
         bool found = false;
         for (int i = 0; i < probe.nknown && !found; i++) found = !strcmp(c->string, probe.known[i]);
@@ -631,7 +624,7 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
     void *cfg = vc_arena_alloc(m->arena, k->cfg_size ? k->cfg_size : 1);
     if (!cfg) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     vc_args a;
-    args_init(L, &a, item, L->err, jpath, kname);
+    args_init(&a, item, L->err, jpath, kname);
     if (k->parse(&a, cfg)) {
         if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", kname);
         else prefer_misspelling(L, k, item, jpath, &a);
@@ -640,6 +633,7 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
     if (!all_known(item, a.known, a.nknown, a.hit | cp->common)) {
         char what[64];
         vc_cat3(what, sizeof what, "for ", kname, "");
+        vc__args_known_unique(&a);
         if (unknown_keys(L, item, jpath, a.known, a.nknown, NCOMMON, what)) return L->err->code;
     }
     if (repeat > (int64_t)VC_MAX_LAYERS - (int64_t)m->ninst)
@@ -1068,7 +1062,6 @@ vc_hf_split vc__load_split(const vc_model *m)
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
 {
     loader L = {m, err, override, false, 1, 0};
-    L.common_seen = common_seen();
     m->cfg_dtype = -1; /* a config.json sets it (vc_hf_dtype) */
     const char *enc = wide_encoding((const unsigned char *)m->text, m->text_len);
     if (enc) return vc_set_error(err, VC_ERR_PARSE, NULL, "the file is %s; save it as UTF-8", enc);

@@ -81,14 +81,12 @@ struct vc_args {
     int nknown;
     bool probe;         /* collecting the kind's keys: missing keys get placeholders */
     char failed[64];    /* the key of the first error */
-    uint64_t seen;      /* vc__key_bit of every key in known[]: a key whose bit is clear is not there */
+    bool full;          /* known[] holds MAX_KNOWN distinct keys: a key not among them is not added */
     uint64_t hit;       /* bit j: obj's member j (of its first 64) is named by a key in known[] */
 };
-/* A key's bit for vc_args.seen: one of 64, from its first two bytes. */
-static inline uint64_t vc__key_bit(const char *key)
-{
-    return (uint64_t)1 << (((unsigned char)key[0] * 31u + (key[0] ? (unsigned char)key[1] : 0u)) & 63u);
-}
+/* known[0..nknown) without its repeated keys (args.c known() appends a key asked again unchecked),
+ * first occurrences in order: for the messages that list or search them */
+void vc__args_known_unique(vc_args *a);
 
 struct vc_setup_priv {
     vc_error *err;
@@ -96,6 +94,7 @@ struct vc_setup_priv {
     int np, nb;
     int64_t pn[VC_MAX_PARAMS];
     char pname[VC_MAX_PARAMS][64];
+    uint8_t plen[VC_MAX_PARAMS]; /* strlen(pname[i]) */
     int8_t pnd[VC_MAX_PARAMS];
     unsigned pflags[VC_MAX_PARAMS];
     int64_t pdims[VC_MAX_PARAMS][VC_MAX_DIMS];
@@ -121,7 +120,6 @@ typedef struct {
     const cJSON *exp;
     const void *exp_parent;
     int exp_val[VC_MAX_EXPORT], exp_inst[VC_MAX_EXPORT];
-    uint64_t common_seen; /* vc_args.seen of the common keys (load.c args_init), computed once per load */
 } loader;
 
 /* Records the first error (code, JSON path, message) in L->err; returns code. */

@@ -80,6 +80,7 @@ int vc_param_shape(vc_setup *s, const char *name, int nd, const int64_t *dims, u
     while (len < sizeof P->pname[i] - 1 && name[len]) len++;
     memcpy(P->pname[i], name, len);
     P->pname[i][len] = '\0';
+    P->plen[i] = (uint8_t)len;
     return 0;
 }
 
@@ -102,7 +103,7 @@ int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt)
 
 /* Instance idx's parameters from its setup into the model's table (or the
  * tied weight for parameter 0), with their names, shapes and flags, and the
- * counts; whether each trains. */
+ * counts; whether each trains (on: vc__peft_on of the model's adapters, found once by the caller). */
 enum { COPY_NONE, COPY_LN_TUNING, COPY_SAVED };
 
 /* The pinned dtype of an LN tuning copy: cast_adapter_dtype (tuners_utils.py) upcasts a
@@ -113,7 +114,7 @@ static unsigned ln_pin(vc_lora_dtype d)
 }
 
 static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, bool frozen, int tie_to,
-                            const char *jpath, int copy)
+                            const char *jpath, int copy, bool on)
 {
     vc_model *m = L->m;
     vc_inst *in = &m->inst[idx];
@@ -124,7 +125,7 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
             const vc_param_entry *T = &m->par[tp];
             /* a copy of a tied layer, or a layer tied to a copy (ModulesToSaveWrapper's deepcopy unties them;
              * its tied_module path is another): not modelled */
-            if (!tied && vc__peft_on(&m->lora) && T->trainable && !(T->flags & VC_PARAM_ADAPTER)) tied = m->inst[tie_to].name;
+            if (!tied && on && T->trainable && !(T->flags & VC_PARAM_ADAPTER)) tied = m->inst[tie_to].name;
             if (tied)
                 return vc__fail(L, VC_ERR_USAGE, m->lora.modules_to_save[0] ? O("modules_to_save") : O("peft"),
                                 "%.200s's weight is tied: a trained copy of a tied layer is not modelled", tied);
@@ -142,7 +143,7 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         }
         if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         /* the dims (and a cleared one after them) and the name in one piece of the arena */
-        size_t dn = (size_t)(P->pnd[i] + 1) * sizeof(int64_t), nl = strlen(P->pname[i]) + 1;
+        size_t dn = (size_t)(P->pnd[i] + 1) * sizeof(int64_t), nl = (size_t)P->plen[i] + 1;
         int64_t *dims = vc_arena_take(m->arena, dn + nl);
         if (!dims) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
@@ -152,7 +153,7 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         unsigned fl = P->pflags[i];
         /* with LoRA (or IA3, DoRA), only the adapters train (peft BaseTuner._mark_only_adapters_as_trainable);
          * a copied layer's parameters are the copy the forward runs, trained */
-        bool trainable = vc__peft_on(&m->lora) ? (fl & VC_PARAM_ADAPTER) != 0 || (copy != COPY_NONE && !(fl & VC_PARAM_FROZEN))
+        bool trainable = on ? (fl & VC_PARAM_ADAPTER) != 0 || (copy != COPY_NONE && !(fl & VC_PARAM_FROZEN))
                                                : !frozen && !(fl & VC_PARAM_FROZEN);
         if (copy == COPY_LN_TUNING && !(fl & VC_PARAM_PINNED)) fl |= ln_pin(m->lora.dtype);
         m->par[m->npar] = (vc_param_entry){P->pn[i], trainable, P->pnd[i], (uint8_t)fl, idx, pname, dims};
@@ -276,7 +277,7 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     in->path = memcpy((char *)ix + ints, ipath, pl);
     in->name = L->name ? vc_arena_strdup(m->arena, L->name) : NULL;
     if (L->name && !in->name) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-    if (add_params(L, &priv, idx, frozen, tie_to, jpath, copy)) return L->err->code;
+    if (add_params(L, &priv, idx, frozen, tie_to, jpath, copy, on)) return L->err->code;
     for (int i = 0; i < priv.nb; i++) {
         if (GROWV(m->buf, m->nbuf, m->cap_buf)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         m->buf[m->nbuf] = (vc_buffer_entry){priv.bn[i], priv.bdt[i]};
