@@ -66,9 +66,13 @@ static vc_t targets(vc_build *b, int64_t rows, bool shift, vc_t *padded)
     vc_op_in_nodiff(o, tgt);
     *padded = vc_op_out(o, vc_n_sample(rows + 1), VC_DT_I64);
     vc_op_end(o);
-    o = vc_op_begin(b, "clone");
-    vc_op_in_nodiff(o, *padded);
-    vc_t lab = vc_op_out(o, vc_n_sample(rows), VC_DT_I64);
+    /* labels[..., 1:] of [B, L+1] is contiguous at batch 1 (TensorImpl's contiguity skips size-1 dims), where
+     * .contiguous() returns it: a view of the padded labels, no copy (the harness's ops: constant_pad_nd, slice,
+     * view); a copy otherwise (as emit_paligemma's shift) */
+    const bool one = vc_batch_is_one(b);
+    o = vc_op_begin(b, one ? "slice" : "clone");
+    int i = vc_op_in_nodiff(o, *padded);
+    vc_t lab = one ? vc_op_out_view(o, i, vc_n_sample(rows), true) : vc_op_out(o, vc_n_sample(rows), VC_DT_I64);
     vc_op_end(o);
     return lab;
 }

@@ -13,7 +13,8 @@ longer produces; this finds such cases without re-running the whole suite (run_s
 
 --one-per-config takes the first selected case of each config file and mode (a sample across the replicas).
 --write puts the fresh results into measured.json in place of the old ones, keeping each case's id, held_out,
-command and any key the harness does not write (known_gap, notes); say in the commit why the figures moved.
+command and any key the harness does not write (known_gap, notes), the file rewritten after each case that moved (a
+run stopped midway keeps the cases it re-measured); say in the commit why the figures moved.
 """
 import argparse
 import json
@@ -25,6 +26,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 FIGURES = ("peak_allocated", "prefill_peak", "decode_peak", "generate_peak")
+
+
+def write(doc, path):
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
 
 
 def main():
@@ -69,11 +77,7 @@ def main():
                 if k not in r or k in ("id", "held_out", "command"):
                     fresh[k] = v
             doc["cases"][i] = fresh
-    if opt.write and moved:
-        with open(opt.cases + ".tmp", "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.replace(opt.cases + ".tmp", opt.cases)
+            write(doc, opt.cases)  # after each moved case: a long run stopped midway keeps what it measured
     print("%d cases: %d same, %d moved, %d failed" % (len(picked), len(picked) - moved - failed, moved, failed))
     return 1 if moved or failed else 0
 

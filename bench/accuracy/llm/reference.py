@@ -902,12 +902,25 @@ class CausalLM(nn.Module):
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
                 attention_mask=None, logits_to_keep=0, position_ids=None):
         """Returns (loss, logits). attention_mask (2-D) only in generation; position_ids: a packed
-        row's (packing_replica.py), given with no attention_mask."""
-        cfg = self.cfg
+        row's (packing_replica.py), given with no attention_mask.
+        L: LlamaForCausalLM.forward runs `outputs = self.model(...)` (LlamaModel.forward) and then the head on
+        `outputs[0]`: the embedding output (inputs_embeds), the masks, cache_position, position_ids and the
+        position embeddings are locals of LlamaModel.forward, freed when it returns, before lm_head and the loss
+        (modeling_llama.py @5dd4a63548857797727ae73eeb6a6e886ea02a3e, LlamaModel.forward / LlamaForCausalLM.forward;
+        GPTNeoXForCausalLM.forward alike: `outputs = self.gpt_neox(...)`, GPTNeoXModel.forward's inputs_embeds and
+        attention_mask its locals, modeling_gpt_neox.py @006bd23dd0ce18d54e1cf260b09b15fa943a731d). _model_forward
+        and _neox_model_forward are those inner forwards (issue 26: the replica kept them alive through the head)."""
         if self.neox:
             if position_ids is not None:
                 raise ValueError("packing: replicated for the Llama-style models")
-            return self._neox_forward(input_ids, labels, logits_to_keep)
+            hidden_states = self._neox_model_forward(input_ids)
+            return self._head(hidden_states, labels, logits_to_keep, self.embed_out)
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position, attention_mask, position_ids)
+        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+
+    def _model_forward(self, input_ids, past_key_values, cache_position, attention_mask, position_ids):
+        """LlamaModel.forward (and the other families' *Model.forward): the final norm's output."""
+        cfg = self.cfg
         inputs_embeds = self.embed_tokens(input_ids)
         past_seen = past_key_values.get_seq_length() if past_key_values is not None else 0
         if cache_position is None:
@@ -976,10 +989,7 @@ class CausalLM(nn.Module):
             if cfg.model_type == "glm_moe_dsa":  # the layer returned: topk_indices rebound to its top-k
                 layer.self_attn.prev_topk_indices = None
                 topk_indices = layer.self_attn.__dict__.pop("topk_indices")
-        hidden_states = self.norm(hidden_states)
-        if lts is not None:  # the mapping is a local of the model's forward: gone before the head (*ForCausalLM)
-            mask = sliding_mask = None
-        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+        return self.norm(hidden_states)
 
     def _head(self, hidden_states, labels, logits_to_keep, head):
         slice_indices = slice(-logits_to_keep, None)
@@ -1020,10 +1030,10 @@ class CausalLM(nn.Module):
             loss = for_causal_lm_loss(logits, labels, self.cfg.vocab_size)
         return loss, logits
 
-    def _neox_forward(self, input_ids, labels, logits_to_keep):
+    def _neox_model_forward(self, input_ids):
         # GPTNeoXModel.forward (cache_position/position_ids as Llama; emb_dropout; the causal
-        # mask as LlamaModel._update_causal_mask; rotary_emb shared; layers; final_layer_norm)
-        # and GPTNeoXForCausalLM (embed_out, loss_function)
+        # mask as LlamaModel._update_causal_mask; rotary_emb shared; layers; final_layer_norm);
+        # GPTNeoXForCausalLM (embed_out, loss_function) runs the head on its output (forward)
         inputs_embeds = self.embed_in(input_ids)
         S = inputs_embeds.shape[1]
         cache_position = torch.arange(0, S)
@@ -1035,8 +1045,7 @@ class CausalLM(nn.Module):
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for layer in self.layers:
             hidden_states = self._layer(layer, hidden_states, causal_mask, position_embeddings)
-        hidden_states = self.final_layer_norm(hidden_states)
-        return self._head(hidden_states, labels, logits_to_keep, self.embed_out)
+        return self.final_layer_norm(hidden_states)
 
 
 # --------------------------------------------------------------------------
