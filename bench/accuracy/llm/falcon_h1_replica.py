@@ -269,6 +269,21 @@ class CausalLM(nn.Module):
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None, attention_mask=None,
                 logits_to_keep=0, position_ids=None):
+        """FalconH1ForCausalLM.forward: `outputs = self.model(...)` (FalconH1Model.forward), then lm_head,
+        lm_head_multiplier and the loss on `outputs[0]`: FalconH1Model.forward's locals (inputs_embeds,
+        cache_position, position_ids, the position embeddings) are freed when it returns, before the head
+        (modeling_falcon_h1.py @68c08116ff67bbc0b9a72179d72da9dc2355a4dc, FalconH1ForCausalLM.forward; issue 26: the
+        replica kept them alive through the head and the loss)."""
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position)
+        slice_indices = slice(-logits_to_keep, None)
+        logits = self.lm_head(hidden_states[:, slice_indices, :]) * self.d["lm_head_multiplier"]
+        loss = None
+        if labels is not None:
+            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
+        return loss, logits
+
+    def _model_forward(self, input_ids, past_key_values, cache_position):
+        """FalconH1Model.forward: final_layernorm's output."""
         inputs_embeds = self.embed_tokens(input_ids) * self.d["embedding_multiplier"]
         hidden_states = inputs_embeds
         if cache_position is None:
@@ -284,9 +299,4 @@ class CausalLM(nn.Module):
         hidden_states = self.final_layernorm(hidden_states)
         if past_key_values is not None and not past_key_values.has_previous_state:
             past_key_values.has_previous_state = True
-        slice_indices = slice(-logits_to_keep, None)
-        logits = self.lm_head(hidden_states[:, slice_indices, :]) * self.d["lm_head_multiplier"]
-        loss = None
-        if labels is not None:
-            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
-        return loss, logits
+        return hidden_states

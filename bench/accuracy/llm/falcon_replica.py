@@ -261,6 +261,16 @@ class CausalLM(R.CausalLM):
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
                 attention_mask=None, logits_to_keep=0):
+        """FalconForCausalLM.forward: `transformer_outputs = self.transformer(...)` (FalconModel.forward), then
+        lm_head and the loss on `transformer_outputs[0]`: FalconModel.forward's locals (inputs_embeds, cache_position,
+        position_ids, the position embeddings) are freed when it returns, before the head (modeling_falcon.py
+        @00dcc6dda6f6d8e69541a6b51f97986a80242367, FalconForCausalLM.forward; issue 26: the replica kept them alive
+        through the head and the loss)."""
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position)
+        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+
+    def _model_forward(self, input_ids, past_key_values, cache_position):
+        """FalconModel.forward: ln_f's output."""
         inputs_embeds = self.word_embeddings(input_ids)
         past_seen = past_key_values.get_seq_length() if past_key_values is not None else 0
         if cache_position is None:
@@ -273,5 +283,4 @@ class CausalLM(R.CausalLM):
                 hidden_states = self._layer(block, hidden_states, position_embeddings)
             else:
                 hidden_states = block(hidden_states, position_embeddings, past_key_values)
-        hidden_states = self.ln_f(hidden_states)
-        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+        return self.ln_f(hidden_states)

@@ -459,6 +459,17 @@ class CausalLM(R.CausalLM):
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
                 attention_mask=None, logits_to_keep=0):
+        """GptOssForCausalLM.forward / Gemma3ForCausalLM.forward: `outputs = self.model(...)` (GptOssModel.forward /
+        Gemma3TextModel.forward), then lm_head and the loss on `outputs.last_hidden_state`: the inner forward's locals
+        (inputs_embeds, the mask mapping, cache_position, position_ids, the position embeddings) are freed when it
+        returns, before the head (modeling_gpt_oss.py @00d4b3d2142cb4ced2f51b90614b5d26bc045015,
+        GptOssForCausalLM.forward; modeling_gemma3.py @0018aa647bb13801f061e2d1027c326f531b59fb,
+        Gemma3ForCausalLM.forward; issue 26: the replica kept them alive through the head and the loss)."""
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position, attention_mask)
+        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+
+    def _model_forward(self, input_ids, past_key_values, cache_position, attention_mask):
+        """GptOssModel.forward / Gemma3TextModel.forward: the final norm's output."""
         cfg = self.cfg
         inputs_embeds = self.embed_tokens(input_ids)
         if not self.oss:  # Gemma3TextScaledWordEmbedding.forward
@@ -493,5 +504,4 @@ class CausalLM(R.CausalLM):
                 hidden_states = self._layer(layer, *a)
             else:
                 hidden_states = layer(*a, past_key_values)
-        hidden_states = self.norm(hidden_states)
-        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+        return self.norm(hidden_states)

@@ -436,6 +436,22 @@ class CausalLM(nn.Module):
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None, attention_mask=None,
                 logits_to_keep=0, position_ids=None):
+        """GraniteMoeHybridForCausalLM.forward: `outputs = self.model(...)` (GraniteMoeHybridModel.forward), then
+        lm_head, logits_scaling and the loss on `outputs.last_hidden_state`: the inner forward's locals
+        (inputs_embeds, cache_position, position_ids, the position embeddings) are freed when it returns, before the
+        head (modeling_granitemoehybrid.py @00511f5df3b63c48b31496072ec35d6ff3ffa6c6,
+        GraniteMoeHybridForCausalLM.forward; issue 26: the replica kept them alive through the head and the loss)."""
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position)
+        slice_indices = slice(-logits_to_keep, None)
+        logits = self.lm_head(hidden_states[:, slice_indices, :])
+        logits = logits / self.d["logits_scaling"]
+        loss = None
+        if labels is not None:
+            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
+        return loss, logits
+
+    def _model_forward(self, input_ids, past_key_values, cache_position):
+        """GraniteMoeHybridModel.forward: the final norm's output."""
         inputs_embeds = self.embed_tokens(input_ids)
         inputs_embeds = inputs_embeds * self.d["embedding_multiplier"]
         if cache_position is None:
@@ -452,10 +468,4 @@ class CausalLM(nn.Module):
         hidden_states = self.norm(hidden_states)
         if past_key_values is not None and not past_key_values.has_previous_state:
             past_key_values.has_previous_state = True
-        slice_indices = slice(-logits_to_keep, None)
-        logits = self.lm_head(hidden_states[:, slice_indices, :])
-        logits = logits / self.d["logits_scaling"]
-        loss = None
-        if labels is not None:
-            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
-        return loss, logits
+        return hidden_states

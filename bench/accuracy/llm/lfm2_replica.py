@@ -312,6 +312,21 @@ class CausalLM(nn.Module):
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None, attention_mask=None,
                 logits_to_keep=0, position_ids=None):
+        """Lfm2ForCausalLM.forward (Lfm2MoeForCausalLM alike): `outputs = self.model(...)` (Lfm2Model.forward), then
+        lm_head and the loss on `outputs.last_hidden_state`: Lfm2Model.forward's locals (inputs_embeds,
+        cache_position, position_ids, the position embeddings) are freed when it returns, before the head
+        (modeling_lfm2.py @0096ba4f66d4f5f7b1d4e162f8a75d0894b40ea8, Lfm2ForCausalLM.forward; issue 26: the replica
+        kept them alive through the head and the loss)."""
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position)
+        slice_indices = slice(-logits_to_keep, None)
+        logits = self.lm_head(hidden_states[:, slice_indices, :])
+        loss = None
+        if labels is not None:
+            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
+        return loss, logits
+
+    def _model_forward(self, input_ids, past_key_values, cache_position):
+        """Lfm2Model.forward: embedding_norm's output."""
         inputs_embeds = self.embed_tokens(input_ids)
         if cache_position is None:
             past = past_key_values.get_seq_length() if past_key_values is not None else 0
@@ -324,10 +339,4 @@ class CausalLM(nn.Module):
                 hidden_states = R.vctorch._checkpoint2x(layer.__call__, hidden_states, position_embeddings)
             else:
                 hidden_states = layer(hidden_states, position_embeddings, past_key_values, cache_position)
-        hidden_states = self.embedding_norm(hidden_states)
-        slice_indices = slice(-logits_to_keep, None)
-        logits = self.lm_head(hidden_states[:, slice_indices, :])
-        loss = None
-        if labels is not None:
-            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
-        return loss, logits
+        return self.embedding_norm(hidden_states)

@@ -326,6 +326,16 @@ class CausalLM(R.CausalLM):
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
                 attention_mask=None, logits_to_keep=0):
+        """Llama4ForCausalLM.forward: `outputs = self.model(...)` (Llama4TextModel.forward), then lm_head and the
+        loss on `outputs.last_hidden_state`: Llama4TextModel.forward's locals (inputs_embeds, the mask mapping,
+        cache_position, position_ids, freq_cis) are freed when it returns, before the head (modeling_llama4.py
+        @000c33fdfde12e1ffafbfcdb3c926df5727a00b6, Llama4ForCausalLM.forward; issue 26: the replica kept them alive
+        through the head and the loss)."""
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position)
+        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+
+    def _model_forward(self, input_ids, past_key_values, cache_position):
+        """Llama4TextModel.forward: the final norm's output."""
         d = self.d
         inputs_embeds = self.embed_tokens(input_ids)
         past_seen = past_key_values.get_seq_length() if past_key_values is not None else 0
@@ -354,5 +364,4 @@ class CausalLM(R.CausalLM):
                 hidden_states = self._layer(layer, *a, None, cache_position)
             else:
                 hidden_states = layer(*a, past_key_values, cache_position)
-        hidden_states = self.norm(hidden_states)
-        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+        return self.norm(hidden_states)

@@ -104,6 +104,20 @@ class CausalLM(nn.Module):
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None, attention_mask=None,
                 logits_to_keep=0, position_ids=None):
+        """Mamba2ForCausalLM.forward: `mamba2_outputs = self.backbone(...)` (Mamba2Model.forward), then lm_head and
+        the loss on `mamba2_outputs[0]`: Mamba2Model.forward's locals (inputs_embeds, cache_position) are freed when
+        it returns, before the head (modeling_mamba2.py @4711664e1c9dabe4e13b5bd6fe337507050f2157,
+        Mamba2ForCausalLM.forward; issue 26: the replica kept them alive through the head and the loss)."""
+        hidden_states = self._model_forward(input_ids, past_key_values, cache_position)
+        slice_indices = slice(-logits_to_keep, None)
+        logits = self.lm_head(hidden_states[:, slice_indices, :].to(self.lm_head.weight.dtype)).float()
+        loss = None
+        if labels is not None:
+            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
+        return loss, logits
+
+    def _model_forward(self, input_ids, past_key_values, cache_position):
+        """Mamba2Model.forward (the backbone): norm_f's output."""
         inputs_embeds = self.embeddings(input_ids)
         cache = past_key_values
         if cache is not None and cache.conv_states is None:  # Mamba2Model.forward: Mamba2Cache(config, B, dtype)
@@ -119,9 +133,4 @@ class CausalLM(nn.Module):
         hidden_states = self.norm_f(hidden_states)
         if cache is not None:
             cache.has_previous_state = True
-        slice_indices = slice(-logits_to_keep, None)
-        logits = self.lm_head(hidden_states[:, slice_indices, :].to(self.lm_head.weight.dtype)).float()
-        loss = None
-        if labels is not None:
-            loss = R.for_causal_lm_loss(logits, labels, self.d["vocab_size"])
-        return loss, logits
+        return hidden_states
