@@ -399,9 +399,14 @@ enum {
                             * (validate_outputs): both alive together, the full one freed as
                             * its reduction replaces it */
     VC_GRAD_SAVED = 5, /* the gradient is a tensor the op made in forward (vc_op_extra_grad) */
-    VC_GRAD_INTO_SAVED = 6 /* backward writes the gradient into this input's own storage, which the op saved
-                            * (vc_op_save), and returns it: nothing allocated (Liger's LigerSiLUMulFunction);
-                            * a new tensor where that storage is not among the node's saved ones (offloaded) */
+    VC_GRAD_INTO_SAVED = 6, /* backward writes the gradient into this input's own storage, which the op saved
+                             * (vc_op_save), and returns it: nothing allocated (Liger's LigerSiLUMulFunction);
+                             * a new tensor where that storage is not among the node's saved ones (offloaded) */
+    VC_GRAD_UNDEF = 7 /* a differentiable input whose gradient the node returns as None (a custom
+                       * autograd.Function's backward): nothing allocated, but the edge stays, and autograd runs
+                       * the producer's node with the undefined gradient once its consumers have run, releasing
+                       * what it saved (torch/csrc/autograd/engine.cpp @ e1253a95 Engine::evaluate_function:
+                       * every next edge is queued whatever the output, release_variables after each node) */
 };
 
 vc_op *vc_op_begin(vc_build *b, const char *name);

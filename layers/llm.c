@@ -3157,9 +3157,12 @@ static vc_t sparsemixer_pick(vc_build *b, vc_t scores, vc_t from, vc_numel T, vc
         mf = vc__op_cast(b, mf, vc_dt_of(b, gates)); /* .type_as(masked_gates) */
         o = vc_op_begin(b, "PhimoeMultiplier");
         vc_op_in(o, scores);
-        vc_op_in_nodiff(o, mo);
+        /* multiplier and masked_gates require grad (the gather's and the softmax's outputs): backward returns
+         * None for them, so their nodes (gather, softmax, masked_fill, the second pick's scatter) run with
+         * undefined gradients and release their saved index, result and mask then (VC_GRAD_UNDEF) */
+        vc_op_grad(o, vc_op_in(o, mo), VC_GRAD_UNDEF);
         vc_op_in_nodiff(o, s);
-        vc_op_in_nodiff(o, gates);
+        vc_op_grad(o, vc_op_in(o, gates), VC_GRAD_UNDEF);
         vc_op_in_nodiff(o, mf);
         mult = vc_op_out(o, T, vc_dt_of(b, gates));
         vc_op_save(o, mo);

@@ -158,6 +158,40 @@ static void test_ep(void **state)
     remove(path);
 }
 
+/* sparsemixer under gradient checkpointing (TINY, bf16, --grad-ckpt): PhimoeMultiplier.backward returns None for
+ * multiplier and masked_gates, which require grad (the gather's and the softmax's outputs), and autograd still runs
+ * their producers' nodes with undefined gradients once their consumers have run (torch/csrc/autograd/engine.cpp
+ * @ e1253a95 Engine::evaluate_function queues every next edge whatever the output; release_variables after each
+ * node), so gather, softmax, masked_fill and the second pick's scatter release their saved index, result and mask in
+ * the layer's backward (torch 1.13 here: GatherBackward0, SoftmaxBackward0 and MaskedFillBackward0 run, their
+ * grad_outputs None, in a hooked backward of the replica's PhimoeMultiplier). Counted in the trace: each layer's two
+ * masks freed by their masked_fill nodes (2 x 2), none of the layers' activations left to the graph's teardown
+ * (which kept 2 layers x 2 picks x (mask, softmax result, index) = 12 when those nodes were taken never to run). */
+static void test_undef_release(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/vc_phimoe_undef_XXXXXX";
+    fam_write(path, TINY "}");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s --seq 64 -b 2 -o sgd -p bf16 --attention math --workspace 0 --grad-ckpt --trace",
+             VC_CLI, path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512];
+    int masks = 0, teardown = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (strncmp(line, "backward  free  act", 19)) continue;
+        masks += strstr(line, " masked_fill") != NULL;
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == '\n' || line[n - 1] == ' ')) line[--n] = 0;
+        teardown += n >= 2 && !strcmp(line + n - 2, " -");
+    }
+    assert_int_equal(pclose(p), 0);
+    remove(path);
+    assert_int_equal(masks, 2 * 2);
+    assert_int_equal(teardown, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_serve),
         cmocka_unit_test(test_ep),
+        cmocka_unit_test(test_undef_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

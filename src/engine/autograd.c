@@ -1122,8 +1122,10 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         if (its[i].type == IT_OUT) out0 = &b->t[its[i].t];
     for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
         item_t *it = &its[i];
-        if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_REDUCE ||
-            !b->t[it->t].rg)
+        if (it->type == IT_IN && it->diff && it->how == VC_GRAD_UNDEF && b->t[it->t].rg)
+            b->t[it->t].ugrad = true; /* None returned: its producer still runs (undef_node) */
+        if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_UNDEF ||
+            it->how == VC_GRAD_REDUCE || !b->t[it->t].rg)
             continue;
         tens_t *t = &b->t[it->t];
         int32_t g;
@@ -1264,6 +1266,32 @@ static void free_unreached(vc_build *b, int32_t loss_t)
     free(need);
 }
 
+/* A node only undefined gradients reached (VC_GRAD_UNDEF: a custom Function's None for an input that
+ * requires grad): autograd runs it all the same once its consumers have run (torch/csrc/autograd/engine.cpp
+ * @ e1253a956f6866469eafd88cc3bfb4627f4b1efc Engine::evaluate_function queues every next edge whatever the
+ * output; the generated apply unpacks its saved variables, computes nothing for an undefined gradient and
+ * returns undefined ones; release_variables follows): its saved tensors are released now, not when the graph
+ * is freed, and its inputs get undefined gradients in turn. Only where its checkpointed region (if any) has
+ * been recomputed already (the nodes VC_GRAD_UNDEF reaches are in the block of the Function that returned
+ * None). */
+static void undef_node(vc_build *b, int32_t k)
+{
+    op_t *op = &b->op[k];
+    item_t *its = op_items(b, k);
+    bool undef = false;
+    for (int32_t i = 0; i < op->nit && !undef; i++)
+        undef = its[i].type == IT_OUT && b->t[its[i].t].ugrad;
+    if (!undef || (op->region >= 0 && !b->reg[op->region].recomputed)) return;
+    for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
+    op->nsv = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        const item_t *it = &its[i];
+        if (it->type == IT_OUT) b->t[it->t].ugrad = false;
+        else if (it->type == IT_IN && it->diff && it->how != VC_GRAD_NONE && b->t[it->t].rg)
+            b->t[it->t].ugrad = true;
+    }
+}
+
 static void backward(vc_build *b)
 {
     b->cur_op = -1;
@@ -1318,6 +1346,7 @@ static void backward(vc_build *b)
             if (its[i].type == IT_OUT && b->t[its[i].t].grad >= 0) { gin = b->t[its[i].t].grad; break; }
         if (gin >= 0 && b->npp) vc__pp_segment(b, op->inst); /* a pipeline stage's chunk (pipeline_hold.c) */
         if (gin >= 0) run_node(b, k, gin);
+        else undef_node(b, k);
     }
     module_boundary(b, -1);
     /* AccumulateGrad nodes some of whose gradients never came (their
@@ -1342,8 +1371,10 @@ static void backward(vc_build *b)
     off_stash_clear(b, -1); /* --act-offload: queue_callback's wait_and_del_remaining_references */
     for (size_t j = 0; j < b->nbwd; j++) s_unref(b, b->bwd[j], -1);
     b->nbwd = 0;
-    for (size_t i = 0; i < b->nt; i++)
+    for (size_t i = 0; i < b->nt; i++) {
         if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
+        b->t[i].ugrad = false;
+    }
     s_unref(b, root, -1);
     s_unref(b, loss_stor, -1);
     s_unref(b, held_stor, -1); /* `del out` (or its rebinding) once backward has returned */
@@ -1456,7 +1487,7 @@ void vc__execute(vc_build *b)
         const item_t *its = op_items(b, (int32_t)k);
         for (int32_t i = 0; i < b->op[k].nit; i++) {
             const item_t *it = &its[i];
-            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE) continue;
+            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_UNDEF) continue;
             const tens_t *t = &b->t[it->t];
             if (t->param >= 0 && t->rg) b->pedges[t->param]++;
         }

@@ -548,7 +548,7 @@ int vc__compile_plan(vc_build *b)
             if (it->type == IT_IN) {
                 P.fwd_n[it->t]++;
                 if (!fusible(cl) && cl != CL_CAT) P.fwd_nonfus[it->t] = true;
-                if (op->rg && it->diff && it->how != VC_GRAD_NONE && b->t[it->t].rg) {
+                if (op->rg && it->diff && it->how != VC_GRAD_NONE && it->how != VC_GRAD_UNDEF && b->t[it->t].rg) {
                     gedges[it->t]++;
                     guser[it->t] = (int32_t)k;
                 }

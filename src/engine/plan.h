@@ -42,6 +42,7 @@ typedef struct {
     vc_numel n;
     uint8_t dt;
     bool rg, contig, persistent, held;
+    bool ugrad;      /* backward: an undefined gradient arrived for it (VC_GRAD_UNDEF), none defined yet */
     int32_t op;      /* producer op, -1 for leaves */
     int32_t base;    /* tensor whose storage this view shares, -1 none */
     int32_t param;   /* parameter index, -1 */
