@@ -70,7 +70,10 @@ static unsigned take(bytes *b)
 
 /* ------------------------------------------------------------ the configs */
 
-#define MAX_FAMILIES 64
+/* one byte picks the family: the inline configs and every tests/data/hf file (fuzz/make_corpus_hf.py numbers the seeds'
+ * families the same way, in sorted order); more than fit is an error, not a silently shorter list (at 64, readdir's
+ * first 64 files were kept, and the seeds' family bytes named other configs) */
+#define MAX_FAMILIES 256
 static cJSON *family[MAX_FAMILIES];
 static char family_name[MAX_FAMILIES][128];
 static int nfamilies;
@@ -427,9 +430,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     char *names[MAX_FAMILIES];
     int nn = 0;
     struct dirent *e;
-    while (d && (e = readdir(d)) && nn < MAX_FAMILIES) {
+    const int room = MAX_FAMILIES - nfamilies;
+    while (d && (e = readdir(d))) {
         size_t l = strlen(e->d_name);
-        if (l > 5 && !strcmp(e->d_name + l - 5, ".json")) names[nn++] = strdup(e->d_name);
+        if (l <= 5 || strcmp(e->d_name + l - 5, ".json")) continue;
+        if (nn >= room) {
+            fprintf(stderr, "fuzz_hf: more configs in %s than the %d families a byte picks (MAX_FAMILIES)\n", VC_HF_DIR,
+                    MAX_FAMILIES);
+            abort();
+        }
+        names[nn++] = strdup(e->d_name);
     }
     if (d) closedir(d);
     qsort(names, (size_t)nn, sizeof *names, cmp_str);
