@@ -54,8 +54,8 @@ static void test_names(void **state)
 static void test_cli_refusals(void **state)
 {
     (void)state;
-    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo)");
-    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo)");
+    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo, nll)");
+    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo, nll)");
     /* --loss chunked: torchtune runs no autocast, has no soft-capping after its output
      * projection, no LoRA on it here, and gathers DTensor logits under tensor parallelism */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss-chunks 4", "--loss-chunks is torchtune's num_output_chunks: it needs --loss chunked");

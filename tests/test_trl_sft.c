@@ -8,6 +8,9 @@
  *    number of whole chunks, what grows with the tokens outside the chunks grows linearly.
  * 3. The harness's measurements of the replica (bench/accuracy/llm/trl_sft_replica.py;
  *    measured.json llm454-llm468, the last 6 packed), held-out included.
+ * 4. --loss nll, loss_type "nll" (TRL's default up to 1.6; loss.c emit_trl_nll, from sft_trainer.py
+ *    compute_loss l.1700-1830): its refusals, the metrics' copy of the logits from batch 2, and the
+ *    harness's measurements (measure_llm.py --loss nll).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -101,6 +104,63 @@ static void test_measured(void **state)
     assert_measured(cases, sizeof cases / sizeof *cases, " --loss chunked-nll", 1.0);
 }
 
+static void test_nll_refusals(void **state)
+{
+    (void)state;
+    assert_int_equal(vc_loss_impl_from_name("nll"), VC_LOSS_IMPL_NLL);
+    /* use_liger_kernel: TRL's nll is then Liger's fused loss (no logits, no entropy) */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss nll --liger", "--liger: applies the fused linear cross-entropy");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss nll --packing", "--loss: nll with --packing (the padding-free row's metrics) is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss nll --hold-output", "--loss: nll is SFTTrainer's step, whose compute_loss drops");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss nll --compile", "--loss: nll with --compile is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss nll --tp 2 --gpus 2", "--loss: nll with --tp is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --seq 1 --loss nll", "--loss: nll needs at least 2 tokens");
+    assert_usage(HF "bert-base-uncased.json --loss nll", "--loss: nll is a causal-LM loss");
+}
+
+/* entropy_from_logits' allocations in the simulated timeline (--trace), fp32 llama_vocab8k (vocab 8192,
+ * seq 64: 63 shifted rows a sample): fewer than 128 rows are one chunk of every row, so each chunk
+ * tensor is B x 63 x 8192 x 4 bytes, three of them (log_softmax, exp, their product); from batch 2
+ * the reshape of the non-contiguous slice adds a copy of the same size first, at batch 1 the slice is
+ * contiguous and the reshape a view. Sizes from trl/trainer/utils.py entropy_from_logits (l.526-560). */
+static int entropy_allocs(int batch, long long size)
+{
+    char a[512];
+    snprintf(a, sizeof a, LLMCFG "llama_vocab8k.json --seq 64 -o sgd -p fp32 -b %d --loss nll --trace", batch);
+    const char *out = cli_output(a);
+    char needle[64];
+    snprintf(needle, sizeof needle, "alloc temp %*lld", 17, size);
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, needle)); p++) {
+        const char *eol = strchr(p, '\n');
+        const char *e = strstr(p, "entropy_from_logits");
+        if (e && (!eol || e < eol)) n++;
+    }
+    return n;
+}
+
+static void test_nll_copy(void **state)
+{
+    (void)state;
+    assert_int_equal(entropy_allocs(1, 63LL * 8192 * 4), 3);
+    assert_int_equal(entropy_allocs(2, 2 * 63LL * 8192 * 4), 4);
+}
+
+/* measured.json (torch 1.13 CPU, measure_llm.py --loss nll): its command line and peak_allocated. */
+static void test_nll_measured(void **state)
+{
+    (void)state;
+    static const cli_measured cases[] = {
+        {"llama_vocab8k.json --seq 64 -b 2 -o adamw -p fp32", 40355328},                /* fp32, forward peak */
+        {"llama_vocab8k.json --seq 64 -b 1 -o adamw -p bf16", 13745152},                /* HO, no copy */
+        {"qwen2_vocab6k.json --seq 96 -b 3 -o adamw -p bf16 --grad-ckpt", 27028992},
+        {"llama_small.json --seq 128 -b 4 -o sgd -p bf16 --grad-ckpt --lora 8 --lora-alpha 16 --lora-dropout 0 "
+         "--lora-targets q_proj,v_proj", 4489216},                                        /* HO */
+        {"llama_vocab8k.json --seq 100 -b 3 -o sgd -p fp32 --grad-ckpt", 46952448},
+    };
+    assert_measured(cases, sizeof cases / sizeof *cases, " --loss nll", 1.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -108,6 +168,9 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_chunks_linear),
         cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_nll_refusals),
+        cmocka_unit_test(test_nll_copy),
+        cmocka_unit_test(test_nll_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -298,7 +298,7 @@ VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded 
  * ("chunked_nll": 256-token chunks, each under a checkpoint), a row each of src/engine/loss.c's table. */
 #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean") \
     X(DPO, "dpo") X(DPO_PRECOMPUTED, "dpo-precomputed") X(ORPO, "orpo") X(KTO, "kto") \
-    X(CHUNKED_NLL, "chunked-nll") X(GRPO, "grpo")
+    X(CHUNKED_NLL, "chunked-nll") X(GRPO, "grpo") X(NLL, "nll")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */

@@ -1552,7 +1552,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto fail;
         }
         /* --grad-ckpt-kind: the checkpointed layers' torch.utils.checkpoint. Not told (nor by a --recipe): what the library in
-         * use does -- TRL's trainers (--loss grpo, chunked-nll) pass use_reentrant=False (docs/llm.md), torchtune
+         * use does -- TRL's trainers (--loss grpo, chunked-nll, nll) pass use_reentrant=False (docs/llm.md), torchtune
          * (--loss chunked, --act-offload, --grad-ckpt-every) and torchtitan (--grad-ckpt-ops) wrap with
          * checkpoint_wrapper's NO_REENTRANT; otherwise transformers' gradient_checkpointing_enable() at the
          * --transformers release (release.c VC_TF_CKPT_REENTRANT); a model file's "checkpoint" is non-reentrant */
@@ -1563,7 +1563,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         }
         if (!q->given[VC_OPT_GRAD_CKPT_KIND])
             o->ckpt_reentrant = vc_model_generated_json(m) && q->hf.loss != VC_LOSS_IMPL_GRPO && q->hf.loss != VC_LOSS_IMPL_CHUNKED_NLL &&
-                                q->hf.loss != VC_LOSS_IMPL_CHUNKED && !o->act_offload && !o->ckpt_ops && q->hf.ckpt_every <= 1 &&
+                                q->hf.loss != VC_LOSS_IMPL_NLL && q->hf.loss != VC_LOSS_IMPL_CHUNKED && !o->act_offload && !o->ckpt_ops && q->hf.ckpt_every <= 1 &&
                                 vc_transformers_value(q->transformers, VC_TF_CKPT_REENTRANT);
         if (q->input && vc_model_generated_json(m)) { /* a config's input is its token ids: [seq] */
             st = usage(err, O("input") " sets a vramcalc model file's input shape; a config.json's input is its tokens: use %s",

@@ -1055,10 +1055,11 @@ static vc_t dpo_binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n
 }
 
 /* trl's entropy_from_logits (utils.py) on the shift logits s [B, L-1, V] (detached): flat_logits =
- * logits.reshape(-1, V), a copy of the non-contiguous slice, then per chunk of 128 rows
- * log_softmax, exp, their product (at most three chunk-sized tensors); a batch of fewer than 128
- * rows is one chunk of every row. DPO's and KTO's metrics. */
-static void dpo_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt)
+ * logits.reshape(-1, V), a copy of the non-contiguous slice (with `copy`; none where the slice is
+ * contiguous, a batch of one), then per chunk of 128 rows log_softmax, exp, their product (at most
+ * three chunk-sized tensors); a batch of fewer than 128 rows is one chunk of every row. DPO's, KTO's
+ * and SFT's (emit_trl_nll) metrics. */
+static void trl_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt, bool copy)
 {
     int64_t rows = 128;
     if ((L - 1) * b->batch < 128) { /* one chunk of every row */
@@ -1070,10 +1071,79 @@ static void dpo_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt)
     vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
     vc_op *o = vc_op_begin(b, "entropy_from_logits");
     vc_op_in_nodiff(o, s);
-    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
+    int flat = copy ? vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt) : -1;
     for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
-    vc_op_ftemp_free(o, flat);
+    if (flat >= 0) vc_op_ftemp_free(o, flat);
     vc_op_end(o);
+}
+
+static void dpo_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt) { trl_entropy(b, s, L, V, dt, true); }
+
+/* ---- TRL SFTTrainer's loss_type "nll" (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8,
+ * trl/trainer/sft_trainer.py SFTTrainer.compute_loss l.1700-1830; SFTConfig's default loss_type up to
+ * TRL 1.6, sft_config.py @ v1.6.0 l.101 "defaults to nll", "chunked_nll" from 1.7 @ 06b42c7e l.107):
+ *   (loss, outputs) = super().compute_loss(model, inputs, return_outputs=True): the model's own loss,
+ *     ForCausalLMLoss (emit_ce), and `outputs`, a local of compute_loss until it returns, so the
+ *     model's logits [B, L, V] in its dtype outlive the loss's fp32 copy (freed when ForCausalLMLoss
+ *     returns) through the metrics;
+ *   without use_liger_kernel, under torch.no_grad() (l.1763-1792): shift_logits = outputs.logits[...,
+ *     :-1, :] and shift_labels = labels[..., 1:] (views); per_token_entropy = entropy_from_logits(
+ *     shift_logits) (trl_entropy: the reshape copies the slice unless the batch is one, then 128-row
+ *     chunks; the entropies cat'ed, [B, L-1] in the logits' dtype); predictions = shift_logits.argmax(-1)
+ *     (int64 [B, L-1]); mask = shift_labels != -100 (bool); (per_token_entropy * mask).sum(),
+ *     mask.sum(), (predictions == shift_labels) & mask and its sum: 0-d results, their [B, L-1]
+ *     operands freed as each returns; the gathers (one process: the tensors themselves) and .item().
+ * Then the Trainer's backward. The collator's attention_mask (int64 [B, L], all ones: sdpa drops it)
+ * is resident beside the labels as for chunked-nll. TRL 1.0 to 1.5 computed the same metrics in
+ * another order (entropy_from_logits over the whole logits, then outputs.logits[..., :-1, :]
+ * .contiguous() and its argmax; sft_trainer.py @ v1.0.0 f3e9ac10): not modelled, docs/llm.md. */
+static vc_t sft_metric(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in_nodiff(o, x);
+    if (y >= 0) vc_op_in_nodiff(o, y);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
+}
+
+static void emit_trl_nll(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_value *ov = &m->val[m->output];
+    const int64_t V = ov->shape.d[ov->shape.nd - 1];
+    vc_t y0 = b->val_t[m->output];
+    if (b->o.packing || b->o.compile || b->o.act_offload || b->o.hold_output) {
+        fail(b, "nll %s", b->o.packing ? "with " O("packing") " (the padding-free row's metrics) is not modelled"
+                          : b->o.compile ? "with " O("compile") " is not modelled"
+                          : b->o.act_offload ? "with " O("act_offload") " is not modelled"
+                          : "is SFTTrainer's step, whose compute_loss drops the outputs when it returns: not with "
+                            O("hold_output"));
+        return;
+    }
+    const int64_t L = V ? b->t[y0].n.ps / V : 0;
+    if (L < 2) {
+        fail(b, "nll needs at least 2 tokens per sample (the shifted labels)");
+        return;
+    }
+    vc_t mask_in = vc__new_tensor(b, vc_n_sample(L), VC_DT_I64); /* the collator's attention_mask, resident */
+    if (mask_in < 0) return;
+    b->t[mask_in].persistent = true;
+    emit_ce(b, true);
+    if (b->target_t < 0) return;
+    const vc_dtype dt = (vc_dtype)b->t[y0].dt;
+    const vc_numel n = vc_n_sample(L - 1);
+    trl_entropy(b, y0, L, V, dt, !vc_batch_is_one(b));
+    vc_t ent = sft_metric(b, "cat", y0, -1, n, dt);                       /* per_token_entropy */
+    vc_t pred = sft_metric(b, "argmax", y0, -1, n, VC_DT_I64);          /* predictions */
+    vc_t mask = sft_metric(b, "ne", b->target_t, -1, n, VC_DT_BOOL);     /* shift_labels != -100 */
+    vc_t em = sft_metric(b, "mul", ent, mask, n, dt);                    /* per_token_entropy * mask */
+    sft_metric(b, "sum", em, -1, vc_n_fixed(1), dt);
+    sft_metric(b, "sum", mask, -1, vc_n_fixed(1), VC_DT_I64);            /* total_tokens */
+    vc_t eq = sft_metric(b, "eq", pred, b->target_t, n, VC_DT_BOOL);      /* predictions == shift_labels */
+    vc_t cp = sft_metric(b, "bitwise_and", eq, mask, n, VC_DT_BOOL);     /* & mask */
+    sft_metric(b, "sum", cp, -1, vc_n_fixed(1), VC_DT_I64);              /* correct_tokens */
+    vc__extend_life(b, y0); /* outputs, to compute_loss's return */
 }
 
 static void emit_dpo(vc_build *b)
@@ -1695,6 +1765,10 @@ static const vc_loss_row rows[] = {
                              true, true, true, emit_chunked_nll,
                              "TRL's chunked_nll takes a DTensor head's full_tensor() (FSDP2), not a vocabulary shard; "
                              "under " O("tp") " it is not modelled (" OV("loss", "hf") ")"},
+    [VC_LOSS_TRL_NLL] = {"trl_nll", "nll", "TRL SFTTrainer's loss_type nll (its default before TRL 1.7): the model's "
+                         "ForCausalLMLoss, then compute_loss's no-grad entropy and token accuracy over outputs.logits, "
+                         "held until it returns", true, true, false, emit_trl_nll,
+                         "TRL's metrics over a tensor-parallel rank's vocabulary shard are not modelled (" OV("loss", "hf") ")"},
     /* src/engine/grpo.c: the row runs the whole forward itself (vc__loss_forward_end), the reference's before the
      * policy's, each with its LM head on the completion's positions (logits_to_keep) */
     [VC_LOSS_GRPO] = {"grpo", "grpo", "TRL's GRPOTrainer step: the completions generated with the KV cache, the "

@@ -137,7 +137,8 @@ static const vc_recipe_row recipes[] = {
      "(model_init_kwargs={'dtype': torch.bfloat16}, as TRL's docs show) and leaves out autocast's casts (its bf16 "
      "matmuls and fp32 softmax and norm inputs); the sequence (--seq) is the data's: max_length 1024 truncates a "
      "sample, a batch is padded to its longest; later transformers releases default optim to adamw_torch_fused from "
-     "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s temporaries are not modelled",
+     "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s temporaries are not modelled; "
+     "TRL 1.6 and earlier default loss_type to nll (add --loss nll)",
      {{"precision", "bf16"}, {"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"},
       CKPT_NON_REENTRANT, {"loss", "chunked-nll"}}},
     /* transformers' Trainer with TrainingArguments' defaults (huggingface/transformers @ fd798335,

@@ -83,7 +83,7 @@ def parse_args(argv):
     ap.add_argument("--liger-kernels", default="", help="with --liger: the kernels switched on (liger_patch_replica.py "
                     "KERNELS), every other keyword of apply_liger_kernel_to_<family> False")
     ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto",
-                                                         "chunked-nll", "grpo"],
+                                                         "chunked-nll", "grpo", "nll"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
                     "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
@@ -92,7 +92,9 @@ def parse_args(argv):
                     "precompute_ref_log_probs=True, no reference; orpo: TRL's ORPOTrainer step (orpo_replica.py; "
                     "--batch counts the 2 x pairs sequences), no reference; kto: TRL's KTOTrainer step (kto_replica.py; "
                     "the first half desirable), the KL sequences, a reference as dpo's; chunked-nll: TRL SFTTrainer's "
-                    "default loss_type chunked_nll (trl_sft_replica.py), with --packing the padding-free collator")
+                    "default loss_type chunked_nll (trl_sft_replica.py), with --packing the padding-free collator; "
+                    "nll: TRL SFTTrainer's loss_type nll (its default before TRL 1.7): the model's loss, then "
+                    "compute_loss's no-grad entropy and token accuracy over outputs.logits")
     ap.add_argument("--packing", action="store_true",
                     help="TRL's padding_free collator: the --batch sequences of --seq tokens as one row with "
                     "position_ids, transformers' sdpa block-causal mask (packing_replica.py)")
@@ -720,6 +722,13 @@ def main(argv):
                 return loss, None
             model._head = trl_head
             num_items = [None]
+        if args.loss == "nll":
+            # TRL's DataCollatorForLanguageModeling (padding_free False) returns the attention_mask too (all ones:
+            # the sdpa path drops it), resident with the batch, as for chunked-nll above
+            if encoder or t5 or image_tokens or args.packing:
+                raise SystemExit("measure_llm.py: --loss nll: a text causal LM, without --packing")
+            attention_mask = torch.ones_like(input_ids)
+            import dpo_replica  # trl/trainer/utils.py entropy_from_logits, the same commit
         after_build = tr.O.opobs_current()
 
         if args.loss == "chunked":
@@ -751,6 +760,31 @@ def main(argv):
                 kw = {"position_ids": position_ids} if args.packing else {}
                 loss, logits = model(input_ids, labels=labels, **kw)
                 num_items[0] = None
+                return loss
+            if args.loss == "nll":
+                # TRL SFTTrainer.compute_loss with loss_type "nll", without use_liger_kernel (huggingface/trl
+                # @ f2cd57710ae345ea6428ae95363267fcf38a3dc8, trl/trainer/sft_trainer.py l.1700-1830):
+                # (loss, outputs) = super().compute_loss(model, inputs, return_outputs=True): transformers'
+                # Trainer.compute_loss, outputs = model(**inputs), loss = outputs["loss"]; `outputs` a local
+                # until compute_loss returns
+                loss, logits = model(input_ids, labels=labels)
+                with torch.no_grad():  # l.1763-1792, no "shift_labels" key (no CP/SP), no virtual tokens
+                    shift_logits = logits[..., :-1, :]
+                    shift_labels = labels[..., 1:]
+                    per_token_entropy = dpo_replica.entropy_from_logits(shift_logits)
+                    predictions = shift_logits.argmax(dim=-1)
+                    mask = shift_labels != -100
+                    entropy_sum = (per_token_entropy * mask).sum()
+                    total_tokens = mask.sum()
+                    correct_predictions = (predictions == shift_labels) & mask
+                    correct_tokens = correct_predictions.sum()
+                    # accelerator.gather_for_metrics on one process returns its tensor
+                    entropy = (entropy_sum / total_tokens).item() if total_tokens > 0 else 0.0
+                    total_sum = total_tokens.sum()
+                    accuracy = (correct_tokens.sum() / total_sum).item() if total_sum > 0 else 0.0
+                del entropy, accuracy
+                # mode "train": num_tokens_in_batch from the attention_mask (l.1797-1806)
+                attention_mask.sum().item()
                 return loss
             if args.loss == "chunked":
                 # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =

@@ -2351,6 +2351,23 @@ def cases():
         ("generate", "idefics3_small", 2, 32, 12, "bf16", False, 0),
         ("train", "idefics3_small", 2, 48, "sgd", "bf16", False, 0),
     ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0))
+    # --loss nll (issue 26): TRL SFTTrainer's loss_type "nll", its default before TRL 1.7 (measure_llm.py, from
+    # huggingface/trl @f2cd5771 sft_trainer.py compute_loss l.1700-1830): the model's ForCausalLMLoss, then the
+    # no-grad entropy_from_logits (its reshape copies the shifted logits from batch 2) and token accuracy over
+    # outputs.logits, held until compute_loss returns; the collator's attention_mask resident. Full and LoRA r=8,
+    # with and without layer checkpointing, batch 1 to 4. Every third held out (first run in the suite).
+    trl_nll = [
+        ("llama_vocab8k", 2, 64, "adamw", "fp32", False, 0),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 1, 64, "adamw", "bf16", False, 0),
+        ("qwen2_vocab6k", 3, 96, "adamw", "bf16", True, 0),
+        ("qwen2_vocab6k", 2, 80, "adamw", "fp32", False, 8),
+        ("llama_small", 4, 128, "sgd", "bf16", True, 8),
+        ("llama_vocab8k", 3, 100, "sgd", "fp32", True, 0),
+        ("qwen3_small", 2, 120, "adamw", "bf16", False, 8),
+        ("llama_wide", 2, 150, "adamw", "bf16", True, 0),
+    ]
+    train_cases(out, trl_nll, loss="nll")
     return out
 
 
