@@ -544,13 +544,16 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
 }
 
 /* vLLM's MXFP4 MoE backend (vllm-project/vllm @ 007d5005, vllm/model_executor/layers/quantization/mxfp4.py
- * get_mxfp4_backend, without LoRA, with vLLM's defaults: FlashInfer and triton_kernels installed, torch >= 2.8,
+ * get_mxfp4_backend, without LoRA (--lora with --serve is refused), with vLLM's defaults: FlashInfer installed
+ * (flashinfer-python is in requirements/cuda.txt: read at 009d5248, not stored at 007d5005), triton_kernels
+ * importable on Hopper and torch >= 2.8 (as the Triton backend on H100 already assumed here),
  * vllm/envs.py's VLLM_USE_FLASHINFER_MOE_MXFP4_BF16, _MXFP4_MXFP8 and _MXFP4_MXFP8_CUTLASS "0",
  * VLLM_MXFP4_USE_MARLIN unset) on a preset, and what Mxfp4MoEMethod.create_weights pads a rank's
  * intermediate_size_per_partition (I) and hidden_size (H) to:
  *  - compute capability 9.0 (H100, H200): SM90_FI_MXFP4_BF16 only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16=1; else
  *    TRITON, triton_kernels_supported ((9, 0) <= capability < (11, 0)): the last else, round_up(I, 64), H kept;
- *  - the 10.x family (B200: is_device_capability_family(100)) with FlashInfer: SM100_FI_MXFP4_BF16,
+ *  - the 10.x family (B200: is_device_capability_family(100), vllm/platforms/interface.py: capability.to_int()
+ *    // 10 == 100 // 10) with FlashInfer: SM100_FI_MXFP4_BF16,
  *    round_up(I, 256) and round_up(H, 256);
  *  - 8.x (A100, A10, L4, L40S, RTX 30xx / 40xx, RTX A6000) and 12.0 (RTX 50xx: not family 100, and above
  *    triton_kernels' (11, 0)): MARLIN, round_up(I, 128) and round_up(H, 256);
