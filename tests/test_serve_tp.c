@@ -157,34 +157,147 @@ static void kv_replicated_gemma3(void **state)
 static void mxfp4_padded_gpt_oss(void **state)
 {
     (void)state;
-    vc_gpu_spec h200, b200;
-    vc_error err;
-    memset(&err, 0, sizeof err);
-    assert_int_equal(vc_gpu_parse("h200", &h200, &err), VC_OK);
-    assert_int_equal(vc_gpu_parse("b200", &b200, &err), VC_OK);
-    assert_int_equal(vc__vllm_mxfp4_align(&h200), 64);
-    assert_int_equal(vc__vllm_mxfp4_align(&b200), 0); /* FlashInfer's 256 and padded hidden size: not modelled */
     vc_model *m = load_file(HF "gpt-oss-20b.json");
     /* 8 ranks: 2880 / 8 = 360 -> 384; the SparseMoE block of a rank: the router (replicated) 2880 x 32 + 32,
      * gate_up_proj [32, 2880, 2 x 384] + its bias [32, 2 x 384], down_proj [32, 384, 2880] + its bias [32, 2880] */
     assert_int_equal(rank_params_at(m, 8, 64, "mlp"),
                      2880 * 32 + 32 + 32 * (2880 * 2 * 384 + 2 * 384) + 32 * (384 * 2880 + 2880));
+    /* FlashInfer's round_up(360, 256) = 512 (the B200); the hidden size's padding is in the weights' bytes only
+     * (src/policy/quant.c mxfp4_vllm_tensors), not in the parameters */
+    assert_int_equal(rank_params_at(m, 8, 256, "mlp"),
+                     2880 * 32 + 32 + 32 * (2880 * 2 * 512 + 2 * 512) + 32 * (512 * 2880 + 2880));
     vc_serve_result r8;
     serve_tp(m, 8, "h200", &r8);
     /* 8 kv heads of 64 on 8 ranks: one each; 12 sliding and 12 full layers, groups of 12:
      * page 2 x 16 x 1 x 64 x 2 bytes x 12 */
     assert_int_equal(r8.page_bytes, INT64_C(2) * 16 * 64 * 2 * 12);
-    /* 2 ranks: 1440 -> 1472 on the H200; on the B200 the experts stay at 1440 (not modelled there), the rest of
-     * the weights the same: the difference is 32 more intermediate rows per expert, 24 layers x 32 experts x
-     * (w13_weight 2 x 32 x 2880 / 2 + w13_weight_scale 2 x 32 x 2880 / 32 + w13_bias 2 x 32 x 2 bytes +
-     *  w2_weight 2880 x 32 / 2 + w2_weight_scale 2880 x 32 / 32) = 24 x 32 x 147008 bytes (every stacked tensor
-     * a multiple of the allocator's 512 bytes) */
-    vc_serve_result h, b;
-    serve_tp(m, 2, "h200", &h);
-    serve_tp(m, 2, "b200", &b);
-    assert_int_equal(2 * 32 * 2880 / 2 + 2 * 32 * 2880 / 32 + 2 * 32 * 2 + 2880 * 32 / 2 + 2880 * 32 / 32, 147008);
-    assert_int_equal(h.weights - b.weights, INT64_C(24) * 32 * 147008);
     vc_model_free(m);
+}
+
+/* Every --gpu preset's MXFP4 MoE backend under vLLM (serve.c vc__vllm_mxfp4_backend, from mxfp4.py @ 007d5005
+ * get_mxfp4_backend with vLLM's default environment): TRITON on compute capability 9.0, SM100_FI_MXFP4_BF16 on
+ * the 10.x family, ROCm's Triton on AMD, MARLIN on every other NVIDIA card (8.x; 12.0, outside triton_kernels'
+ * (9, 0) <= capability < (11, 0); below 8.0 too, where vLLM refuses mxfp4 first: mxfp4_refused below) */
+static void mxfp4_backend_per_card(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int backend, inter; /* create_weights' round_up of intermediate_size_per_partition */
+    } want[] = {
+        {"t4", VC_MXFP4_MARLIN, 128},        {"v100-16gb", VC_MXFP4_MARLIN, 128}, {"v100-32gb", VC_MXFP4_MARLIN, 128},
+        {"a10", VC_MXFP4_MARLIN, 128},       {"a10g", VC_MXFP4_MARLIN, 128},      {"l4", VC_MXFP4_MARLIN, 128},
+        {"l40", VC_MXFP4_MARLIN, 128},       {"l40s", VC_MXFP4_MARLIN, 128},      {"a100-40gb", VC_MXFP4_MARLIN, 128},
+        {"a100-80gb", VC_MXFP4_MARLIN, 128}, {"h100-pcie", VC_MXFP4_TRITON, 64},  {"h100-80gb", VC_MXFP4_TRITON, 64},
+        {"h100-nvl", VC_MXFP4_TRITON, 64},   {"h200", VC_MXFP4_TRITON, 64},       {"b200", VC_MXFP4_SM100_FI_BF16, 256},
+        {"rtx-a6000", VC_MXFP4_MARLIN, 128}, {"rtx3060", VC_MXFP4_MARLIN, 128},   {"rtx3090", VC_MXFP4_MARLIN, 128},
+        {"rtx4070", VC_MXFP4_MARLIN, 128},   {"rtx4080", VC_MXFP4_MARLIN, 128},   {"rtx4090", VC_MXFP4_MARLIN, 128},
+        {"rtx5070", VC_MXFP4_MARLIN, 128},   {"rtx5090", VC_MXFP4_MARLIN, 128},   {"mi210", VC_MXFP4_ROCM_TRITON, 128},
+        {"mi250x", VC_MXFP4_ROCM_TRITON, 128}, {"mi300x", VC_MXFP4_ROCM_TRITON, 128},
+    };
+    assert_int_equal(vc_gpu_count(), sizeof want / sizeof *want); /* a new preset gets its row here */
+    for (size_t i = 0; i < vc_gpu_count(); i++) {
+        const vc_gpu *g = vc_gpu_get(i);
+        size_t k = 0;
+        while (k < sizeof want / sizeof *want && strcmp(want[k].name, g->name)) k++;
+        if (k == sizeof want / sizeof *want) fail_msg("no expected backend for %s", g->name);
+        if (vc__vllm_mxfp4_backend(g) != want[k].backend) fail_msg("%s: backend %s", g->name, vc__vllm_mxfp4_name(vc__vllm_mxfp4_backend(g)));
+        vc_gpu_spec s;
+        vc_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(vc_gpu_parse(g->name, &s, &err), VC_OK);
+        assert_int_equal(vc__vllm_mxfp4_align(&s), want[k].inter);
+    }
+    /* create_weights' hidden_size padding: FlashInfer and Marlin round_up(..., 256), ROCm 128, Triton none */
+    assert_int_equal(vc__vllm_mxfp4_pad(VC_MXFP4_SM100_FI_BF16, 1), 256);
+    assert_int_equal(vc__vllm_mxfp4_pad(VC_MXFP4_MARLIN, 1), 256);
+    assert_int_equal(vc__vllm_mxfp4_pad(VC_MXFP4_ROCM_TRITON, 1), 128);
+    assert_int_equal(vc__vllm_mxfp4_pad(VC_MXFP4_TRITON, 1), 0);
+    vc_gpu_spec s;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_gpu_parse("80GiB", &s, &err), VC_OK);
+    assert_int_equal(vc__vllm_mxfp4_align(&s), 0); /* a size: no backend */
+}
+
+static int64_t r512(int64_t b) { return (b + 511) / 512 * 512; } /* the caching allocator's rounding */
+static int64_t rup(int64_t v, int64_t m) { return m > 1 ? (v + m - 1) / m * m : v; }
+
+/* One FusedMoE layer's experts on a rank as vLLM keeps them after process_weights_after_loading, by hand from
+ * mxfp4.py @ 007d5005 Mxfp4MoEMethod.create_weights (I_pad = round_up(I, ai), H_pad = round_up(H, ah)):
+ * w13_weight uint8 [E, 2 I_pad, H_pad / 2], w13_weight_scale uint8 [E, 2 I_pad, H_pad / 32], w13_bias
+ * [E, 2 I_pad], w2_weight uint8 [E, H_pad, I_pad / 2], w2_weight_scale uint8 [E, H_pad, I_pad / 32], w2_bias
+ * [E, H_pad], the biases of bias_size bytes (TRITON and SM100_FI_MXFP4_BF16: .to(torch.float32); MARLIN:
+ * .to(params_dtype), bf16), with FlashInfer's gemm1_alpha / gemm1_beta / gemm1_clamp_limit float32 [E]
+ * (fi 1), and Marlin's marlin_make_workspace_new(device, 4) int32 [4 x sms] (marlin_utils_fp4.py @ 00d52e93
+ * prepare_moe_fp4_layer_for_marlin; its repacked weights and e8m0 scales keep the bytes). The checkpoint's
+ * own (no backend: a size for --gpu): ai = ah = 1, bf16 biases. */
+static int64_t experts_bytes(int64_t E, int64_t H, int64_t I, int ai, int ah, int bias_size, int fi, int64_t sms)
+{
+    const int64_t Ip = rup(I, ai), Hp = rup(H, ah);
+    return r512(E * 2 * Ip * Hp / 2) + r512(E * 2 * Ip * Hp / 32) + r512(E * 2 * Ip * bias_size) + r512(E * Hp * Ip / 2) +
+           r512(E * Hp * Ip / 32) + r512(E * Hp * bias_size) + (fi ? 3 * r512(E * 4) : 0) + (sms ? r512(4 * sms * 4) : 0);
+}
+
+/* gpt-oss-20b (32 experts, 24 layers) and gpt-oss-120b (128 experts, 36 layers), hidden and intermediate 2880
+ * (the published config.json files: tests/data/hf), served at tp 1, 2, 4, 8 on an H200 (TRITON), a B200
+ * (SM100_FI_MXFP4_BF16) and an A100 80GB (MARLIN, 108 multiprocessors): the rest of a rank's weights is the
+ * same on every card, so the weights differ by the layers x the experts' bytes above; at tp 1 the H200's
+ * Triton weights differ from the checkpoint's (a size for --gpu: no backend) by the float32 biases alone
+ * (round_up(2880, 64) = 2880). Per rank I = 2880 / tp: 2880, 1440, 720, 360 -> Triton 2880, 1472, 768, 384;
+ * FlashInfer 3072, 1536, 768, 512 (H 3072); Marlin 2944, 1536, 768, 384 (H 3072). */
+static void mxfp4_weights_per_card(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        int64_t E, L;
+    } models[] = {{HF "gpt-oss-20b.json", 32, 24}, {HF "gpt-oss-120b.json", 128, 36}};
+    for (size_t k = 0; k < 2; k++) {
+        vc_model *m = load_file(models[k].file);
+        const int64_t E = models[k].E, L = models[k].L;
+        for (int64_t tp = 1; tp <= 8; tp *= 2) {
+            const int64_t I = 2880 / tp;
+            const int64_t tri = experts_bytes(E, 2880, I, 64, 1, 4, 0, 0), fi = experts_bytes(E, 2880, I, 256, 256, 4, 1, 0),
+                          mar = experts_bytes(E, 2880, I, 128, 256, 2, 0, 108);
+            vc_serve_result h, b, a, h1;
+            serve_tp(m, tp, "h200", &h);
+            serve_tp(m, tp, "b200", &b);
+            serve_tp(m, tp, "a100-80gb", &a);
+            serve_tp(m, tp, "h100-80gb", &h1);
+            assert_int_equal(h1.weights, h.weights); /* the same backend */
+            if (b.weights - h.weights != L * (fi - tri) || a.weights - h.weights != L * (mar - tri))
+                fail_msg("%s tp %lld: B200 - H200 %lld (by hand %lld), A100 - H200 %lld (by hand %lld)", models[k].file,
+                         (long long)tp, (long long)(b.weights - h.weights), (long long)(L * (fi - tri)),
+                         (long long)(a.weights - h.weights), (long long)(L * (mar - tri)));
+            if (tp == 1) {
+                vc_serve_result c;
+                serve_tp(m, 1, "80GiB", &c);
+                assert_int_equal(h.weights - c.weights, L * (tri - experts_bytes(E, 2880, 2880, 1, 1, 2, 0, 0)));
+                /* 24 or 36 layers x E x (2 x 2880 + 2880) bias values x 2 more bytes */
+                assert_int_equal(h.weights - c.weights, L * E * (2 * 2880 + 2880) * 2);
+            }
+        }
+        vc_model_free(m);
+    }
+}
+
+/* what vLLM refuses, named with its reason: Mxfp4Config.get_min_capability() 80 (mxfp4.py @ 007d5005, checked by
+ * vllm/config/vllm.py _get_quantization_config) on the T4 and V100 at every split; a size for --gpu at a split the
+ * checkpoint's 32-value blocks do not hold (720, 360 values a rank) names the backend's padding it lacks */
+static void mxfp4_refused(void **state)
+{
+    (void)state;
+    for (int tp = 1; tp <= 8; tp *= 2) {
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, HF "gpt-oss-120b.json --serve --gpu t4 --tp %d --gpus %d", tp, tp);
+        assert_usage(cmd, "quantization_config: mxfp4 under --serve: vLLM refuses it on t4: the quantization method mxfp4 is "
+                     "not supported for the current GPU (Mxfp4Config's minimum capability 80, the card's 75)");
+    }
+    assert_usage(HF "gpt-oss-20b.json --serve --gpu v100-32gb --tp 2 --gpus 2", "minimum capability 80, the card's 70");
+    assert_usage(HF "gpt-oss-20b.json --serve --gpu 80GiB --tp 8 --gpus 8", "--gpu: mxfp4 under --serve (layer "
+                 "layers[2].layers[8]): the input dimension (360) is not a multiple of MXFP4's 32-value blocks per rank: "
+                 "vLLM pads the experts' intermediate size to its MoE backend's multiple");
 }
 
 /* Qwen3-Next-80B-A3B (36 Gated DeltaNet layers of 16 key and 32 value heads of 128, conv kernel 4; 12 attention
@@ -228,9 +341,6 @@ static void refusals(void **state)
     assert_usage(HF "falcon-7b.json --serve --gpu h200 --tp 8 --gpus 8", "--tp: 8 tensor-parallel ranks do not divide "
                  "num_attention_heads (71)");
     assert_usage(HF "gpt2.json --serve --gpu h200 --tp 8 --gpus 8", "--tp: 8 tensor-parallel ranks do not divide n_head (12)");
-    /* MXFP4 experts where vLLM's backend pads otherwise (FlashInfer on the B200: not modelled): 360 values a rank */
-    assert_usage(HF "gpt-oss-20b.json --serve --gpu b200 --tp 8 --gpus 8", "quantization_config: mxfp4 (layer "
-                 "layers[2].layers[8]): the input dimension (360) is not a multiple of MXFP4's 32-value blocks");
     /* Megatron's split (no --serve) keeps refusing fewer kv heads than ranks */
     assert_usage(HF "qwen3-30b-a3b.json -m infer --tp 8 --gpus 8", "--tp: 8 tensor-parallel ranks do not divide "
                  "num_key_value_heads (4)");
@@ -350,6 +460,9 @@ int main(void)
         cmocka_unit_test(mqa_starcoder),
         cmocka_unit_test(kv_replicated_gemma3),
         cmocka_unit_test(mxfp4_padded_gpt_oss),
+        cmocka_unit_test(mxfp4_backend_per_card),
+        cmocka_unit_test(mxfp4_weights_per_card),
+        cmocka_unit_test(mxfp4_refused),
         cmocka_unit_test(deltanet_qwen3_next),
         cmocka_unit_test(refusals),
         cmocka_unit_test(vocab_rows_vllm),

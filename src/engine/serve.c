@@ -543,20 +543,55 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
     return VC_OK;
 }
 
-/* vLLM's MXFP4 MoE backend (vllm-project/vllm @ 007d5005, vllm/model_executor/layers/quantization/
- * mxfp4.py get_mxfp4_backend, without LoRA) and the multiple Mxfp4MoEMethod.create_weights pads a rank's
- * intermediate_size_per_partition to:
- *  - compute capability 9.0 (H100, H200): SM90_FI_MXFP4_BF16 only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16=1
- *    (vllm/envs.py: "0" by default); else TRITON where triton_kernels run ((9, 0) <= capability < (11, 0),
- *    torch >= 2.8), unless VLLM_MXFP4_USE_MARLIN: its branch (the last else) is round_up(
- *    intermediate_size_per_partition, 64), hidden_size unpadded: 64;
- *  - the 10.x family (B200) with FlashInfer: SM100_FI_MXFP4_BF16, round_up(..., 256) and hidden_size
- *    round_up(hidden_size, 256) too; other cards (Ampere, Ada: no triton_kernels) MARLIN, 128 and a hidden
- *    size padded to 256, then prepare_moe_fp4_layer_for_marlin's repacking: not modelled, 0 (the experts
- *    as the checkpoint splits them). */
+/* vLLM's MXFP4 MoE backend (vllm-project/vllm @ 007d5005, vllm/model_executor/layers/quantization/mxfp4.py
+ * get_mxfp4_backend, without LoRA (--lora with --serve is refused), with vLLM's defaults: FlashInfer installed
+ * (flashinfer-python is in requirements/cuda.txt: read at 009d5248, not stored at 007d5005), triton_kernels
+ * importable on Hopper and torch >= 2.8 (as the Triton backend on H100 already assumed here),
+ * vllm/envs.py's VLLM_USE_FLASHINFER_MOE_MXFP4_BF16, _MXFP4_MXFP8 and _MXFP4_MXFP8_CUTLASS "0",
+ * VLLM_MXFP4_USE_MARLIN unset) on a preset, and what Mxfp4MoEMethod.create_weights pads a rank's
+ * intermediate_size_per_partition (I) and hidden_size (H) to:
+ *  - compute capability 9.0 (H100, H200): SM90_FI_MXFP4_BF16 only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16=1; else
+ *    TRITON, triton_kernels_supported ((9, 0) <= capability < (11, 0)): the last else, round_up(I, 64), H kept;
+ *  - the 10.x family (B200: is_device_capability_family(100), vllm/platforms/interface.py: capability.to_int()
+ *    // 10 == 100 // 10) with FlashInfer: SM100_FI_MXFP4_BF16,
+ *    round_up(I, 256) and round_up(H, 256);
+ *  - 8.x (A100, A10, L4, L40S, RTX 30xx / 40xx, RTX A6000) and 12.0 (RTX 50xx: not family 100, and above
+ *    triton_kernels' (11, 0)): MARLIN, round_up(I, 128) and round_up(H, 256);
+ *  - below 8.0 (V100, T4): Mxfp4Config.get_min_capability() is 80, and vLLM refuses the checkpoint before any
+ *    layer is made (vllm/config/vllm.py _get_quantization_config; src/policy/quant.c vc__quant_vllm_check);
+ *    MARLIN's padding here so that the split loads and that refusal is the one given;
+ *  - ROCm (MI210, MI250X, MI300X): TRITON (is_rocm() and has_triton_kernels()), create_weights' is_rocm()
+ *    branch: get_padding_alignment() (quantization/utils/mxfp4_utils.py, read at 01b817db: 256 on gfx950,
+ *    else 128; none of the presets is gfx950) for both I and H.
+ * The weights each backend keeps after process_weights_after_loading, with H's padding: src/policy/quant.c
+ * mxfp4_vllm_tensors. No preset (a size): VC_MXFP4_NONE, the experts as the checkpoint splits them. */
+int vc__vllm_mxfp4_backend(const vc_gpu *dev)
+{
+    if (!dev) return VC_MXFP4_NONE;
+    if (strcmp(dev->vendor, "NVIDIA")) return VC_MXFP4_ROCM_TRITON;
+    if (dev->sm == 90) return VC_MXFP4_TRITON;
+    if (dev->sm / 10 == 10) return VC_MXFP4_SM100_FI_BF16;
+    return VC_MXFP4_MARLIN;
+}
+
+int vc__vllm_mxfp4_pad(int backend, int hidden)
+{
+    static const int inter[] = {[VC_MXFP4_TRITON] = 64, [VC_MXFP4_SM100_FI_BF16] = 256, [VC_MXFP4_MARLIN] = 128,
+                                [VC_MXFP4_ROCM_TRITON] = 128};
+    static const int hid[] = {[VC_MXFP4_SM100_FI_BF16] = 256, [VC_MXFP4_MARLIN] = 256, [VC_MXFP4_ROCM_TRITON] = 128};
+    if (backend <= VC_MXFP4_NONE || backend > VC_MXFP4_ROCM_TRITON) return 0;
+    return hidden ? hid[backend] : inter[backend];
+}
+
+const char *vc__vllm_mxfp4_name(int backend)
+{
+    static const char *const names[] = {"none", "TRITON", "SM100_FI_MXFP4_BF16", "MARLIN", "TRITON (ROCm)"};
+    return backend >= VC_MXFP4_NONE && backend <= VC_MXFP4_ROCM_TRITON ? names[backend] : "none";
+}
+
 int vc__vllm_mxfp4_align(const vc_gpu_spec *gpu)
 {
-    return gpu && gpu->preset && gpu->preset->sm == 90 ? 64 : 0;
+    return gpu ? vc__vllm_mxfp4_pad(vc__vllm_mxfp4_backend(gpu->preset), 0) : 0;
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -1066,7 +1101,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                                     "bf16 experts, Llama4Model.load_moe_expert_weights finds no w13_weight_scale for the "
                                     "checkpoint's gate_up_proj_scale (KeyError)");
     if ((st = vc__quant_vllm_check(m, gpu->preset, err))) return st; /* vLLM's compressed-tensors schemes (src/policy/quant.c) */
-    vc_options dev_o; /* compressed-tensors weight-only: vLLM's kernel and its workspace follow the GPU (quant.c) */
+    vc_options dev_o; /* compressed-tensors weight-only, MXFP4 experts: vLLM's kernel and its workspace follow the GPU (quant.c) */
     if (vc__quant_vllm_needs_device(m) && o->device != gpu->preset) {
         dev_o = *o;
         dev_o.device = gpu->preset;

@@ -56,11 +56,13 @@
  *  - vLLM's MXFP4 experts (gpt-oss; s.mxfp4_align, src/engine/serve.c vc__vllm_mxfp4_align):
  *    vllm/model_executor/layers/quantization/mxfp4.py @ 007d5005 Mxfp4MoEMethod.create_weights pads
  *    intermediate_size_per_partition (FusedMoE's intermediate_size // tp_size) to the backend's multiple,
- *    round_up(..., 64) under the Triton kernels of Hopper: w13_weight [E, 2 x I_pad, hidden / 2] and
+ *    round_up(..., 64) under the Triton kernels of Hopper, 256 under FlashInfer's SM100_FI_MXFP4_BF16 (B200),
+ *    128 under MARLIN (the other NVIDIA cards) and ROCm's Triton: w13_weight [E, 2 x I_pad, hidden / 2] and
  *    w13_weight_scale [E, 2 x I_pad, hidden / 32] uint8, w13_bias [E, 2 x I_pad], w2_weight
  *    [E, hidden, I_pad / 2], w2_weight_scale [E, hidden, I_pad / 32]: the stacked experts at I_pad
- *    (src/policy/quant.c mxfp4_tensors packs them so). 2880 / 8 = 360 values, not whole 32-value blocks
- *    in the checkpoint's split, become 384;
+ *    (src/policy/quant.c mxfp4_vllm_tensors packs them so, with the backends' padded hidden size).
+ *    2880 / 8 = 360 values, not whole 32-value blocks in the checkpoint's split, become 384 (Triton,
+ *    MARLIN) or 512 (FlashInfer);
  *  - the vocabulary: vllm/model_executor/layers/vocab_parallel_embedding.py @ 7f5d141a
  *    VocabParallelEmbedding.__init__ (ParallelLMHead is one): org_vocab_size_padded = pad_vocab_size(
  *    org_vocab_size, padding_size), num_embeddings_padded = pad_vocab_size(org_vocab_size_padded +

@@ -180,8 +180,14 @@ vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **
 /* model.c: vc__model_at at vLLM's split of the options' tensor_parallel_size (--serve, src/hf/hf_tp.c), its
  * MXFP4 experts' intermediate size padded per rank to a multiple of mxfp4_align (vc__vllm_mxfp4_align). */
 vc_status vc__model_at_vllm(const vc_model *m, const vc_options *o, int mxfp4_align, const vc_model **use, vc_error *err);
-/* src/engine/serve.c: the multiple vLLM's MXFP4 MoE backend on the card pads a rank's intermediate size to
- * (Mxfp4MoEMethod.create_weights), 0 where that backend's padding is not modelled. */
+/* src/engine/serve.c: vLLM's MXFP4 MoE backend on a preset (get_mxfp4_backend), VC_MXFP4_NONE without one */
+enum { VC_MXFP4_NONE, VC_MXFP4_TRITON, VC_MXFP4_SM100_FI_BF16, VC_MXFP4_MARLIN, VC_MXFP4_ROCM_TRITON };
+int vc__vllm_mxfp4_backend(const vc_gpu *dev);
+/* ... the multiple its Mxfp4MoEMethod.create_weights pads a rank's intermediate size (hidden 0) or the experts'
+ * hidden size (hidden 1) to, 0 none; its name */
+int vc__vllm_mxfp4_pad(int backend, int hidden);
+const char *vc__vllm_mxfp4_name(int backend);
+/* ... the intermediate size's multiple on the card (a preset's backend), 0 without a preset */
 int vc__vllm_mxfp4_align(const vc_gpu_spec *gpu);
 /* model.c: vc_model_load_file_hf at a tensor-parallel split (the request's: o->tp, o->sp), as the
  * transformers release the config runs as (tf: NULL, a zeroed one). */

@@ -326,7 +326,8 @@ bool vc__quant_vllm_in(void);
  * naming --weights, the config's key or --gpu. */
 vc_status vc__quant_vllm_check(const vc_model *m, const struct vc_gpu *dev, vc_error *err);
 /* quant.c: whether --serve's profiling build of m needs the GPU in its options (vc_options.device):
- * compressed-tensors weight-only schemes, whose vLLM kernel follows the GPU. */
+ * compressed-tensors weight-only schemes, whose vLLM kernel follows the GPU, and MXFP4 experts, whose MoE backend
+ * does (mxfp4_vllm_tensors). */
 bool vc__quant_vllm_needs_device(const vc_model *m);
 
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */

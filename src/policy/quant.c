@@ -298,6 +298,57 @@ static int mxfp4_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype de
     return 2;
 }
 
+/* ---- MXFP4 experts under vLLM (--serve): Mxfp4MoEMethod (vllm-project/vllm @ 007d5005,
+ * vllm/model_executor/layers/quantization/mxfp4.py) on the card's backend (src/engine/serve.c
+ * vc__vllm_mxfp4_backend). create_weights makes, per FusedMoE layer of the rank (E experts, I_pad / H_pad the
+ * backend's round_up of intermediate_size_per_partition and hidden_size: serve.c):
+ *   w13_weight uint8 [E, 2 I_pad, H_pad / 2], w13_weight_scale uint8 [E, 2 I_pad, H_pad / 32],
+ *   w13_bias bfloat16 [E, 2 I_pad], w2_weight uint8 [E, H_pad, I_pad / 2], w2_weight_scale uint8
+ *   [E, H_pad, I_pad / 32], w2_bias bfloat16 [E, H_pad];
+ * process_weights_after_loading then leaves, per backend:
+ *  - TRITON (Hopper; ROCm): _swizzle_mxfp4's re-laid weights and scales (the same bytes, as mxfp4_tensors
+ *    says of transformers' matmul_ogs), w13_bias and w2_bias replaced by .to(torch.float32) copies;
+ *  - SM100_FI_MXFP4_BF16 (B200): the shuffled weights and scales torch.stack()ed (the same shapes, the scales
+ *    viewed as float8_e4m3fn: the same bytes), the biases .to(torch.float32), shuffled and stacked:
+ *    float32 [E, 2 I_pad] and [E, H_pad]; and gemm1_alpha, gemm1_beta, gemm1_clamp_limit float32 [E] each;
+ *  - MARLIN (other cards): prepare_moe_fp4_layer_for_marlin (quantization/utils/marlin_utils_fp4.py, read at
+ *    00d52e93: not stored at 007d5005): gptq_marlin_repack's int32 [size_k / 16, size_n x 2] per expert
+ *    (size_k x size_n / 2 bytes: the same; _pad_to_marlin_tile's 64 adds nothing, 2 I_pad and H_pad being
+ *    multiples of 256), the scales marlin_permute_scales'd and made float8_e8m0fnu (one byte each: the same),
+ *    the biases .to(params_dtype) (bfloat16: the same), and layer.workspace = marlin_make_workspace_new(device,
+ *    4): int32 [4 x multiprocessors] per layer.
+ * The checkpoint's experts here are gate_up_proj [E, H, 2I] and down_proj [E, I, H] (I the split's,
+ * already I_pad at tp > 1: src/hf/hf_tp.c; at tp 1 the checkpoint's, padded here), their biases dense
+ * parameters of the model's dtype [E, 2I] and [E, H]: what the kept biases hold beyond those is counted
+ * here, with the projection (a multiple of the allocator's 512 bytes in gpt-oss's checkpoints, E 32 or 128).
+ * The repacking's and shuffling's temporaries (one layer's copies: the per-expert lists beside the
+ * stacked result) run in load_model, before the profiling run that determine_available_memory measures,
+ * and are not counted; nor is FusedMoE's padding of the hidden states to H_pad in the forward. */
+static int64_t rup(int64_t v, int64_t m) { return m > 1 ? cdiv(v, m) * m : v; }
+
+static int mxfp4_vllm_tensors(const vc_model *m, size_t i, const vc_quant *q, vc_dtype dense, const vc_gpu *dev,
+                              vc_tspec out[VC_QUANT_MAX])
+{
+    const vc_param_entry *p = &m->par[i];
+    const int b = vc__vllm_mxfp4_backend(dev);
+    if (b == VC_MXFP4_NONE || p->nd != 3) return mxfp4_tensors(p, q, dense, out);
+    const bool down = strstr(p->name, "down") != NULL; /* down_proj [E, I, H], else gate_up_proj */
+    const int64_t E = p->dims[0], I = down ? p->dims[1] : p->dims[2] / 2, H = down ? p->dims[2] : p->dims[1];
+    const int64_t Ip = rup(I, vc__vllm_mxfp4_pad(b, 0)), Hp = rup(H, vc__vllm_mxfp4_pad(b, 1));
+    const int64_t rows = down ? Hp : 2 * Ip, in = down ? Ip : Hp; /* [E, rows, in / 2] and [E, rows, in / 32] */
+    const int64_t bias = down ? Hp : 2 * Ip, had = down ? H : 2 * I;
+    const vc_dtype bdt = b == VC_MXFP4_MARLIN ? VC_DT_BF16 : VC_DT_F32;
+    int k = 0;
+    out[k++] = T(E * rows * cdiv(in, 2), VC_DT_U8);
+    out[k++] = T(E * rows * cdiv(in, 32), VC_DT_U8);
+    const int64_t more = E * bias * (int64_t)vc_dtype_size(bdt) - E * had * (int64_t)vc_dtype_size(dense);
+    if (more > 0) out[k++] = T(more, VC_DT_U8); /* the kept bias beyond the model's [E, 2I] / [E, H] */
+    if (!down && b == VC_MXFP4_SM100_FI_BF16)
+        for (int g = 0; g < 3; g++) out[k++] = T(E, VC_DT_F32); /* gemm1_alpha, gemm1_beta, gemm1_clamp_limit */
+    if (!down && b == VC_MXFP4_MARLIN && dev) out[k++] = T(INT64_C(4) * dev->sms, VC_DT_I32); /* the workspace */
+    return k;
+}
+
 /* the checkpoint's blocks hold whole 32-value blocks of the input dimension (hidden_size // 32) */
 static const char *mxfp4_misfit(const vc_param_entry *p, const vc_quant *q, char *buf, size_t n)
 {
@@ -692,7 +743,7 @@ static const vc_weight_row rows[VC_WEIGHTS__N] = {
     [VC_WEIGHTS_MXFP4] = {
         .name = "mxfp4", .summary = "transformers Mxfp4GptOssExperts: stacked experts as FP4 blocks + E8M0 scales (Triton matmul_ogs)",
         .compute = VC_PREC_BF16, .method = "mxfp4", .from_config = qc_mxfp4,
-        .lora = VC_LORA_LINEAR, .tensors = mxfp4_tensors, .misfit = mxfp4_misfit,
+        .lora = VC_LORA_LINEAR, .tensors = mxfp4_tensors, .vllm_tensors = mxfp4_vllm_tensors, .misfit = mxfp4_misfit,
     },
     /* compressed-tensors (llm-compressor's checkpoints): CompressedLinear after its first forward; under
      * --weights, the FP8_DYNAMIC preset (quant_scheme.py: fp8 weights per channel, dynamic per-token fp8
@@ -983,6 +1034,11 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
         bool linear = !mx && p->flags & VC_PARAM_LINEAR && p->owner != last;
         if (!(linear || experts) || skipped(full, q->skip)) continue;
         char why[300];
+        if (r->misfit && r->misfit(p, q, why, sizeof why) && mx && m->vllm) /* vLLM's split without its backend */
+            return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "mxfp4 under " O("serve") " (layer %s): %s per rank: vLLM pads "
+                                "the experts' intermediate size to its MoE backend's multiple (Mxfp4MoEMethod.create_weights: "
+                                "TRITON 64 on compute capability 9.0, SM100_FI_MXFP4_BF16 256 on 10.x, MARLIN 128 on the "
+                                "others), which follows the card: give a " O("gpu") " preset, not a size", in->path, why);
         if (r->misfit && r->misfit(p, q, why, sizeof why))
             return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config", "%s (layer %s): %s",
                                 r->name, in->path, why);
@@ -1077,11 +1133,21 @@ static bool ct_experts(const vc_model *m) /* stacked experts in compressed-tenso
     return false;
 }
 
-bool vc__quant_vllm_needs_device(const vc_model *m) { return ct_wna16(vc__model_quant(m)) || ct_experts(m); }
+bool vc__quant_vllm_needs_device(const vc_model *m)
+{
+    return ct_wna16(vc__model_quant(m)) || ct_experts(m) || vc__model_quant(m)->format == VC_WEIGHTS_MXFP4; /* mxfp4_vllm_tensors */
+}
 
 vc_status vc__quant_vllm_check(const vc_model *m, const vc_gpu *dev, vc_error *err)
 {
     const vc_quant *q = vc__model_quant(m);
+    /* Mxfp4Config.get_min_capability() is 80 (mxfp4.py @ 007d5005); VllmConfig._get_quantization_config
+     * (vllm/config/vllm.py) raises "The quantization method mxfp4 is not supported for the current GPU. Minimum
+     * capability: 80. Current capability: 75." before any layer is made */
+    if (q->format == VC_WEIGHTS_MXFP4 && dev && !strcmp(dev->vendor, "NVIDIA") && dev->sm < 80)
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config", "mxfp4 under "
+                            O("serve") ": vLLM refuses it on %s: the quantization method mxfp4 is not supported for the "
+                            "current GPU (Mxfp4Config's minimum capability 80, the card's %d)", dev->name, dev->sm);
     if (q->format != VC_WEIGHTS_CT) return VC_OK;
     const char *key = m->has_quant ? O("weights") : "quantization_config", *why = NULL;
     if (ct_experts(m) && (!dev || strcmp(dev->vendor, "NVIDIA")))
