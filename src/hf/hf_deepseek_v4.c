@@ -131,33 +131,45 @@ static int compress_rates(rd *r, int64_t rate[3])
     return 0;
 }
 
+/* A per-layer list key (layer_types, mlp_layer_types; validate_layer_type): absent or null (*found false), else a list
+ * of num_hidden_layers entries (what: the entries' name in the error), each one of names[0..n) (expect: the error's
+ * text), counted into count[]. */
+static int layer_list(rd *r, const char *key, int64_t L, const char *what, const char *const *names, int n,
+                      const char *expect, int64_t *count, bool *found)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *found = v && !cJSON_IsNull(v);
+    if (!*found) return 0;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != L)
+        return vc__hf_bad(r, key, "expected a list of num_hidden_layers (%lld) %s (validate_layer_type)", (long long)L,
+                          what);
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v)
+    {
+        int t = -1;
+        for (int k = 0; k < n && cJSON_IsString(e); k++)
+            if (!strcmp(e->valuestring, names[k])) t = k;
+        if (t < 0) {
+            char at[48];
+            snprintf(at, sizeof at, "%s[%d]", key, i);
+            return vc__hf_bad(r, at, "expected %s", expect);
+        }
+        count[t]++;
+        i++;
+    }
+    return 0;
+}
+
 /* layer_types (else the legacy compress_ratios, else the default schedule), counted into n[LT_*]. */
 static int layer_types(rd *r, int64_t L, int64_t n[3])
 {
     n[LT_SLIDING] = n[LT_CSA] = n[LT_HCA] = 0;
-    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
-    if (lt && !cJSON_IsNull(lt)) {
-        if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != L)
-            return vc__hf_bad(r, "layer_types", "expected a list of num_hidden_layers (%lld) layer types "
-                              "(validate_layer_type)", (long long)L);
-        int i = 0;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, lt)
-        {
-            int t = -1;
-            for (int k = 0; k < 3 && cJSON_IsString(e); k++)
-                if (!strcmp(e->valuestring, layer_type_names[k])) t = k;
-            if (t < 0) {
-                char key[48];
-                snprintf(key, sizeof key, "layer_types[%d]", i);
-                return vc__hf_bad(r, key, "expected sliding_attention, compressed_sparse_attention or "
-                                  "heavily_compressed_attention (DEEPSEEK_V4_LAYER_TYPES)");
-            }
-            n[t]++;
-            i++;
-        }
-        return 0;
-    }
+    bool found;
+    if (layer_list(r, "layer_types", L, "layer types", layer_type_names, 3, "sliding_attention, "
+                   "compressed_sparse_attention or heavily_compressed_attention (DEEPSEEK_V4_LAYER_TYPES)", n, &found))
+        return -1;
+    if (found) return 0;
     const cJSON *ratios = cJSON_GetObjectItemCaseSensitive(r->cfg, "compress_ratios");
     if (ratios && !cJSON_IsNull(ratios)) {
         /* the checkpoints ship num_hidden_layers + 1 (the MTP layer's last), cut to num_hidden_layers */
@@ -188,24 +200,13 @@ static int layer_types(rd *r, int64_t L, int64_t n[3])
 /* mlp_layer_types: checked only (a hash_moe layer's HashRouter has the TopKRouter's weight; tid2eid is a buffer). */
 static int mlp_layer_types(rd *r, int64_t L)
 {
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(r->cfg, "mlp_layer_types");
-    if (mt && !cJSON_IsNull(mt)) {
-        if (!cJSON_IsArray(mt) || cJSON_GetArraySize(mt) != L)
-            return vc__hf_bad(r, "mlp_layer_types", "expected a list of num_hidden_layers (%lld) MoE types "
-                              "(validate_layer_type)", (long long)L);
-        int i = 0;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, mt)
-        {
-            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "hash_moe") && strcmp(e->valuestring, "moe"))) {
-                char key[48];
-                snprintf(key, sizeof key, "mlp_layer_types[%d]", i);
-                return vc__hf_bad(r, key, "expected hash_moe or moe (DEEPSEEK_V4_MLP_LAYER_TYPES)");
-            }
-            i++;
-        }
-        return 0;
-    }
+    static const char *const names[] = {"hash_moe", "moe"};
+    int64_t count[2] = {0, 0};
+    bool found;
+    if (layer_list(r, "mlp_layer_types", L, "MoE types", names, 2, "hash_moe or moe (DEEPSEEK_V4_MLP_LAYER_TYPES)",
+                   count, &found))
+        return -1;
+    if (found) return 0;
     int64_t hash;
     return int_key(r, "num_hash_layers", 3, 0, &hash);
 }
