@@ -45,8 +45,8 @@
  *    passed states in C's dtype and the final states [B, heads, head_dim x state] fp32; _bmm_chunk_fwd:
  *    CB [B, chunks, groups, chunk, chunk] fp32, freed at its return; _chunk_scan_fwd: out_x
  *    [B, L, heads, head_dim]); _layer_norm_fwd (layernorm_gated.py: out [B L, intermediate], rstd fp32
- *    [groups x B L]); F.linear(out, outproj_weight); save_for_backward(zxbcdt, ..., out_x, ..., rstd,
- *    ...): the input, out_x and rstd kept for backward;
+ *    [groups x B L]); F.linear(out, outproj_weight); save_for_backward(zxbcdt, ..., out_x, A, ..., rstd,
+ *    ...): the input, out_x, A (cuda_kernels_forward's -exp(A_log.float())) and rstd kept for backward;
  *  - its backward: out_recompute [B, L, intermediate], xBC_conv recomputed, dzxbcdt (the input's
  *    gradient), dxBC [B, L, conv_dim], dout = F.linear(dout, outproj_weight.t()), _layer_norm_bwd's dx,
  *    then _mamba_chunk_scan_combined_bwd (dt's clone, dA_cumsum and dt fp32, CB fp32, the states fp32
@@ -215,7 +215,7 @@ static vc_t a_of(vc_build *b, vc_t a_log, int64_t heads)
  * them, none of them recorded by autograd: xBC_conv, dA_cumsum and dt (fp32), the fp32 chunk states
  * (freed once passed), the passed states and the final ones, CB (freed at
  * _mamba_chunk_scan_combined_fwd's return), out_x, the norm's output and rstd, then F.linear's result;
- * the locals freed at the return but for the saved out_x and rstd. */
+ * the locals freed at the return but for the saved out_x and rstd (and A, saved too). */
 static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_w *iw)
 {
     const vc_t zx = vc_input(b, 0);
@@ -257,6 +257,7 @@ static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_
     if (rstd >= 0) vc_op_in_nodiff(o, rstd);
     vc_op_in_nodiff(o, nrm);
     vc_op_save(o, zx);
+    vc_op_save(o, A); /* save_for_backward(zxbcdt, ..., out_x, A, ...): -exp(A_log.float()), a new [heads] fp32 */
     vc_op_save(o, outx);
     if (rstd >= 0) vc_op_save(o, rstd);
     if (amp != VC_DT_F32) vc_op_ftemp(o, vc_n_fixed(c->hidden * Di), amp); /* outproj_weight.to(dtype) */
@@ -272,6 +273,15 @@ static void emit_fused(vc_build *b, const m2_cfg *c, const m2_dims *d, const m2_
     q[nq++] = (vc_part){vc_n_sample(3 * L * Di + 2 * L * CD), dt, 1, 0, 0};
     q[nq++] = (vc_part){vc_n_sample(L * H), dt, 1, 0, 0};
     q[nq++] = (vc_part){vc_n_sample(3 * H * nc * C + nc * G * C * C + 2 * nc * d->st), VC_DT_F32, 1, 0, 0};
+    /* The backward computes every gradient whatever ctx.needs_input_grad says (ssd_combined.py @ e9594ce1
+     * MambaSplitConv1dScanCombinedFn.backward: no needs_input_grad test): drmsnorm_weight, dD, dA and ddt_bias of a
+     * frozen parameter (LoRA) are made all the same, beside the scan's transients, and dropped when it returns. The
+     * late ones of a frozen weight (doutproj_weight's einsum, the conv's dweight and dbias, once the scan's fp32
+     * locals are gone) are left out. */
+    const vc_t early[] = {weight(b, iw->norm), vc_weight(b, iw->d), A, vc_weight(b, iw->dt_bias)};
+    for (size_t k = 0; k < sizeof early / sizeof *early; k++)
+        if (early[k] >= 0 && !vc_requires_grad(b, early[k]))
+            q[nq++] = (vc_part){vc_numel_of(b, early[k]), vc_dt_of(b, early[k]), 1, 0, 0};
     vc_op_btemp_parts(o, q, nq, true);
     vc_op_gemm(o);
     vc_op_end(o);

@@ -262,9 +262,13 @@ static vc_t binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel out, 
         if (!same_numel(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
     } else {
         /* add: the gradient passes through; the engine sum_to's it for a
-         * broadcast input (validate_outputs) */
-        vc_op_grad(o, ix, same_numel(vc_numel_of(b, x), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
-        vc_op_grad(o, iy, same_numel(vc_numel_of(b, y), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
+         * broadcast input and casts it for an input of another dtype than the
+         * result (engine.cpp @ e1253a95 validate_outputs: grad.to(metadata
+         * dtype), a new tensor: a float32 residual + a bf16 branch, Mamba2Block
+         * under residual_in_fp32, hands the branch a bf16 copy) */
+        const vc_dtype rdt = vc_dt_of(b, r);
+        vc_op_grad(o, ix, same_numel(vc_numel_of(b, x), out) && vc_dt_of(b, x) == rdt ? VC_GRAD_PASS : VC_GRAD_REDUCE);
+        vc_op_grad(o, iy, same_numel(vc_numel_of(b, y), out) && vc_dt_of(b, y) == rdt ? VC_GRAD_PASS : VC_GRAD_REDUCE);
     }
     vc_op_end(o);
     return r;

@@ -5,7 +5,7 @@
  * 1. CLIPModel's exact parameter count (sum(p.numel() for p in model.parameters()), buffers excluded) by hand from the
  *    __init__s of that file and CLIPConfig / CLIPTextConfig / CLIPVisionConfig (configuration_clip.py @
  *    01841b341b64ab547cd2e30f09cb9c74929f50f2); bench/accuracy/llm/clip_replica.py counts the same.
- * 2. The measured cases of bench/accuracy/llm/measured.json (clip_replica.py), held within 1%.
+ * 2. The measured cases of bench/accuracy/llm/measured.json (clip_replica.py), each exact.
  * 3. Refusals: each bad key named (text_config.* / vision_config.*), the options that make no sense named.
  *
  * Per CLIPEncoderLayer of width H and MLP width I: q/k/v/out_proj 4 (H^2 + H), layer_norm1/2 4H, fc1 HI + I, fc2
@@ -111,7 +111,10 @@ static void test_layers(void **state)
 }
 
 /* bench/accuracy/llm/measured.json's clip cases (run_suite.py's clip_small rows; clip_replica.py CLIPModel, torch 1.13
- * CPU, the allocator counter; --attention math, --workspace 0), held within 1% */
+ * CPU, the allocator counter; --attention math, --workspace 0), each exact. Before visual_projection was written after
+ * the text tower (CLIPModel.forward's order, which autograd's sequence numbers keep in backward) the bf16 sgd case was
+ * 2,560 B low (-0.18%: visual_projection's weight gradient and its input's gradient made, its saved input freed,
+ * before the text tower's backward) and the two inference cases 512 B high */
 static void test_measured(void **state)
 {
     (void)state;
@@ -130,7 +133,7 @@ static void test_measured(void **state)
     };
 #undef CK
 #undef LQV
-    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
+    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 0.0);
 }
 
 /* The options that make no sense for CLIPModel: one line naming the option */

@@ -1342,7 +1342,8 @@ static void build_siglip_vision(wr *w, const arch *a)
  *  - CLIPEncoder: the CLIPEncoderLayers (siglip_layer); last_hidden_state returned in vision_outputs (held by
  *    build_siglip to the logits);
  *  - pooled_output = last_hidden_state[:, 0, :] (a view), post_layernorm(pooled_output) (the pooler_output);
- *  - visual_projection: nn.Linear(hidden_size, projection_dim, bias=False). */
+ *  - visual_projection: nn.Linear(hidden_size, projection_dim, bias=False), run by CLIPModel.forward after the text
+ *    tower (build_siglip writes it there). */
 static void build_clip_vision(wr *w, const arch *a)
 {
     vision_patches(w, a, false);
@@ -1364,7 +1365,6 @@ static void build_clip_vision(wr *w, const arch *a)
     cJSON *post = layernorm(w, a, "vision_model.post_layernorm", NULL);
     str(w, pre, "held_until", "vision_model.post_layernorm");
     str(w, post, "held_until", "logits"); /* vision_outputs.pooler_output, to CLIPModel.forward's end */
-    linear(w, "visual_projection", NULL, a->H, a->clip_proj, false);
 }
 
 /* The layer of w's list named `name` (NULL none) */
@@ -1420,9 +1420,14 @@ static void build_siglip(wr *w, const arch *a)
     o = add_layer(w, "Select", "text_model.pooled_output");
     num(w, o, "dim", 1);
     num(w, o, "index", -1);
-    if (clip) { /* CLIPTextTransformer returns pooled_output; CLIPModel.forward: text_projection (no bias) */
+    if (clip) {
+        /* CLIPTextTransformer returns pooled_output; CLIPModel.forward runs both towers, then visual_projection, then
+         * text_projection (no biases): the order autograd's sequence numbers keep in backward, visual_projection's
+         * node after the text tower's (its weight's gradient made, its saved input freed, before the text tower's
+         * backward runs) */
         str(w, emb, "held_until", "text_model.pooled_output");
-        linear(w, "text_projection", NULL, a->H, a->clip_proj, false);
+        linear(w, "visual_projection", "vision_model.post_layernorm", v->H, v->clip_proj, false);
+        linear(w, "text_projection", "text_model.pooled_output", a->H, a->clip_proj, false);
     } else {
         linear(w, "text_model.head", NULL, a->H, a->H, true);
         str(w, emb, "held_until", "text_model.head");

@@ -561,22 +561,9 @@ def _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, layer_idx
     attention as whisper_replica._attention_cached (WhisperSdpaAttention @efa7189c's EncoderDecoderCache path, the
     form transformers 5's BartAttention has: self_attention_cache.update cats, the cross-attention's keys and values
     made at the first step and reused once is_updated; sdpa, is_causal only over more than one query)."""
-    from whisper_replica import _attention_cached
-    if layer.pre:  # MBartDecoderLayer.forward (pegasus's)
-        residual = hidden_states
-        hidden_states = layer.self_attn_layer_norm(hidden_states)
-        hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
-        hidden_states = residual + hidden_states
-        residual = hidden_states
-        hidden_states = layer.encoder_attn_layer_norm(hidden_states)
-        hidden_states = _attention_cached(layer.encoder_attn, hidden_states, layer_idx, cache, encoder_hidden_states)
-        hidden_states = residual + hidden_states
-        residual = hidden_states
-        hidden_states = layer.final_layer_norm(hidden_states)
-        hidden_states = layer.activation_fn(layer.fc1(hidden_states))
-        hidden_states = layer.fc2(hidden_states)
-        hidden_states = residual + hidden_states
-        return hidden_states
+    from whisper_replica import _attention_cached, _decoder_layer_cached as pre_ln_layer
+    if layer.pre:  # MBartDecoderLayer.forward (pegasus's, m2m_100's): WhisperDecoderLayer is "Copied from" it upstream
+        return pre_ln_layer(layer, hidden_states, encoder_hidden_states, layer_idx, cache)
     residual = hidden_states
     hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
     hidden_states = residual + hidden_states

@@ -15,7 +15,8 @@ Sources read (huggingface/transformers):
       H) over the arange buffer);
       CLIPVisionTransformer.forward: embeddings, hidden_states = pre_layrnorm(hidden_states), the encoder,
       pooled_output = last_hidden_state[:, 0, :], post_layernorm(pooled_output);
-      CLIPTextEmbeddings.forward: position_ids[:, :seq_length], token_embedding(input_ids) + position_embedding(...);
+      CLIPTextEmbeddings.forward: position_ids[:, :seq_length], token_embedding(input_ids) + position_embedding(...),
+      SiglipTextEmbeddings.forward statement for statement (siglip_replica.SiglipTextTransformer._embeddings, reused);
       CLIPTextTransformer.forward: input_ids.view(-1, L), the embeddings, attention_mask = create_causal_mask(...)
       (None under sdpa without a padding mask: masking_utils' sdpa_mask lets sdpa's is_causal do it), the encoder
       with is_causal=True (sdpa_attention_forward: is_causal when the mask is None and the query is longer than 1),
@@ -43,7 +44,7 @@ import torch
 import torch.nn as nn
 
 import vctorch
-from siglip_replica import SiglipEncoderLayer, encoder
+from siglip_replica import SiglipEncoderLayer, SiglipTextTransformer, encoder
 from vision_encoder_replica import Conv2d
 
 TEXT_DEFAULTS = {  # CLIPTextConfig.__init__
@@ -121,13 +122,8 @@ class CLIPTextTransformer(nn.Module):
         self.eos_token_id = c["eos_token_id"]
         self.gradient_checkpointing = False
 
-    def _embeddings(self, input_ids):  # CLIPTextEmbeddings.forward (position_ids None)
-        seq_length = input_ids.shape[-1]
-        position_ids = self.position_ids[:, :seq_length]
-        inputs_embeds = self.token_embedding(input_ids)
-        position_embeddings = self.position_embedding(position_ids)
-        embeddings = inputs_embeds + position_embeddings
-        return embeddings
+    # CLIPTextEmbeddings.forward (position_ids None): SiglipTextEmbeddings.forward's statements on the same modules
+    _embeddings = SiglipTextTransformer._embeddings
 
     def forward(self, input_ids):
         input_shape = input_ids.size()
