@@ -171,6 +171,12 @@ static void test_images(void **state)
     snprintf(a, sizeof a, "%s", q);
     (void)cli_output(a);
     unlink(q);
+    /* PixelValues' model_dtype (layers/vision.c, the frames' batch): not with the position ids */
+    char r[] = "/tmp/vc_smolvlmXXXXXX";
+    fam_write(r, "{\"input\": {\"shape\": [4], \"dtype\": \"int64\"}, \"layers\": [{\"type\": \"PixelValues\", \"name\": "
+                 "\"p\", \"num_patches\": 4, \"positions\": true, \"model_dtype\": true}]}");
+    assert_usage(r, "layers[0].model_dtype: is the pixel values' own batch");
+    unlink(r);
 }
 
 /* bench/accuracy/llm/measured.json's smolvlm_small / idefics3_small cases (run_suite.py's last block;

@@ -1044,7 +1044,7 @@ static vc_status images_begin(vc_build *b, vc_error *err)
      * (src/hf/hf_idefics3.c images_of) */
     if (seq - b->o.prompt < rows)
         return vc_set_error(err, VC_ERR_MODEL, NULL, "generate with images: the prefill's %lld tokens are fewer than "
-                            "--prompt (%lld) and the %lld image rows", (long long)seq, (long long)b->o.prompt,
+                            O("prompt") " (%lld) and the %lld image rows", (long long)seq, (long long)b->o.prompt,
                             (long long)rows);
     g->image_tokens = seq - b->o.prompt;
     return VC_OK;
