@@ -35,6 +35,8 @@
  * Gemma 3 (model_type gemma3): SiglipVisionModel and Gemma3MultiModalProjector, read_siglip,
  * siglip_images, write_siglip_weights and write_siglip below (modeling_siglip.py @ efa7189c,
  * modeling_gemma3.py and processing_gemma3.py @ 0018aa64 / 0068e970).
+ * SmolVLM / Idefics3 (smolvlm, idefics3) with images: write_siglip below on the processor's frames, read by
+ * src/hf/hf_idefics3.c (modeling_smolvlm.py @ b282e23b, image_processing_smolvlm.py @ 72486fb4).
  *
  * What is modelled and what is not (docs/llm.md "Vision-language models"):
  *  - the tower is frozen, as LLaMA-Factory's defaults train a VLM (hparams/finetuning_args.py
