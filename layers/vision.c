@@ -13,14 +13,17 @@ typedef struct {
     int64_t n, dim; /* patches per sample, values per patch */
     bool positions; /* the int64 position ids [n] instead */
     bool local_cast; /* the cast copy a temporary of the first layer's call (SigLIP), not kept to the forward's end */
+    bool model_dtype; /* the batch in the model's dtype, its copy the first layer's argument (SmolVLM, below) */
 } pix_cfg;
 
 static int pix_parse(vc_args *a, void *p)
 {
     pix_cfg *c = p;
     if (vc_arg_int(a, "num_patches", VC_REQUIRED, 1, &c->n) || vc_arg_bool(a, "positions", false, &c->positions) ||
-        vc_arg_bool(a, "local_cast", false, &c->local_cast))
+        vc_arg_bool(a, "local_cast", false, &c->local_cast) || vc_arg_bool(a, "model_dtype", false, &c->model_dtype))
         return -1;
+    if (c->model_dtype && (c->positions || c->local_cast))
+        return vc_arg_fail(a, "model_dtype", "is the pixel values' own batch (no \"positions\" or \"local_cast\")");
     return vc_arg_int(a, "patch_dim", c->positions ? 1 : VC_REQUIRED, 1, &c->dim);
 }
 
@@ -47,6 +50,16 @@ static void pix_emit(vc_build *b, const void *p)
     const pix_cfg *c = p;
     if (c->positions) {
         vc_set_output(b, vc__op_new(b, "pos_ids", vc_n_sample(c->n), VC_DT_I64));
+        return;
+    }
+    if (c->model_dtype) {
+        /* model_dtype: SmolVLMModel.get_image_features (modeling_smolvlm.py @ b282e23b) has no cast: the caller passes
+         * pixel_values in the model's dtype, held through the step; pixel_values[real_images_inds].contiguous() a
+         * copy, the patch embedding's argument (dead when that layer's call returns: the function's local to the
+         * tower's end is not modelled) */
+        vc_t x = vc__op_new(b, "pixel_values", vc_n_sample(c->n * c->dim), vc_param_dt(b));
+        vc_persist(b, x);
+        vc_set_output(b, vc__op_fresh(b, "index", x, vc_n_sample(c->n * c->dim)));
         return;
     }
     vc_t x = vc__op_new(b, "pixel_values", vc_n_sample(c->n * c->dim), VC_DT_F32);

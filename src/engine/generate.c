@@ -1006,17 +1006,6 @@ void vc__gen_emit(vc_build *b)
  * [B, 1, P, P] bool masks, full and sliding, to the forward's end, and sdpa then called with a mask: repeat_kv and
  * no is_causal), as in training (docs/llm.md); a decoding step has none. */
 
-/* Whether the model is a config.json of model_type gemma3 (its tower SigLIP: src/hf/hf_vision.c) */
-static bool siglip_config(const vc_model *m)
-{
-    if (!m->gen_json || !m->text) return false;
-    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    const bool yes = cJSON_IsString(t) && !strcmp(t->valuestring, "gemma3");
-    cJSON_Delete(root);
-    return yes;
-}
-
 static vc_status images_begin(vc_build *b, vc_error *err)
 {
     const vc_model *m = b->m;
@@ -1032,23 +1021,32 @@ static vc_status images_begin(vc_build *b, vc_error *err)
     /* src/hf/hf_layers.c build_layers: model.embed_tokens, the tower, model.text_embeds (the text rows' view);
      * model.inputs_embeds cats the tower's image embeddings (one row per image token) before them */
     size_t emb = m->ninst, text = m->ninst;
-    int64_t rows = 0;
+    int64_t rows = 0, seq = 0;
     for (size_t i = 0; i < m->ninst; i++) {
         const vc_inst *in = &m->inst[i];
         if (!in->name) continue;
         if (emb == m->ninst && !strcmp(in->name, "model.embed_tokens")) emb = i;
         if (text == m->ninst && !strcmp(in->name, "model.text_embeds")) text = i;
-        if (!strcmp(in->name, "model.inputs_embeds") && !strcmp(in->kind->name, "Cat") && in->nin == 2)
+        if (!strcmp(in->name, "model.inputs_embeds") && !strcmp(in->kind->name, "Cat") && in->nin == 2) {
             rows = m->val[in->in[0]].shape.d[0];
+            seq = rows + m->val[in->in[1]].shape.d[0];
+        }
     }
     if (emb >= text || text == m->ninst || rows < 1)
         return vc_set_error(err, VC_ERR_MODEL, NULL, "generate with images: the language model's embeddings and the "
                             "vision tower were not found");
     g->tower_first = emb + 1;
     g->tower_end = text;
-    /* the processor's image tokens: one per embedding row, and Gemma3Processor's full_image_sequence adds "\n\n",
-     * boi, eoi and "\n\n" to its one image a sample (src/hf/hf_vision.c siglip_images: tokens = mm + 4) */
-    g->image_tokens = rows + (siglip_config(m) ? 4 : 0);
+    /* the processor's image tokens: the prefill's sequence less --prompt's text (src/hf/hf.c: --prompt + the images'
+     * tokens): one per embedding row, and the text the processor puts around them: Gemma3Processor's
+     * full_image_sequence adds "\n\n", boi, eoi and "\n\n" to its one image a sample (src/hf/hf_vision.c
+     * siglip_images: tokens = mm + 4), SmolVLMProcessor its tiles' row / column and global-image tokens
+     * (src/hf/hf_idefics3.c images_of) */
+    if (seq - b->o.prompt < rows)
+        return vc_set_error(err, VC_ERR_MODEL, NULL, "generate with images: the prefill's %lld tokens are fewer than "
+                            O("prompt") " (%lld) and the %lld image rows", (long long)seq, (long long)b->o.prompt,
+                            (long long)rows);
+    g->image_tokens = seq - b->o.prompt;
     return VC_OK;
 }
 

@@ -274,7 +274,7 @@ enum {
     VIS_PIXTRAL, /* mistral3: PixtralVisionModel + Mistral3MultiModalProjector, run on --image (hf_pixtral.c) */
     VIS_QWEN2,   /* Qwen2-VL: Qwen2VisionTransformerPretrainedModel + PatchMerger (LayerNorm, fc1 / fc2 MLP), run on --image */
     VIS_PALIGEMMA, /* paligemma: SiglipVisionModel (Gemma 3's, hf_vision.c) + PaliGemmaMultiModalProjector (a Linear) */
-    VIS_IDEFICS3,  /* smolvlm, idefics3: the SigLIP-like vision transformer + the pixel-shuffle connector, not run (hf_idefics3.c) */
+    VIS_IDEFICS3,  /* smolvlm, idefics3: the SigLIP-like vision transformer + the pixel-shuffle connector, run on --image (hf_idefics3.c) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
@@ -304,6 +304,7 @@ typedef struct {
         bool bias;
         int act;
     } px;
+    int64_t tiles; /* VIS_IDEFICS3 with images: the processor's frames per sample (tiles and global images, hf_idefics3.c) */
 } hf_vision;
 
 extern const hf_family vc__hf_families[];
@@ -626,7 +627,7 @@ const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
 /* hf_idefics3.c: smolvlm's / idefics3's vision_config and scale_factor read and checked into a->vis (errors name
  * vision_config.KEY or the key; text_config.model_type other than llama, a tie_word_embeddings that disagrees with
  * text_config's, idefics3's vocab_size other than text_config's refused). -1 with r->err. */
-int vc__hf_idefics3_read(rd *r, arch *a);
+int vc__hf_idefics3_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
 /* hf_idefics3.c: --image / --images, --serve and --tp refused naming the option (0 when none is asked). */
 int vc__hf_idefics3_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err);
 /* hf_idefics3.c: the vision transformer's and the connector's weights appended to arr as frozen VisionWeights layers. */

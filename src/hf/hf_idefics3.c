@@ -30,16 +30,37 @@
  *    runs, and text_model(inputs_embeds=...) is LlamaModel's forward; the head: lm_head(hidden_states[:,
  *    slice(-0, None)]) and self.loss_function (ForCausalLMLoss), LlamaForCausalLM's loss.
  *
- * What is modelled: the parameters, exactly (named_parameters(), module by module), the tower and connector
- * loaded and never run: a text-only step is LlamaForCausalLM's with their weights resident (frozen here: with no
- * image they get no gradient, so an optimizer keeps no state for them whether or not they are trainable; TRL's
- * SFTTrainer trains every parameter by default, the replica does, bench/accuracy/llm/idefics3_replica.py).
- * Not modelled, refused naming the option: --image / --images (get_image_features runs the processor's tiles through
- * the tower as a batch dimension, [tiles, C, H, W], which a per-sample plan does not hold; SmolVLMModel.image_seq_len
- * = (image_size / patch_size)^2 / scale_factor^2 tokens per tile; the patch_attention_mask, pixel_shuffle's copies
- * and inputs_merger's zeros_like / where copies: none of it modelled. The processor's splitting (the longest edge
- * resized to a multiple of max_image_size, the tiles and the global image) was not read at a pinned commit:
- * image_processing_smolvlm.py / processing_smolvlm.py are named from the class layout only), --serve (vLLM's
+ * What is modelled: the parameters, exactly (named_parameters(), module by module); without --image the tower and
+ * connector loaded and never run: a text-only step is LlamaForCausalLM's with their weights resident (frozen here:
+ * with no image they get no gradient, so an optimizer keeps no state for them whether or not they are trainable;
+ * TRL's SFTTrainer trains every parameter by default, the replica does, bench/accuracy/llm/idefics3_replica.py).
+ *
+ * With --image WxH [--images N] (images_of below), read at huggingface/transformers:
+ *  - models/smolvlm/image_processing_smolvlm.py @ 72486fb4cafc48ea685280d06cc13c4d50da04a9
+ *    SmolVLMImageProcessor.preprocess (do_resize, do_image_splitting, do_pad True by default): resize
+ *    (get_resize_output_image_size), resize_for_vision_encoder, split_image, pad (frames_of below). The size and
+ *    max_image_size are the checkpoints' preprocessor_config.json, not read (vramcalc reads config.json only):
+ *    max_image_size {"longest_edge": vision_config.image_size} and size {"longest_edge": 4 x that}, as the
+ *    published SmolVLM / SmolVLM2 / Idefics3 processors set them (SmolVLM-256M: 512 and 2048; the class's own
+ *    defaults, 364 and 4 x 364, are Idefics3-8B's). Every frame is then max_image_size square: pad adds nothing,
+ *    pixel_attention_mask is all ones, SmolVLMVisionTransformer.forward passes no mask (torch.any(~mask) False);
+ *  - models/smolvlm/processing_smolvlm.py @ c82627a8d6e3ab9e020fd75755751ed81036e7a3 get_image_prompt_string: the
+ *    image's tokens (images_of below);
+ *  - modeling_smolvlm.py @ b282e23b (above): SmolVLMModel.forward: inputs_embeds = embed_tokens(input_ids) first,
+ *    get_image_features: pixel_values.view(B x N, C, H, W) (the frames one batch), SmolVLMVisionTransformer
+ *    (SmolVLMVisionEmbeddings: the patch Conv2d, position_ids [frames, patches] int64, + position_embedding; the
+ *    SiglipEncoderLayer-like layers on sdpa without a mask; post_layernorm), SmolVLMConnector (pixel_shuffle: two
+ *    views, permute, reshape (a copy), permute, reshape (a copy); modality_projection.proj), inputs_merger (the
+ *    image rows into inputs_embeds: a new [L, text hidden] tensor).
+ * The tower and connector run frozen, without an autograd graph (LLaMA-Factory's defaults, as the other VLM rows:
+ * hf_vision.c), written by hf_vision.c write_siglip (Gemma 3's SigLIP tower) with the frames as sdpa's batch: one
+ * sample's frames x heads heads over a frame's patches, the same scores and outputs. What is not modelled:
+ * get_image_features' (pixel_values == 0.0) test and its pixel_values[real_images_inds].contiguous() copy (the
+ * pixel_values are PixelValues' float32 batch, cast to the model's dtype for the patch embedding), the position ids'
+ * bucketize temporaries, inputs_merger's zeros_like and index temporaries (written as the Cat of the image rows and
+ * the text's, one new tensor), image_hidden_states kept in the model's output to the step's end, and through
+ * generate()'s decoding steps (where inputs_merger finds no image token); a padded frame (do_image_splitting off,
+ * or the processor's size / max_image_size other than the above). Refused naming the option: --serve (vLLM's
  * idefics3.py / smolvlm.py not read), --tp.
  */
 #include <math.h>
@@ -53,11 +74,7 @@
 
 int vc__hf_idefics3_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err)
 {
-    if (o && (o->image_w > 0 || o->images > 0))
-        return vc_set_error(err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the processor's tiles "
-                            "(the longest edge resized to a multiple of max_image_size, its tiles and the global image, "
-                            "run through the vision tower as a batch dimension) are not modelled; the text alone is",
-                            fam);
+    (void)o;
     if (serve)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "%s under vLLM (its Idefics3ForConditionalGeneration) is not "
                             "modelled", fam);
@@ -66,7 +83,104 @@ int vc__hf_idefics3_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_sp
     return 0;
 }
 
-int vc__hf_idefics3_read(rd *r, arch *a)
+/* The image processor's frames of one W x H image (the header: SmolVLMImageProcessor.preprocess with the checkpoints'
+ * size {"longest_edge": 4 x L} and max_image_size {"longest_edge": L}, L the tower's image_size): resize
+ * (_resize_output_size_rescale_to_max_len: the longest edge to 4 L, the other int(edge / aspect) rounded up to even;
+ * _resize_output_size_scale_below_upper_bound: MAX_IMAGE_SIZE 4096), resize_for_vision_encoder (each edge up to a
+ * multiple of L, the shorter int(longer / aspect) first), split_image (ceil(h / L) x ceil(w / L) tiles of L x L and the
+ * global image resized to L x L when an edge passes L, else the one L x L image). *rows, *cols: 0 for one frame.
+ * Returns the frames, 0 when an edge would be resized to nothing (an aspect ratio beyond the processor). */
+static int64_t frames_of(int64_t W, int64_t H, int64_t L, int64_t *rows, int64_t *cols)
+{
+    const int64_t top = 4 * L;
+    double ar = (double)W / (double)H;
+    int64_t w, h;
+    if (W >= H) {
+        w = top;
+        h = (int64_t)((double)w / ar);
+        if (h % 2) h++;
+    } else {
+        h = top;
+        w = (int64_t)((double)h * ar);
+        if (w % 2) w++;
+    }
+    h = h < 1 ? 1 : h;
+    w = w < 1 ? 1 : w;
+    ar = (double)w / (double)h;
+    if (w >= h && w > 4096) {
+        w = 4096;
+        h = (int64_t)((double)w / ar);
+    } else if (h > w && h > 4096) {
+        h = 4096;
+        w = (int64_t)((double)h * ar);
+    }
+    h = h < 1 ? 1 : h;
+    w = w < 1 ? 1 : w;
+    ar = (double)w / (double)h;
+    if (w >= h) {
+        w = (w + L - 1) / L * L;
+        h = (int64_t)((double)w / ar);
+        h = (h + L - 1) / L * L;
+    } else {
+        h = (h + L - 1) / L * L;
+        w = (int64_t)((double)h * ar);
+        w = (w + L - 1) / L * L;
+    }
+    if (h < 1 || w < 1) return 0;
+    if (h > L || w > L) {
+        *rows = h / L;
+        *cols = w / L;
+        return *rows * *cols + 1;
+    }
+    *rows = *cols = 0;
+    return 1;
+}
+
+/* --image WxH / --images N: each image's frames run through the tower as one batch ([frames, C, L, L]:
+ * SmolVLMModel.get_image_features), image_seq_len = (image_size / patch_size)^2 / scale_factor^2 embeddings a frame,
+ * and the prompt's text around them (processing_smolvlm.py get_image_prompt_string: a split image's rows x cols
+ * tiles each <fake_token_around_image><row_r_col_c> and its image tokens, a "\n" after each row, then "\n",
+ * <fake_token_around_image><global-img>, the global image's tokens, <fake_token_around_image>; one frame:
+ * <fake_token_around_image><global-img>, its tokens, <fake_token_around_image>), counted one token each (the added
+ * special tokens, the newlines). */
+static int images_of(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
+{
+    hf_vision *t = &a->vis;
+    if (o->image_w <= 0) return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
+    const int64_t side = t->img / t->P, s = t->M;
+    if (side % s) /* pixel_shuffle's x.view(bsz, height, width / scale_factor, ...) raises */
+        return vc__hf_bad(r, "scale_factor", "%lld: the tower's %lld x %lld patches (vision_config.image_size %lld / patch_size "
+                          "%lld) are not a multiple of it: the connector's pixel_shuffle cannot view them", (long long)s,
+                          (long long)side, (long long)side, (long long)t->img, (long long)t->P);
+    int64_t rows, cols;
+    const int64_t per = frames_of(o->image_w, o->image_h, t->img, &rows, &cols);
+    if (per == 0)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: the processor would resize an edge to nothing "
+                            "(the aspect ratio is too large)", (long long)o->image_w, (long long)o->image_h);
+    t->images = o->images > 0 ? o->images : 1;
+    const int64_t seq_len = side * side / (s * s);
+    if (t->images > 4096 || __builtin_mul_overflow(per, t->images, &t->tiles) ||
+        __builtin_mul_overflow(t->tiles, side * side, &t->patches) || t->patches > (INT64_C(1) << 32))
+        return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images of %lld frames: more than 2^32 patches per sample",
+                            (long long)t->images, (long long)per);
+    int64_t sc;
+    if (__builtin_mul_overflow(t->patches, side * side, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
+        sc > (INT64_C(1) << 56))
+        return vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? O("images") : O("image"), "%lld frames of %lld patches: "
+                            "the tower's attention would have more than 2^56 elements per sample", (long long)t->tiles,
+                            (long long)(side * side));
+    t->h = rows ? rows * t->img : t->img;
+    t->w = cols ? cols * t->img : t->img;
+    t->embeds = t->tiles * seq_len;
+    t->tokens = t->embeds + t->images * (rows ? rows * cols * 2 + rows + 4 : 3);
+    /* generate()'s decoding steps: prepare_inputs_for_generation passes pixel_values to the prefill only
+     * (_update_model_kwargs_for_generation keeps image_hidden_states, which the steps' inputs_merger finds no image
+     * token for): the tower written as for the prefill and not run (src/engine/generate.c "Images") */
+    t->decode = split.image_decode != 0;
+    return 0;
+}
+
+int vc__hf_idefics3_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
 {
     hf_vision *t = &a->vis;
     const cJSON *root = r->cfg;
@@ -147,6 +261,14 @@ int vc__hf_idefics3_read(rd *r, arch *a)
         tot > (INT64_C(1) << 56))
         return vc__hf_bad(r, "vision_config.num_hidden_layers", "%lld layers beside the language model's are more than 2^56 "
                     "parameters: byte counts would overflow 64-bit arithmetic", (long long)t->depth);
+    if (o && (o->image_w > 0 || o->images > 0)) {
+        /* the tower run: hidden_act, SmolVLMVisionConfig's gelu_pytorch_tanh when absent or null (the names ACT2FN
+         * gives a module the tower's layers model: gelu, gelu_pytorch_tanh, silu, relu) */
+        const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
+        t->act = A_GELU_TANH;
+        if (act && !cJSON_IsNull(act) && vc__hf_vision_act(r, v, "hidden_act", &t->act)) return -1;
+        return images_of(r, a, o, split);
+    }
     return 0;
 }
 

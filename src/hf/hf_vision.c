@@ -35,6 +35,8 @@
  * Gemma 3 (model_type gemma3): SiglipVisionModel and Gemma3MultiModalProjector, read_siglip,
  * siglip_images, write_siglip_weights and write_siglip below (modeling_siglip.py @ efa7189c,
  * modeling_gemma3.py and processing_gemma3.py @ 0018aa64 / 0068e970).
+ * SmolVLM / Idefics3 (smolvlm, idefics3) with images: write_siglip below on the processor's frames, read by
+ * src/hf/hf_idefics3.c (modeling_smolvlm.py @ b282e23b, image_processing_smolvlm.py @ 72486fb4).
  *
  * What is modelled and what is not (docs/llm.md "Vision-language models"):
  *  - the tower is frozen, as LLaMA-Factory's defaults train a VLM (hparams/finetuning_args.py
@@ -676,7 +678,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
         return 0;
     }
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_read(r, a, o, split); /* mistral3 (hf_pixtral.c) */
-    if (a->f->vision == VIS_IDEFICS3) return vc__hf_idefics3_read(r, a); /* smolvlm, idefics3 (hf_idefics3.c) */
+    if (a->f->vision == VIS_IDEFICS3) return vc__hf_idefics3_read(r, a, o, split); /* smolvlm, idefics3 (hf_idefics3.c) */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     if (cJSON_IsNull(v)) v = NULL; /* Qwen2_5_VLConfig: vision_config None is the class's defaults */
     if (v && !cJSON_IsObject(v)) {
@@ -1001,6 +1003,9 @@ static void write_qwen3_5_weights(vw *w, const hf_vision *t)
     vweights(w, "visual.merger.linear_fc2", t->out, H4 / k, true, true);
 }
 
+/* write_siglip's towers: Gemma 3's (SiglipVisionModel + Gemma3MultiModalProjector), PaliGemma's, SmolVLM's / Idefics3's */
+enum { SIG_GEMMA3, SIG_PALI, SIG_IDEFICS3 };
+
 static void vln(vw *w, const char *name, const char *in, int64_t width)
 {
     cJSON *o = lay(w, "LayerNorm", name);
@@ -1024,27 +1029,38 @@ static void vln(vw *w, const char *name, const char *in, int64_t width)
  *    transposed view), AvgPool2d(kernel), flatten(2).transpose(1, 2), mm_soft_emb_norm (Gemma3RMSNorm:
  *    x.float() ... * (1 + weight.float()), type_as), matmul(mm_input_projection_weight).
  * Frozen and run without autograd (the Qwen2.5-VL rows' default): nothing is saved. */
-static const char *write_siglip(vw *w, const hf_vision *t, bool pali)
+static const char *write_siglip(vw *w, const hf_vision *t, int kind)
 {
+    const bool pali = kind == SIG_PALI, i3 = kind == SIG_IDEFICS3;
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, side = t->img / t->P, n = t->patches;
-    const int64_t pd = t->cin * t->P * t->P, k = side / (int64_t)sqrt((double)t->mm), ps = side / k;
+    const int64_t pd = t->cin * t->P * t->P, k = i3 ? 1 : side / (int64_t)sqrt((double)t->mm), ps = side / k;
+    /* SmolVLM / Idefics3 (vc__hf_idefics3_run_tower, hf_idefics3.c): model.vision_model, its tiles one batch */
+    const char *pre = i3 ? "model.vision_model" : "vision_tower.vision_model", *ids = i3 ? "model.vision_model.position_ids" : "vision_tower.position_ids";
+    const int64_t tiles = i3 && t->tiles > 1 ? t->tiles : 1;
+    char pe[96], pos[96], emb[96];
+    snprintf(pe, sizeof pe, "%s.embeddings.patch_embedding", pre);
+    snprintf(pos, sizeof pos, "%s.embeddings.position_embedding", pre);
+    snprintf(emb, sizeof emb, "%s.embeddings", pre);
     cJSON *o = lay(w, "PixelValues", "pixel_values");
     vnum(w, o, "num_patches", (double)n);
     vnum(w, o, "patch_dim", (double)pd);
-    vflag(w, o, "local_cast", true);
-    o = vlinear(w, "vision_tower.vision_model.embeddings.patch_embedding", "pixel_values", pd, C, true);
+    vflag(w, o, i3 ? "model_dtype" : "local_cast", true); /* SmolVLM: no cast (layers/vision.c PixelValues) */
+    o = vlinear(w, pe, "pixel_values", pd, C, true);
     vflag(w, o, "quantizable", false); /* an nn.Conv2d: bitsandbytes leaves it */
-    o = lay(w, "PixelValues", "vision_tower.position_ids");
+    o = lay(w, "PixelValues", ids);
     vnum(w, o, "num_patches", (double)n);
     vflag(w, o, "positions", true);
-    o = lay(w, "PositionEmbedding", "vision_tower.vision_model.embeddings.position_embedding");
-    vins(w, o, "vision_tower.position_ids", NULL);
+    o = lay(w, "PositionEmbedding", pos);
+    vins(w, o, ids, NULL);
     vnum(w, o, "num_embeddings", (double)(side * side));
     vnum(w, o, "embedding_dim", (double)C);
-    o = lay(w, "Add", "vision_tower.vision_model.embeddings");
-    vins(w, o, "vision_tower.vision_model.embeddings.patch_embedding", "vision_tower.vision_model.embeddings.position_embedding");
-    cJSON *seq = lay(w, "Sequential", "vision_tower.vision_model.encoder.layers");
-    vins(w, seq, "vision_tower.vision_model.embeddings", NULL);
+    if (i3) vflag(w, o, "per_sample", true); /* SmolVLMVisionEmbeddings: position_ids [tiles, patches], per tile */
+    o = lay(w, "Add", emb);
+    vins(w, o, pe, pos);
+    char enc[96];
+    snprintf(enc, sizeof enc, "%s.encoder.layers", pre);
+    cJSON *seq = lay(w, "Sequential", enc);
+    vins(w, seq, emb, NULL);
     if (t->depth > 1) vnum(w, seq, "repeat", (double)t->depth);
     cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
     if (!inner) {
@@ -1056,20 +1072,37 @@ static const char *write_siglip(vw *w, const hf_vision *t, bool pali)
     vlinear(&b, "self_attn.q_proj", "layer_norm1", C, C, true);
     vlinear(&b, "self_attn.k_proj", "layer_norm1", C, C, true);
     vlinear(&b, "self_attn.v_proj", "layer_norm1", C, C, true);
+    const char *qkv[3] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+    if (tiles > 1) {
+        /* the tiles run as sdpa's batch ([tiles, heads, patches, D]): written as one sample's tiles x heads heads over
+         * the patches of a tile, the same scores and outputs ([patches, tiles x hidden] views of the projections) */
+        static const char *const tv[3] = {"self_attn.q_tiles", "self_attn.k_tiles", "self_attn.v_tiles"};
+        int64_t d2[2] = {n / tiles, tiles * C};
+        for (int i = 0; i < 3; i++) {
+            o = lay(&b, "Reshape", tv[i]);
+            vins(&b, o, qkv[i], NULL);
+            vshape(&b, o, "shape", 2, d2);
+            qkv[i] = tv[i];
+        }
+    }
     o = lay(&b, "RotaryAttention", "self_attn.attention");
     if (o) {
-        const char *qkv[3] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
         cJSON *arr = cJSON_CreateStringArray(qkv, 3);
         if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
             cJSON_Delete(arr);
             w->r->oom = true;
         }
     }
-    vnum(&b, o, "num_heads", (double)NH);
-    vnum(&b, o, "num_kv_heads", (double)NH);
+    vnum(&b, o, "num_heads", (double)(NH * tiles));
+    vnum(&b, o, "num_kv_heads", (double)(NH * tiles));
     vnum(&b, o, "head_dim", (double)D);
     vnum(&b, o, "rotary_dim", 0);
     vflag(&b, o, "causal", false);
+    if (tiles > 1) {
+        o = lay(&b, "Reshape", "self_attn.reshape"); /* attn_output.reshape(batch_size, seq_length, embed_dim) */
+        int64_t d2[2] = {n, C};
+        vshape(&b, o, "shape", 2, d2);
+    }
     vlinear(&b, "self_attn.out_proj", NULL, C, C, true);
     vins(&b, lay(&b, "Add", "attn_residual"), "input", "self_attn.out_proj");
     vln(&b, "layer_norm2", NULL, C);
@@ -1077,7 +1110,28 @@ static const char *write_siglip(vw *w, const hf_vision *t, bool pali)
     vact(&b, t->act, "mlp.activation_fn");
     vlinear(&b, "mlp.fc2", NULL, t->I, C, true);
     vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", "mlp.fc2");
-    vln(w, "vision_tower.vision_model.post_layernorm", NULL, C);
+    char pl[96];
+    snprintf(pl, sizeof pl, "%s.post_layernorm", pre);
+    vln(w, pl, NULL, C);
+    if (i3) { /* SmolVLMConnector.forward (hf_idefics3.c): pixel_shuffle's views and two copies, modality_projection */
+        const int64_t s = t->M, per = n / tiles;
+        o = lay(w, "Reshape", "model.connector.view"); /* x.view(bsz, h, w, C); x.view(bsz, h, w / s, C s) */
+        int64_t d4[4] = {tiles, side, side / s, C * s};
+        vshape(w, o, "shape", 4, d4);
+        o = lay(w, "Permute", "model.connector.permute"); /* permute(0, 2, 1, 3) */
+        int64_t p5[5] = {0, 1, 3, 2, 4};
+        vshape(w, o, "dims", 5, p5);
+        o = lay(w, "Reshape", "model.connector.reshape"); /* reshape(bsz, w / s, h / s, C s^2): a copy */
+        int64_t r4[4] = {tiles, side / s, side / s, C * s * s};
+        vshape(w, o, "shape", 4, r4);
+        o = lay(w, "Permute", "model.connector.permute2");
+        vshape(w, o, "dims", 5, p5);
+        o = lay(w, "Reshape", "model.connector.reshape2"); /* reshape(bsz, seq / s^2, C s^2): a copy */
+        int64_t r2[2] = {tiles * (per / (s * s)), C * s * s};
+        vshape(w, o, "shape", 2, r2);
+        vlinear(w, "model.connector.modality_projection.proj", NULL, C * s * s, t->out, false);
+        return "model.connector.modality_projection.proj";
+    }
     if (pali) { /* PaliGemmaForConditionalGeneration.get_image_features (modeling_paligemma.py @ efa7189c):
                  * multi_modal_projector (self.linear), then image_features / (text_config.hidden_size ** 0.5), a new
                  * tensor; .to(inputs_embeds.dtype) in forward: the same dtype */
@@ -1266,7 +1320,8 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     vw w = {r, arr};
     if (!a->f->vision) return NULL;
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_write(r, arr, a); /* mistral3 (hf_pixtral.c) */
-    if (a->f->vision == VIS_IDEFICS3) { /* smolvlm, idefics3: the weights only (hf_idefics3.c) */
+    if (a->f->vision == VIS_IDEFICS3) { /* smolvlm, idefics3 (hf_idefics3.c): the weights, or the tower run on tiles */
+        if (t->patches > 0) return write_siglip(&w, t, SIG_IDEFICS3);
         vc__hf_idefics3_write(r, arr, a);
         return NULL;
     }
@@ -1278,7 +1333,8 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
         else write_weights(&w, t);
         return NULL;
     }
-    if (a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA) return write_siglip(&w, t, a->f->vision == VIS_PALIGEMMA);
+    if (a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA)
+        return write_siglip(&w, t, a->f->vision == VIS_PALIGEMMA ? SIG_PALI : SIG_GEMMA3);
     if (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) return write_qwen3_tower(&w, t, a->f->vision == VIS_QWEN3_5);
     /* Qwen2-VL (Qwen2VisionTransformerPretrainedModel.forward, modeling_qwen2_vl.py @ efa7189c) runs as Qwen2.5-VL's
      * tower below with every block attending within each image's cu_seqlens (no windows: the same sdpa bool mask

@@ -26,6 +26,35 @@ Sources read (huggingface/transformers):
        get_image_features nor inputs_merger runs; text_model(inputs_embeds=...) (LlamaModel.forward);
        SmolVLMForConditionalGeneration.forward: logits = lm_head(hidden_states[:, slice(-0, None), :]) (the whole
        sequence), loss = self.loss_function(logits, labels, vocab_size) (ForCausalLMLoss).
+With images (build_image, measure_llm.py --image WxH [--images N]):
+  IP = models/smolvlm/image_processing_smolvlm.py @ 72486fb4cafc48ea685280d06cc13c4d50da04a9
+       SmolVLMImageProcessor.preprocess: resize (get_resize_output_image_size: _resize_output_size_rescale_to_max_len
+       to size["longest_edge"], then _resize_output_size_scale_below_upper_bound to MAX_IMAGE_SIZE 4096),
+       do_image_splitting: resize_for_vision_encoder (each edge up to a multiple of max_image_size["longest_edge"]),
+       split_image (ceil(h / M) x ceil(w / M) crops of M x M and the global image resized to M x M, or the one image);
+       pad to the batch's largest frame (every frame M x M here: pixel_attention_mask all ones). The checkpoints'
+       preprocessor_config.json is not read here (no network): size {"longest_edge": 4 M}, max_image_size
+       {"longest_edge": M} with M = vision_config.image_size, as the published SmolVLM / Idefics3 processors set them
+       (the class defaults 4 x 364 and 364 are Idefics3's).
+  PP = models/smolvlm/processing_smolvlm.py @ c82627a8d6e3ab9e020fd75755751ed81036e7a3 get_image_prompt_string
+       (_prompt_split_image / _prompt_single_image): the image's text, image_seq_len <image> tokens per frame
+       (int(((image_size // patch_size) ** 2) / (scale_factor ** 2)), SmolVLMModel.image_seq_len), a
+       <fake_token_around_image> and <row_r_col_c> before each tile's, "\n" after each row, then "\n",
+       <fake_token_around_image><global-img> and the global image's, <fake_token_around_image>; one token each here.
+  MS SmolVLMModel.get_image_features (view(B * N, ...); real_images_inds = (pixel_values == 0.0).sum(dim=(-1, -2,
+       -3)) != nb_values_per_image; pixel_values[real_images_inds].contiguous(); pixel_attention_mask None: torch.ones
+       bool [frames, H, W]; two unfolds, .sum(dim=(-1, -2)) > 0), SmolVLMVisionTransformer.forward
+       (SmolVLMVisionEmbeddings.forward: patch_embedding, flatten(2).transpose(1, 2), position_ids torch.full((B,
+       n), 0) filled per frame by bucketize, + position_embedding(position_ids); patch_attention_mask.view(B, -1),
+       all True: None; the encoder (SiglipEncoderLayer's statements: siglip_replica.py's layers, sdpa without a mask),
+       post_layernorm), SmolVLMConnector.forward (pixel_shuffle: view, view, permute, reshape, permute, reshape;
+       modality_projection.proj), inputs_merger (image_mask = input_ids == image_token_id, the block / local indices,
+       torch.zeros_like(inputs_embeds), the indexed put, torch.where), image_hidden_states kept in the model's
+       output (SmolVLMBaseModelOutputWithPast) until the forward returns; generate: pixel_values in the prefill only
+       (prepare_inputs_for_generation), image_hidden_states passed to the decoding steps
+       (_update_model_kwargs_for_generation), whose inputs_merger finds no image token.
+  The tower and connector frozen (the other VLM replicas' LLaMA-Factory defaults); pixel_values given in the
+  model's dtype (the caller's .to(dtype): the model has no cast).
 So the text-only model is reference.py's LlamaForCausalLM (embed_tokens, the layers, norm, lm_head, ForCausalLMLoss)
 with the tower and connector built (trainable, as from_pretrained leaves them and TRL's SFTTrainer trains them) and
 never run: no gradient, no optimizer state.
@@ -53,7 +82,8 @@ def flatten(raw):
     if raw["model_type"] == "idefics3":
         t["vocab_size"] = raw.get("vocab_size", 100000)  # CI: Idefics3Config's vocab_size written into text_config
     return dict(t, model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
-                scale_factor=raw.get("scale_factor", 2))
+                scale_factor=raw.get("scale_factor", 2),
+                image_token_id=raw.get("image_token_id", 128257))  # CS / CI: image_token_id 128257
 
 
 class VisionTransformer(nn.Module):
@@ -95,6 +125,219 @@ def build(cfg, attn_impl=None):
     s = d.get("scale_factor", 2)
     model.connector.modality_projection.proj = nn.Linear(k["hidden_size"] * s * s, model.embed_tokens.weight.shape[1],
                                                          bias=False)
+    return model
+
+
+def frames(W, H, M):
+    """IP: the frames of a W x H image with max_image_size M and size 4 M; (frames, rows, cols)."""
+    import math
+    L = 4 * M
+    h, w = H, W
+    aspect_ratio = w / h
+    if w >= h:  # _resize_output_size_rescale_to_max_len
+        w = L
+        h = int(w / aspect_ratio)
+        if h % 2 != 0:
+            h += 1
+    elif h > w:
+        h = L
+        w = int(h * aspect_ratio)
+        if w % 2 != 0:
+            w += 1
+    h, w = max(h, 1), max(w, 1)
+    aspect_ratio = w / h  # _resize_output_size_scale_below_upper_bound
+    if w >= h and w > 4096:
+        w = 4096
+        h = int(w / aspect_ratio)
+    elif h > w and h > 4096:
+        h = 4096
+        w = int(h * aspect_ratio)
+    h, w = max(h, 1), max(w, 1)
+    aspect_ratio = w / h  # resize_for_vision_encoder
+    if w >= h:
+        w = math.ceil(w / M) * M
+        h = int(w / aspect_ratio)
+        h = math.ceil(h / M) * M
+    else:
+        h = math.ceil(h / M) * M
+        w = int(h * aspect_ratio)
+        w = math.ceil(w / M) * M
+    if h > M or w > M:  # split_image
+        rows, cols = math.ceil(h / M), math.ceil(w / M)
+        return rows * cols + 1, rows, cols
+    return 1, 0, 0
+
+
+def image_tokens(cfg, W, H, images):
+    """(the prompt's tokens for the images, the <image> tokens among them, frames per sample) (PP, MS)."""
+    k = dict(VISION)
+    k.update({n: x for n, x in (cfg.d.get("vision_config") or {}).items() if n in VISION and x is not None})
+    s = cfg.d.get("scale_factor", 2)
+    seq_len = int(((k["image_size"] // k["patch_size"]) ** 2) / (s ** 2))
+    n, rows, cols = frames(W, H, k["image_size"])
+    text = rows * cols * 2 + rows + 4 if rows else 3
+    return images * (n * seq_len + text), images * n * seq_len, images * n
+
+
+def build_image(cfg, attn_impl=None):
+    """SmolVLMForConditionalGeneration with pixel_values (MS, the header): reference.py's Llama decoder, the tower and
+    connector run frozen; embed_tokens wrapped (Embed) to run SmolVLMModel.forward's image part."""
+    import torch
+    import siglip_replica
+    import vctorch
+    d = cfg.d
+    model = build(cfg, attn_impl)
+    k = dict(VISION)
+    k.update({n: x for n, x in (d.get("vision_config") or {}).items() if n in VISION and x is not None})
+    vc = siglip_replica.resolve(dict(d.get("vision_config") or {}, **k))
+    C, P, img = k["hidden_size"], k["patch_size"], k["image_size"]
+    side = img // P
+    sf = d.get("scale_factor", 2)
+    H = model.embed_tokens.weight.shape[1]
+    tid = d.get("image_token_id", 128257)
+
+    class Vision(torch.nn.Module):
+        """MS SmolVLMVisionTransformer (the same parameters as VisionTransformer above)."""
+
+        def __init__(self):
+            super().__init__()
+            self.embeddings = torch.nn.Module()
+            self.embeddings.patch_embedding = siglip_replica.Conv2d(k["num_channels"], C, kernel_size=P, stride=P,
+                                                                    padding="valid")
+            self.embeddings.position_embedding = torch.nn.Embedding(side * side, C)
+            self.encoder = torch.nn.Module()
+            self.encoder.layers = torch.nn.ModuleList(siglip_replica.SiglipEncoderLayer(vc)
+                                                      for _ in range(k["num_hidden_layers"]))
+            self.post_layernorm = vctorch._LayerNorm2x(C, eps=vc["layer_norm_eps"])
+
+        def forward(self, pixel_values, patch_attention_mask):
+            batch_size = pixel_values.size(0)
+            # SmolVLMVisionEmbeddings.forward
+            _, _, max_im_h, max_im_w = pixel_values.shape
+            patch_embeds = self.embeddings.patch_embedding(pixel_values)
+            embeddings = patch_embeds.flatten(2).transpose(1, 2)
+            max_nb_patches_h, max_nb_patches_w = max_im_h // P, max_im_w // P
+            boundaries = torch.arange(1 / side, 1.0, 1 / side)
+            position_ids = torch.full(size=(batch_size, max_nb_patches_h * max_nb_patches_w), fill_value=0)
+            for batch_idx, p_attn_mask in enumerate(patch_attention_mask):
+                nb_patches_h = p_attn_mask[:, 0].sum()
+                nb_patches_w = p_attn_mask[0].sum()
+                fractional_coords_h = torch.arange(0, 1 - 1e-6, 1 / nb_patches_h)
+                fractional_coords_w = torch.arange(0, 1 - 1e-6, 1 / nb_patches_w)
+                bucket_coords_h = torch.bucketize(fractional_coords_h, boundaries, right=True)
+                bucket_coords_w = torch.bucketize(fractional_coords_w, boundaries, right=True)
+                pos_ids = (bucket_coords_h[:, None] * side + bucket_coords_w).flatten()
+                position_ids[batch_idx][p_attn_mask.view(-1)] = pos_ids
+                del nb_patches_h, nb_patches_w, fractional_coords_h, fractional_coords_w, bucket_coords_h
+                del bucket_coords_w, pos_ids, p_attn_mask
+            embeddings = embeddings + self.embeddings.position_embedding(position_ids)
+            del patch_embeds, position_ids, boundaries
+            hidden_states = embeddings
+            del embeddings
+            patch_attention_mask = patch_attention_mask.view(batch_size, -1)
+            if not torch.any(~patch_attention_mask):
+                patch_attention_mask = None
+            else:
+                raise ValueError("idefics3_replica.py: padded frames are not replicated")
+            hidden_states = siglip_replica.encoder(self.encoder.layers, hidden_states, False)
+            return self.post_layernorm(hidden_states)
+
+    class Connector(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.modality_projection = torch.nn.Module()
+            self.modality_projection.proj = vctorch._Linear2x(C * sf * sf, H, bias=False)
+
+        def forward(self, x):  # MS SmolVLMConnector.forward, pixel_shuffle
+            bsz, seq, embed_dim = x.size()
+            height = width = int(seq ** 0.5)
+            x = x.view(bsz, height, width, embed_dim)
+            x = x.view(bsz, height, int(width / sf), embed_dim * sf)
+            x = x.permute(0, 2, 1, 3)
+            x = x.reshape(bsz, int(width / sf), int(height / sf), embed_dim * (sf ** 2))
+            x = x.permute(0, 2, 1, 3)
+            x = x.reshape(bsz, int(seq / (sf ** 2)), embed_dim * (sf ** 2))
+            return self.modality_projection.proj(x)
+
+    def get_image_features(pixel_values):  # MS SmolVLMModel.get_image_features, pixel_attention_mask None
+        batch_size, num_images, num_channels, height, width = pixel_values.shape
+        pixel_values = pixel_values.view(batch_size * num_images, *pixel_values.shape[2:])
+        nb_values_per_image = pixel_values.shape[1:].numel()
+        real_images_inds = (pixel_values == 0.0).sum(dim=(-1, -2, -3)) != nb_values_per_image
+        if not any(real_images_inds):
+            real_images_inds[0] = True
+        pixel_values = pixel_values[real_images_inds].contiguous()
+        pixel_attention_mask = torch.ones(size=[pixel_values.shape[i] for i in (0, 2, 3)], dtype=torch.bool)
+        patches_subgrid = pixel_attention_mask.unfold(dimension=1, size=P, step=P)
+        patches_subgrid = patches_subgrid.unfold(dimension=2, size=P, step=P)
+        patch_attention_mask = (patches_subgrid.sum(dim=(-1, -2)) > 0).bool()
+        del patches_subgrid, pixel_attention_mask, real_images_inds
+        image_hidden_states = model.vision_model(pixel_values=pixel_values, patch_attention_mask=patch_attention_mask)
+        del pixel_values, patch_attention_mask
+        return model.connector(image_hidden_states)
+
+    def inputs_merger(input_ids, inputs_embeds, image_hidden_states):  # MS SmolVLMModel.inputs_merger
+        _, patch_size, _ = image_hidden_states.shape
+        image_mask = input_ids == tid
+        num_image_tokens = image_mask.sum(dim=1)
+        if not torch.all(num_image_tokens % patch_size == 0):
+            raise ValueError("At least one sample has <image> tokens not divisible by patch_size.")
+        blocks_per_sample = num_image_tokens // patch_size
+        offsets = torch.nn.functional.pad(blocks_per_sample.cumsum(dim=0), (1, 0), value=0)
+        block_offset = offsets[:-1]
+        row_cum = image_mask.cumsum(dim=-1)
+        chunk_idx = (row_cum - 1) // patch_size
+        local_idx = (row_cum - 1) % patch_size
+        block_idx = block_offset.unsqueeze(1) + chunk_idx
+        del num_image_tokens, blocks_per_sample, offsets, block_offset, row_cum, chunk_idx
+        image_embeds = torch.zeros_like(inputs_embeds)
+        image_embeds[image_mask] = image_hidden_states[block_idx[image_mask], local_idx[image_mask], :]
+        del block_idx, local_idx
+        merged_embeds = torch.where(image_mask.unsqueeze(-1), image_embeds, inputs_embeds)
+        return merged_embeds
+
+    class Embed(torch.nn.Module):
+        """MS SmolVLMModel.forward up to text_model: inputs_embeds = embed_tokens(input_ids); pixel_values ->
+        get_image_features; image_hidden_states (from the prefill, generate) -> inputs_merger; image_hidden_states
+        kept to the forward's return (its output)."""
+
+        def __init__(self, emb):
+            super().__init__()
+            self.emb = emb
+            self.weight = emb.weight
+            self.pixel_values = self.image_hidden_states = None
+            self.keep = None
+            self.generating = False  # measure_llm.py's generate: the prefill's image_hidden_states kept
+
+        def forward(self, input_ids):
+            inputs_embeds = self.emb(input_ids)
+            image_hidden_states = None
+            if self.pixel_values is not None:
+                image_hidden_states = get_image_features(self.pixel_values)
+            elif self.image_hidden_states is not None:
+                image_hidden_states = self.image_hidden_states
+            if image_hidden_states is None:
+                return inputs_embeds
+            inputs_embeds = inputs_merger(input_ids, inputs_embeds, image_hidden_states)
+            self.keep = image_hidden_states
+            if self.generating:  # _update_model_kwargs_for_generation: outputs.image_hidden_states for the next steps
+                self.image_hidden_states = image_hidden_states
+            return inputs_embeds
+
+    model.vision_model = Vision()
+    model.connector = Connector()
+    model.embed_tokens = Embed(model.embed_tokens)
+    for p in list(model.vision_model.parameters()) + list(model.connector.parameters()):
+        p.requires_grad_(False)
+    inner = model.forward
+
+    def forward(*args, **kwargs):
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            model.embed_tokens.keep = None
+
+    model.forward = forward
     return model
 
 

@@ -344,7 +344,8 @@ def main(argv):
         model = paligemma_replica.build(cfg, args.attn)
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
                                                          "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") + near_llama_replica.FAMILIES and not (
-            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3", "mllama")):
+            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3", "mllama",
+                                              "smolvlm", "idefics3")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
@@ -398,7 +399,8 @@ def main(argv):
         model = mistral3_replica.build(cfg, args.attn)
     elif cfg.model_type in ("smolvlm", "idefics3"):  # on text: Llama's LM, the tower and connector loaded (idefics3_replica.py)
         import idefics3_replica
-        model = idefics3_replica.build(cfg, args.attn)
+        # with --image: the tower and connector run frozen (idefics3_replica.build_image)
+        model = (idefics3_replica.build_image if args.image else idefics3_replica.build)(cfg, args.attn)
     elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
         import mllama_replica
         model = mllama_replica.build(cfg, args.attn)
@@ -539,6 +541,27 @@ def main(argv):
             return ids
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
                        "image_embeds": args.images * rows * cols})
+    elif args.image and cfg.model_type in ("smolvlm", "idefics3"):
+        # SmolVLMImageProcessor's frames (idefics3_replica.frames: tiles and the global image, each image_size
+        # square), pixel_values [B, frames, C, S, S] in the model's dtype; the prompt's image text first: its
+        # <image> tokens, then the wrapper tokens (as text ids), then --seq's text
+        import idefics3_replica
+        W, Hh = (int(x) for x in args.image.lower().split("x"))
+        image_tokens, i3_embeds, i3_frames = idefics3_replica.image_tokens(cfg, W, Hh, args.images)
+        i3k = dict(idefics3_replica.VISION)
+        i3k.update({n: x for n, x in (cfg.d.get("vision_config") or {}).items() if n in i3k and x is not None})
+
+        def i3_ids(ids):
+            tid = cfg.d.get("image_token_id", 128257)
+            ids = torch.where(ids == tid, torch.full_like(ids, tid - 1 if tid + 1 >= V else tid + 1), ids)
+            ids[:, :i3_embeds] = tid
+            return ids
+
+        def i3_pixels():
+            return torch.randn(args.batch, i3_frames, i3k["num_channels"], i3k["image_size"], i3k["image_size"],
+                               dtype=dtype)
+        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
+                       "image_embeds": i3_embeds, "frames": i3_frames})
     elif args.image and cfg.model_type == "mllama":
         # MllamaProcessor (mllama_replica.set_images): pixel_values padded to max_image_tiles, the masks; one
         # <|image|> token per image counted in --seq
@@ -607,6 +630,9 @@ def main(argv):
             input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
             input_ids[:, :image_tokens] = tid
             model.pixel_values = torch.randn(n_img, pk["num_channels"], pk["image_size"], pk["image_size"])
+        elif image_tokens and cfg.model_type in ("smolvlm", "idefics3"):  # idefics3_replica.build_image
+            input_ids = i3_ids(input_ids)
+            model.embed_tokens.pixel_values = i3_pixels()
         elif image_tokens and cfg.model_type == "mistral3":  # mistral3_replica.py: the image's rows first
             input_ids = mistral3_ids(input_ids)
             model.embed_tokens.pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
@@ -683,6 +709,9 @@ def main(argv):
                 input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
                 input_ids[:, :image_tokens] = tid  # the image tokens first, then bos and the text
                 model.pixel_values = torch.randn(n_img, pk["num_channels"], pk["image_size"], pk["image_size"])
+            elif image_tokens and cfg.model_type in ("smolvlm", "idefics3"):
+                input_ids = i3_ids(input_ids)
+                model.embed_tokens.pixel_values = i3_pixels()
             elif image_tokens and cfg.model_type == "mistral3":
                 input_ids = mistral3_ids(input_ids)
                 model.embed_tokens.pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
@@ -906,6 +935,13 @@ def main(argv):
             prompt_ids[:, 2:2 + mmt] = tid
             pixel_values = torch.randn(n_img, gk["cin"], gk["img"], gk["img"])
             token_type_ids = (prompt_ids == tid).long()
+            P += image_tokens
+        elif image_tokens and cfg.model_type in ("smolvlm", "idefics3"):
+            # SmolVLMProcessor's input_ids (i3_ids) and pixel_values, kept in generate()'s model_kwargs; the prefill's
+            # image_hidden_states passed to the decoding steps (idefics3_replica.build_image's Embed keeps them)
+            prompt_ids = i3_ids(prompt_ids)
+            pixel_values = i3_pixels()
+            model.embed_tokens.generating = True
             P += image_tokens
         elif image_tokens and cfg.model_type == "mistral3":
             # PixtralProcessor's input_ids (mistral3_ids), pixel_values [images, C, h, w] float32 and image_sizes
@@ -1393,6 +1429,7 @@ def main(argv):
             kv_per_token = n_kv * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
         if image_tokens:
             model.embed_tokens.pixel_values = model.embed_tokens.grid_thw = None
+            model.embed_tokens.image_hidden_states = None  # idefics3_replica.py: generate()'s model_kwargs
             if token_type_ids is not None:
                 model.pixel_values = model.token_type_ids = None
             P -= image_tokens  # the case's --prompt: the text's tokens

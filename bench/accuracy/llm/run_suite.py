@@ -2368,6 +2368,28 @@ def cases():
         ("llama_wide", 2, 150, "adamw", "bf16", True, 0),
     ]
     train_cases(out, trl_nll, loss="nll")
+    # issue 31 (towers): SmolVLM / Idefics3 with an image (idefics3_replica.build_image: SmolVLMImageProcessor's
+    # frames, image_processing_smolvlm.py @ 72486fb4; get_image_features, the connector's pixel_shuffle and
+    # inputs_merger, modeling_smolvlm.py @ b282e23b; the tower and connector frozen). smolvlm_small: 64x32 -> 2 x 4
+    # tiles and the global image (9 frames of 16 patches, 4 tokens each); 32x96 -> 4 x 2 (9 frames); idefics3_small
+    # (scale_factor 4: 1 token a frame): 64x32 -> 9 frames. Train full / checkpointed / LoRA r=8 on o_proj,down_proj,
+    # fp32 / bf16, --mode infer, generate (pixel_values in the prefill). Every third held out.
+    mode_cases(out, [
+        ("train", "smolvlm_small", 1, 32, "adamw", "fp32", False, 0),
+        ("train", "smolvlm_small", 2, 32, "adamw", "bf16", False, 0),
+        ("train", "smolvlm_small", 1, 32, "adamw", "fp32", True, 0),
+        ("train", "smolvlm_small", 1, 48, "adamw", "bf16", False, 8),
+        ("infer", "smolvlm_small", 1, 32, None, "fp32", False, 0),
+        ("generate", "smolvlm_small", 1, 16, 8, "fp32", False, 0),
+        ("infer", "smolvlm_small", 2, 16, None, "bf16", False, 0),
+        ("generate", "smolvlm_small", 2, 16, 6, "bf16", False, 0),
+        ("train", "idefics3_small", 1, 32, "sgd", "fp32", False, 0),
+    ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="64x32", images=1)
+    mode_cases(out, [
+        ("train", "smolvlm_small", 1, 32, "adamw", "fp32", False, 0),
+        ("infer", "smolvlm_small", 1, 32, None, "fp32", False, 0),
+        ("train", "smolvlm_small", 1, 32, "sgd", "bf16", True, 0),
+    ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="32x96", images=1)
     return out
 
 
