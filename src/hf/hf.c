@@ -2079,7 +2079,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq, r.fam,
                                 (long long)a.vit.patches, (long long)(a.vit.patches + 1));
     } else if (!strcmp(a.f->model_type, "mllama")) { /* MllamaConfig's tower and cross-attention layers (hf_mllama.c) */
-        if (vc__hf_mllama_read(&rv, &a, o, split, vllm)) return err->code;
+        if (vc__hf_mllama_read(&rv, &a, o, split, vllm, rel && rel->generate)) return err->code;
     } else if (!siglip && !a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
         return err->code;
     }
