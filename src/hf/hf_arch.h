@@ -472,7 +472,7 @@ typedef struct arch {
     } fh;
     /* mllama (hf_mllama.c): text_config's cross_attention_layers (ncross of nall layers; N is then the
      * MllamaSelfAttentionDecoderLayers alone, the layers a text-only forward runs), embed_tokens' 8 rows past
-     * vocab_size (vextra), and vision_config's MllamaVisionModel with the multi_modal_projector, loaded, not run:
+     * vocab_size (vextra), and vision_config's MllamaVisionModel with the multi_modal_projector (run with images):
      * hidden_size, intermediate_size, num_hidden_layers, num_global_layers, attention_heads, num_channels,
      * patch_size, image_size, max_num_tiles, len(supported_aspect_ratios), vision_output_dim */
     struct {

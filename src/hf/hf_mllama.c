@@ -36,8 +36,18 @@
  *    projector and the cross-attention layers are loaded and never run (VisionWeights, layers/vision.c). Their
  *    parameters get no gradient, so an optimizer keeps no state for them.
  *
- * What is not modelled is refused naming the option: --image / --images (the tower's tiles, the cross-attention
- * layers and their cache), --tp (no Megatron plan of these modules is read), --serve (vLLM dropped
+ * With --image / --images (training and --mode infer) the tower, the projector and the cross-attention layers run
+ * (vc__hf_mllama_write, vc__hf_mllama_cross_write; layers/mllama.c): MllamaForConditionalGeneration.forward with
+ * pixel_values as modeling_mllama.py @ befb7955 runs it (MllamaVisionModel.forward, _prepare_cross_attention_mask,
+ * MllamaCrossAttentionDecoderLayer.forward, MllamaTextCrossSdpaAttention.forward), the processor's tensors from
+ * image_processing_mllama.py @ 0350540de3d2a016f85b83ea804ef3f07e8e4f67 (get_optimal_tiled_canvas: ml_canvas;
+ * pack_images pads pixel_values to max_image_tiles whatever the canvas, so the canvas moves no byte). The tower and
+ * the projector are frozen (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector defaults, as the other
+ * VLM rows); the cross-attention layers train with the language model.
+ *
+ * What is not modelled is refused naming the option: generate() with images (--image: the tower in the prefill alone
+ * and the cross-attention keys / values cached, read back each step), --tp (no Megatron plan of these modules is
+ * read), --serve (vLLM dropped
  * MllamaForConditionalGeneration: vllm-project/vllm vllm/model_executor/models/registry.py @
  * 0002bff0b6cb36a3c8a17364de3303664463c412 lists it in _PREVIOUSLY_SUPPORTED_MODELS, "0.10.2", "encoder-decoder
  * models except whisper have been removed for V0 deprecation"); and tie_word_embeddings true (lm_head's vocab_size
