@@ -36,6 +36,7 @@ extern const vc_kind vc_kind_WhisperAttention, vc_kind_WhisperEncoderPositions; 
 extern const vc_kind vc_kind_BartLogitsBias, vc_kind_M2M100Positions; /* bart.c */
 extern const vc_kind vc_kind_PixtralRotary, vc_kind_PixtralMask, vc_kind_PixtralAttention, vc_kind_PixtralMerge,
     vc_kind_PixtralOutputs; /* pixtral.c */
+extern const vc_kind vc_kind_MllamaVision, vc_kind_MllamaCrossMask, vc_kind_MllamaCrossAttention, vc_kind_MllamaGate; /* mllama.c */
 
 static const vc_kind *const kinds[] = {
     &vc_kind_Conv1d, &vc_kind_Conv2d, &vc_kind_Conv3d, &vc_kind_ConvTranspose1d, &vc_kind_ConvTranspose2d, &vc_kind_ConvTranspose3d,
@@ -65,6 +66,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_WhisperAttention, &vc_kind_WhisperEncoderPositions,
     &vc_kind_BartLogitsBias, &vc_kind_M2M100Positions,
     &vc_kind_PixtralRotary, &vc_kind_PixtralMask, &vc_kind_PixtralAttention, &vc_kind_PixtralMerge, &vc_kind_PixtralOutputs,
+    &vc_kind_MllamaVision, &vc_kind_MllamaCrossMask, &vc_kind_MllamaCrossAttention, &vc_kind_MllamaGate,
 };
 
 #define NKINDS (sizeof kinds / sizeof *kinds)

@@ -11,7 +11,9 @@
  *    meta-llama/Llama-3.2-11B-Vision(-Instruct)'s safetensors (10.7B), derived exactly here.
  * 2. What a text-only forward runs: the self-attention layers alone, their KV cache in generate().
  * 3. The measured cases of bench/accuracy/llm/measured.json (mllama_replica.py), the four not held out within 1%.
- * 4. Refusals: exit 2 and one line naming the key or option.
+ * 4. With --image: the tower, the projector and the cross-attention layers run (train, -m infer); the measured
+ *    mllama_vision_small cases not held out within 1%.
+ * 5. Refusals: exit 2 and one line naming the key or option.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -127,6 +129,43 @@ static void test_measured(void **state)
     assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
 }
 
+/* With --image (hf_mllama.c, layers/mllama.c): the tower, the projector and the cross-attention layers run. */
+static void test_images(void **state)
+{
+    (void)state;
+    /* the parameters are the same modules (the cross-attention layers now real layers, the tower's weights as
+     * before): the Hub's 10,670,220,835; trainable adds the 8 cross-attention layers, which get a gradient once they
+     * run: 8,030,294,016 + 8 x 218,112,258 (test_counts) = 9,775,192,080 (the tower and projector frozen) */
+    const char *argv = ML11 " --image 560x560 -f json";
+    assert_int_equal(cli_json_field(argv, "\"parameters\": "), 10670220835LL);
+    assert_int_equal(cli_json_field(argv, "\"trainable_parameters\": "), 9775192080LL);
+    /* MllamaImageProcessor pads pixel_values to max_image_tiles whatever the canvas get_optimal_tiled_canvas picks
+     * (image_processing_mllama.py @ 0350540d pack_images): a 1x1-tile image and a 2x2-tile one cost the same */
+    assert_int_equal(cli_json_field(ML11 " --image 56x56 -f json", "\"peak_allocated\": "),
+                     cli_json_field(ML11 " --image 1120x1120 -f json", "\"peak_allocated\": "));
+    /* a second image per sample: more tiles through the tower, a longer cross-attention key */
+    assert_true(cli_json_field(ML11 " --image 560x560 --images 2 -f json", "\"peak_allocated\": ") >
+                cli_json_field(argv, "\"peak_allocated\": "));
+}
+
+/* bench/accuracy/llm/measured.json's mllama_vision_small cases (run_suite.py's images block; mllama_replica.py,
+ * torch 1.13 CPU, the allocator counter; --attention math, --workspace 0), those not held out: train fp32 600x400
+ * -0.08%, bf16 560x560 at batch 2 -0.09%, LoRA r=8 on gate/up/down_proj bf16 -0.11%, 56x56 -0.08%, infer bf16 two
+ * 300x900 images at batch 2 -0.13% */
+static void test_measured_images(void **state)
+{
+    (void)state;
+    static const cli_measured c[] = {
+        {"mllama_vision_small.json --seq 64 -b 1 -o adamw -p fp32 --image 600x400 --images 1", 7133696},
+        {"mllama_vision_small.json --seq 64 -b 2 -o adamw -p bf16 --image 560x560 --images 1", 6176256},
+        {"mllama_vision_small.json --seq 96 -b 1 -o adamw -p bf16 --lora 8 --lora-alpha 16 --lora-dropout 0 "
+         "--lora-targets gate_proj,up_proj,down_proj --image 600x400 --images 1", 4254720},
+        {"mllama_vision_small.json --seq 64 -b 1 -o adamw -p fp32 --image 56x56 --images 1", 7133696},
+        {"mllama_vision_small.json -m infer --seq 32 -b 2 -p bf16 --image 300x900 --images 2", 4002816},
+    };
+    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -157,8 +196,10 @@ static void test_refusals(void **state)
     };
     fam_refuse_edits("{\"model_type\": \"mllama\", ", c, sizeof c / sizeof *c);
     static const fam_refusal o[] = {
-        {"--image 560x560", "--image: mllama with images is not modelled"},
-        {"--images 2", "--images: mllama with images is not modelled"},
+        {"--images 2", "--images: needs --image WxH"},
+        {"-m generate --image 560x560", "--image: mllama: generate() with images"},
+        {"--image 560x560 --images 1000000", "--images: 1000000 images of 4 tiles: the tower's tensors would have more "
+                                             "than 2^48 elements"},
         {"--serve --gpu h100-80gb", "--serve: vLLM no longer serves MllamaForConditionalGeneration"},
         {"--tp 2 --gpus 2", "--tp: mllama: tensor parallelism is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
@@ -173,6 +214,8 @@ int main(void)
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_text_only),
         cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_images),
+        cmocka_unit_test(test_measured_images),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1345,8 +1345,8 @@ const hf_family vc__hf_families[] = {
      * MllamaTextModel.forward skips the MllamaCrossAttentionDecoderLayers (cross_attention_layers), so the layers
      * written are the MllamaSelfAttentionDecoderLayers (LlamaDecoderLayer's modules, MllamaRotaryEmbedding's
      * rope_scaling) on an embedding of vocab_size + 8 rows; the cross-attention layers, MllamaVisionModel and the
-     * multi_modal_projector loaded frozen, not run. PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no
-     * mllama: --lora-targets. */
+     * multi_modal_projector loaded frozen, not run; with --image they run (hf_mllama.c, layers/mllama.c). PEFT's
+     * mapping (peft @ 00073fe8 utils/constants.py) has no mllama: --lora-targets. */
     {.model_type = "mllama", .config_class = "MllamaTextConfig (MllamaConfig.text_config)",
      .keys = {LLAMA_KEYS, LLAMA_SIZES(128256, 4096, 14336, 40, 32), [K_KV_HEADS] = DEF("num_key_value_heads", 8),
               [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 131072),
@@ -2079,7 +2079,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "CLS token ((image_size / patch_size)^2 + 1 = %lld)", (long long)o->seq, r.fam,
                                 (long long)a.vit.patches, (long long)(a.vit.patches + 1));
     } else if (!strcmp(a.f->model_type, "mllama")) { /* MllamaConfig's tower and cross-attention layers (hf_mllama.c) */
-        if (vc__hf_mllama_read(&rv, &a, o, split, vllm)) return err->code;
+        if (vc__hf_mllama_read(&rv, &a, o, split, vllm, rel && rel->generate)) return err->code;
     } else if (!siglip && !a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) { /* vision_config, --image (hf_vision.c) */
         return err->code;
     }

@@ -473,7 +473,7 @@ typedef struct arch {
     } fh;
     /* mllama (hf_mllama.c): text_config's cross_attention_layers (ncross of nall layers; N is then the
      * MllamaSelfAttentionDecoderLayers alone, the layers a text-only forward runs), embed_tokens' 8 rows past
-     * vocab_size (vextra), and vision_config's MllamaVisionModel with the multi_modal_projector, loaded, not run:
+     * vocab_size (vextra), and vision_config's MllamaVisionModel with the multi_modal_projector (run with images):
      * hidden_size, intermediate_size, num_hidden_layers, num_global_layers, attention_heads, num_channels,
      * patch_size, image_size, max_num_tiles, len(supported_aspect_ratios), vision_output_dim */
     struct {
@@ -481,6 +481,9 @@ typedef struct arch {
         int64_t nall, ncross, vextra;
         const cJSON *cross;
         int64_t H, I, N, G, NH, cin, P, img, tiles, ratios, vout;
+        /* --image / --images (hf_mllama.c): images per sample, the processor's canvas in tiles (th x tw), the
+         * intermediate states the tower cats; images > 0: the tower, the projector and the cross-attention layers run */
+        int64_t images, th, tw, nint;
     } ml;
     /* siglip (SiglipModel): the vision tower's arch, vision_config read with the siglip_vision_model row (hf.c) */
     const struct arch *tower;
@@ -635,7 +638,13 @@ void vc__hf_idefics3_write(rd *r, cJSON *arr, const arch *a);
 /* hf_mllama.c: MllamaConfig's keys the row does not read (text_config.cross_attention_layers, vision_config's
  * MllamaVisionConfig) read into a->ml and checked (errors name text_config.KEY or vision_config.KEY); a->N becomes
  * the self-attention layers'; --image / --images, --tp and --serve refused naming the option. -1 with r->err. */
-int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split, bool serve);
+int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split, bool serve, bool generate);
+/* hf_mllama.c: with images, the cross-attention decoder layers that follow self-attention layer s of the text-only
+ * numbering (s = -1: those before the first), written after the stack's run that ends there, on the hidden state named
+ * `in` (NULL: the layer before); returns the last one's name, in buf (in when none). */
+const char *vc__hf_mllama_cross_write(rd *r, cJSON *arr, const arch *a, int64_t s, const char *in, char *buf, size_t n);
+/* hf_mllama.c: with images, whether a cross-attention layer comes right before self-attention layer s */
+bool vc__hf_mllama_cross_before(const arch *a, int64_t s);
 /* hf_mllama.c: whether language_model.model.layers.i is a MllamaCrossAttentionDecoderLayer (cross_attention_layers). */
 bool vc__hf_mllama_cross(const arch *a, int64_t i);
 /* hf_mllama.c: MllamaVisionModel's, the multi_modal_projector's and the MllamaCrossAttentionDecoderLayers' weights

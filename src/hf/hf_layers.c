@@ -1040,9 +1040,12 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 {
     /* Qwen3-VL with images: the deepstack features added after the first decoder layers (deepstack_add) */
     const int64_t ds = a->f->vision == VIS_QWEN3 && a->vis.patches > 0 && !strcmp(name, "model.layers") ? a->vis.ndeep : 0;
+    /* mllama with images: the MllamaCrossAttentionDecoderLayers between the runs (hf_mllama.c) */
+    char mlbuf[64];
+    const char *first = a->ml.images > 0 ? vc__hf_mllama_cross_write(w->r, w->arr, a, -1, in, mlbuf, sizeof mlbuf) : in;
     for (int64_t i = 0; i < a->N && !w->r->oom;) {
         int64_t j = i + 1;
-        while (j < a->N && (ds == 0 || i > ds) && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
+        while (j < a->N && !vc__hf_mllama_cross_before(a, j) && (ds == 0 || i > ds) && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
                vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i) &&
                layer_ckpt(a, j) == layer_ckpt(a, i) && vc__hf_layer_linear(a, j) == vc__hf_layer_linear(a, i) &&
                (a->f->moe != MOE_LLAMA4 || vc__hf_llama4_chunk(a, j) == vc__hf_llama4_chunk(a, i)) &&
@@ -1051,7 +1054,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
             j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
-        if (i == 0) ins(w, seq, in, NULL, NULL, NULL);
+        if (i == 0) ins(w, seq, first, NULL, NULL, NULL);
         if (j - i > 1) num(w, seq, "repeat", (double)(j - i));
         /* the model's forward loops over its ModuleList (`hidden_states = decoder_layer(hidden_states)`):
          * a run after the first is a loop, its input dead once its first layer returns; the first
@@ -1088,6 +1091,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         default: decoder_layer(&inner, a, i); break;
         }
         if (ds > 0 && i <= ds) deepstack_add(w, a, seq, i, ds);
+        if (a->ml.images > 0) vc__hf_mllama_cross_write(w->r, w->arr, a, j - 1, NULL, mlbuf, sizeof mlbuf);
         i = j;
     }
     /* name the stack's output for what follows */

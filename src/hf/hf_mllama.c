@@ -36,8 +36,18 @@
  *    projector and the cross-attention layers are loaded and never run (VisionWeights, layers/vision.c). Their
  *    parameters get no gradient, so an optimizer keeps no state for them.
  *
- * What is not modelled is refused naming the option: --image / --images (the tower's tiles, the cross-attention
- * layers and their cache), --tp (no Megatron plan of these modules is read), --serve (vLLM dropped
+ * With --image / --images (training and --mode infer) the tower, the projector and the cross-attention layers run
+ * (vc__hf_mllama_write, vc__hf_mllama_cross_write; layers/mllama.c): MllamaForConditionalGeneration.forward with
+ * pixel_values as modeling_mllama.py @ befb7955 runs it (MllamaVisionModel.forward, _prepare_cross_attention_mask,
+ * MllamaCrossAttentionDecoderLayer.forward, MllamaTextCrossSdpaAttention.forward), the processor's tensors from
+ * image_processing_mllama.py @ 0350540de3d2a016f85b83ea804ef3f07e8e4f67 (get_optimal_tiled_canvas: ml_canvas;
+ * pack_images pads pixel_values to max_image_tiles whatever the canvas, so the canvas moves no byte). The tower and
+ * the projector are frozen (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector defaults, as the other
+ * VLM rows); the cross-attention layers train with the language model.
+ *
+ * What is not modelled is refused naming the option: generate() with images (--image: the tower in the prefill alone
+ * and the cross-attention keys / values cached, read back each step), --tp (no Megatron plan of these modules is
+ * read), --serve (vLLM dropped
  * MllamaForConditionalGeneration: vllm-project/vllm vllm/model_executor/models/registry.py @
  * 0002bff0b6cb36a3c8a17364de3303664463c412 lists it in _PREVIOUSLY_SUPPORTED_MODELS, "0.10.2", "encoder-decoder
  * models except whisper have been removed for V0 deprecation"); and tie_word_embeddings true (lm_head's vocab_size
@@ -157,13 +167,33 @@ static int read_intermediate(rd *r, const cJSON *v, arch *a, int64_t *n)
     return 0;
 }
 
-int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split, bool serve)
+/* MllamaImageProcessor (image_processing_mllama.py @ 0350540d): get_all_supported_aspect_ratios(max_image_tiles) (every
+ * (width, height) tile count pair of at most max_image_tiles tiles, width outer) and get_optimal_tiled_canvas: the
+ * canvases np.array(arrangements) * tile_size read as (height, width), each one's scale min(height / image_height,
+ * width / image_width); the smallest scale of at least 1 (upscaling), else the largest below 1; among the canvases of
+ * that scale the smallest area. The image's tiles: (canvas height / tile) x (canvas width / tile). */
+static void ml_canvas(int64_t w, int64_t h, int64_t tile, int64_t tiles, int64_t *th, int64_t *tw)
+{
+    double best = -1;
+    bool up = false; /* a canvas of scale >= 1 exists */
+    for (int64_t x = 1; x <= tiles; x++)
+        for (int64_t y = 1; x * y <= tiles; y++)
+            up |= fmin((double)(x * tile) / (double)h, (double)(y * tile) / (double)w) >= 1;
+    for (int64_t x = 1; x <= tiles; x++)
+        for (int64_t y = 1; x * y <= tiles; y++) {
+            const double sc = fmin((double)(x * tile) / (double)h, (double)(y * tile) / (double)w);
+            if (up ? sc < 1 : sc >= 1) continue;
+            if (best < 0 || (up ? sc < best : sc > best) || (sc == best && x * y < *th * *tw)) {
+                best = sc;
+                *th = x;
+                *tw = y;
+            }
+        }
+}
+
+int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split, bool serve, bool generate)
 {
     const cJSON *root = r->cfg;
-    if (o && (o->image_w > 0 || o->images > 0))
-        return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "mllama with images is not "
-                            "modelled (MllamaVisionModel's tiles and the cross-attention layers over them); without an "
-                            "image MllamaTextModel skips its cross-attention layers, which is what is modelled"), -1;
     if (serve)
         return vc_set_error(r->err, VC_ERR_USAGE, O("serve"), "vLLM no longer serves MllamaForConditionalGeneration "
                             "(vllm/model_executor/models/registry.py @0002bff0: _PREVIOUSLY_SUPPORTED_MODELS, 0.10.2, "
@@ -230,6 +260,30 @@ int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
         if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim)
             return ml_vbad(r, prods[i].key, "a weight of the vision tower would have more than 2^48 elements");
     }
+    a->ml.nint = nint;
+    a->ml.images = 0;
+    if (o && (o->image_w > 0 || o->images > 0)) {
+        if (o->image_w <= 0)
+            return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)"), -1;
+        if (generate)
+            return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "mllama: generate() with images (the tower in the "
+                                "prefill, the cross-attention layers' keys / values cached) is not modelled yet; "
+                                O("mode") " train and infer are"), -1;
+        if (a->act != A_SILU)
+            return vc__hf_bad(&tr, "hidden_act", "with images: the cross-attention layers' MLP is modelled with silu "
+                              "(MllamaTextConfig's default) only");
+        a->ml.images = o->images > 0 ? o->images : 1;
+        ml_canvas(o->image_w, o->image_h, a->ml.img, a->ml.tiles, &a->ml.th, &a->ml.tw);
+        /* every tile's tensors (pixel_values are padded to max_num_tiles) below 2^48 elements a sample */
+        const int64_t p8 = (side * side + 1 + 7) / 8 * 8;
+        int64_t t, u;
+        if (__builtin_mul_overflow(a->ml.images, a->ml.tiles * p8, &t) || __builtin_mul_overflow(t, a->ml.tiles * p8, &u) ||
+            __builtin_mul_overflow(u, a->ml.NH, &u) || u > lim || __builtin_mul_overflow(t, a->ml.I + a->ml.vout + a->H, &u) ||
+            u > lim || __builtin_mul_overflow(t, a->ml.cin * a->ml.P * a->ml.P, &u) || u > lim)
+            return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images of %lld tiles: the tower's tensors would "
+                                "have more than 2^48 elements a sample", (long long)a->ml.images,
+                                (long long)a->ml.tiles), -1;
+    }
     a->ml.nall = a->N;
     a->N -= a->ml.ncross; /* the MllamaSelfAttentionDecoderLayers: what a text-only forward runs */
     a->ml.vextra = 8;     /* nn.Embedding(config.vocab_size + 8, ...) */
@@ -281,6 +335,27 @@ void vc__hf_mllama_write(rd *r, cJSON *arr, const arch *a)
         }
     }
     vc__hf_frozen_weights(r, arr, "multi_modal_projector", a->H, a->ml.vout, true, true);
+    if (a->ml.images > 0) { /* the tower run on the tiles, the projector, the cross-attention mask (layers/mllama.c) */
+        cJSON *o = vc__hf_layer(r, arr, "MllamaVision", "cross_attention_states");
+        vc__hf_flag(r, o, "frozen", true);
+        vc__hf_num(r, o, "images", (double)a->ml.images);
+        vc__hf_num(r, o, "tiles", (double)a->ml.tiles);
+        vc__hf_num(r, o, "patches", (double)(side * side));
+        vc__hf_num(r, o, "hidden_size", (double)H);
+        vc__hf_num(r, o, "intermediate_size", (double)I);
+        vc__hf_num(r, o, "num_heads", (double)a->ml.NH);
+        vc__hf_num(r, o, "num_layers", (double)a->ml.N);
+        vc__hf_num(r, o, "num_global_layers", (double)a->ml.G);
+        vc__hf_num(r, o, "intermediates", (double)a->ml.nint);
+        vc__hf_num(r, o, "out_features", (double)a->H);
+        vc__hf_num(r, o, "patch_values", (double)(a->ml.cin * a->ml.img * a->ml.img));
+        o = vc__hf_layer(r, arr, "MllamaCrossMask", "cross_attention_mask");
+        vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+        vc__hf_num(r, o, "images", (double)a->ml.images);
+        vc__hf_num(r, o, "tiles", (double)a->ml.tiles);
+        vc__hf_num(r, o, "num_patches", (double)np);
+        return; /* the cross-attention layers run in the stack (vc__hf_mllama_cross_write) */
+    }
     /* the MllamaCrossAttentionDecoderLayers, at their indices of language_model.model.layers */
     const int64_t q = a->NH * a->D, kv = a->KV * a->D;
     for (int64_t i = 0; i < a->ml.nall && !r->oom; i++) {
@@ -305,4 +380,93 @@ void vc__hf_mllama_write(rd *r, cJSON *arr, const arch *a)
         snprintf(nm, sizeof nm, "language_model.model.layers.%lld.cross_attn_mlp_gate", (long long)i);
         vc__hf_frozen_weights(r, arr, nm, 1, 0, false, false);
     }
+}
+
+/* The self-attention layers before full layer index f (the text-only numbering of f's successor) */
+static int64_t ml_self_before(const arch *a, int64_t f)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < f; i++) n += !vc__hf_mllama_cross(a, i);
+    return n;
+}
+
+bool vc__hf_mllama_cross_before(const arch *a, int64_t s)
+{
+    if (a->ml.images <= 0) return false;
+    for (int64_t f = 0; f < a->ml.nall; f++)
+        if (vc__hf_mllama_cross(a, f) && ml_self_before(a, f) == s) return true;
+    return false;
+}
+
+/* MllamaCrossAttentionDecoderLayer.forward (modeling_mllama.py @ befb7955): residual; input_layernorm; cross_attn
+ * (q_proj, k_proj / v_proj of cross_attention_states, MllamaCrossAttention: q_norm, repeat_kv, k_norm, the masked
+ * sdpa; o_proj); residual + cross_attn_attn_gate.tanh() * h; residual; post_attention_layernorm; mlp (gate_proj,
+ * act, up_proj, the product, down_proj); full_text_row_masked_out_mask[:, 0] * h (a new tensor, written as a Scale:
+ * a [B, L, 1] mask saved, negligible); residual + cross_attn_mlp_gate.tanh() * h. One Sequential a layer, named
+ * language_model.model.layers.<index>, checkpointed as the stack is. */
+const char *vc__hf_mllama_cross_write(rd *r, cJSON *arr, const arch *a, int64_t s, const char *in, char *buf, size_t n)
+{
+    const int64_t q = a->NH * a->D, kv = a->KV * a->D;
+    for (int64_t f = 0; f < a->ml.nall && a->ml.images > 0 && !r->oom; f++) {
+        if (!vc__hf_mllama_cross(a, f) || ml_self_before(a, f) != s + 1) continue;
+        snprintf(buf, n, "language_model.model.layers.%lld", (long long)f);
+        cJSON *seq = vc__hf_layer(r, arr, "Sequential", buf);
+        if (!seq) return in;
+        if (in) vc__hf_ins(r, seq, in, NULL, NULL, NULL);
+        if (a->ckpt && (f + 1) % a->ckpt_every == 0) vc__hf_flag(r, seq, "checkpoint", true);
+        cJSON *inner = cJSON_AddArrayToObject(seq, "layers");
+        if (!inner) {
+            r->oom = true;
+            return in;
+        }
+        cJSON *o = vc__hf_layer(r, inner, "HFRMSNorm", "input_layernorm");
+        vc__hf_num(r, o, "hidden_size", (double)a->H);
+        vc__hf_num(r, o, "eps", a->eps);
+        vc__hf_str(r, o, "held_until", "cross_attn.o_proj"); /* cross_attn's argument */
+        static const struct { const char *n, *in; int dim; } lin[] = {
+            {"cross_attn.q_proj", "input_layernorm", 0}, {"cross_attn.k_proj", "cross_attention_states", 1},
+            {"cross_attn.v_proj", "cross_attention_states", 1}};
+        for (int j = 0; j < 3; j++) {
+            o = vc__hf_layer(r, inner, "Linear", lin[j].n);
+            vc__hf_ins(r, o, lin[j].in, NULL, NULL, NULL);
+            vc__hf_num(r, o, "in_features", (double)a->H);
+            vc__hf_num(r, o, "out_features", (double)(lin[j].dim ? kv : q));
+            vc__hf_flag(r, o, "bias", false);
+        }
+        o = vc__hf_layer(r, inner, "MllamaCrossAttention", "cross_attn");
+        vc__hf_ins(r, o, "cross_attn.q_proj", "cross_attn.k_proj", "cross_attn.v_proj", "cross_attention_mask");
+        vc__hf_num(r, o, "num_heads", (double)a->NH);
+        vc__hf_num(r, o, "num_kv_heads", (double)a->KV);
+        vc__hf_num(r, o, "head_dim", (double)a->D);
+        o = vc__hf_layer(r, inner, "Linear", "cross_attn.o_proj");
+        vc__hf_num(r, o, "in_features", (double)q);
+        vc__hf_num(r, o, "out_features", (double)a->H);
+        vc__hf_flag(r, o, "bias", false);
+        vc__hf_layer(r, inner, "MllamaGate", "cross_attn_attn_gate");
+        vc__hf_ins(r, vc__hf_layer(r, inner, "Add", "attn_residual"), "input", "cross_attn_attn_gate", NULL, NULL);
+        o = vc__hf_layer(r, inner, "HFRMSNorm", "post_attention_layernorm");
+        vc__hf_num(r, o, "hidden_size", (double)a->H);
+        vc__hf_num(r, o, "eps", a->eps);
+        vc__hf_str(r, o, "held_until", "mlp.down_proj");
+        static const char *const mlp[] = {"mlp.gate_proj", "mlp.up_proj"};
+        for (int j = 0; j < 2; j++) {
+            if (j) vc__hf_layer(r, inner, "SiLU", "mlp.act_fn");
+            o = vc__hf_layer(r, inner, "Linear", mlp[j]);
+            vc__hf_ins(r, o, "post_attention_layernorm", NULL, NULL, NULL);
+            vc__hf_num(r, o, "in_features", (double)a->H);
+            vc__hf_num(r, o, "out_features", (double)a->I);
+            vc__hf_flag(r, o, "bias", false);
+        }
+        vc__hf_ins(r, vc__hf_layer(r, inner, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
+        o = vc__hf_layer(r, inner, "Linear", "mlp.down_proj");
+        vc__hf_num(r, o, "in_features", (double)a->I);
+        vc__hf_num(r, o, "out_features", (double)a->H);
+        vc__hf_flag(r, o, "bias", false);
+        o = vc__hf_layer(r, inner, "Scale", "full_text_row_masked_out_mask");
+        vc__hf_num(r, o, "factor", 1.0);
+        vc__hf_layer(r, inner, "MllamaGate", "cross_attn_mlp_gate");
+        vc__hf_ins(r, vc__hf_layer(r, inner, "Add", "mlp_residual"), "attn_residual", "cross_attn_mlp_gate", NULL, NULL);
+        in = buf;
+    }
+    return in;
 }

@@ -2286,8 +2286,9 @@ def cases():
     # The tower and projector frozen; train full fp32 / bf16, checkpointed, SGD, LoRA on the MLPs (the language model
     # alone) and on q_proj,v_proj (PEFT also wraps the tower's: their adapters' backward runs through it), infer, generate
     # (the tower in the prefill, the cross-attention keys / values cached, the cross_attention_mask grown a row a step);
-    # 1 or 2 images per sample. vramcalc refuses --image on mllama: each case carries measured.json's known_gap until the
-    # tower and the cross-attention layers are modelled. Every third held out.
+    # 1 or 2 images per sample. vramcalc models train and infer (src/hf/hf_mllama.c, layers/mllama.c); measured.json's
+    # known_gap stays on the generate cases (refused) and on LoRA q_proj,v_proj (PEFT's adapters in the tower, whose
+    # graph vramcalc does not build). Every third held out.
     for i, (mode, b, s_, prec, ck, lora, tg, img, n) in enumerate([
             ("train", 1, 64, "fp32", False, 0, None, "600x400", 1),
             ("train", 2, 64, "bf16", False, 0, None, "560x560", 1),
