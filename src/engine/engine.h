@@ -207,6 +207,14 @@ void vc__estimator_expect(vc_estimator *e, const int64_t *batches, size_t n);
  * model is not replayed past the limit by the allocated peak); at most the
  * limit, it is vc_estimator_total's (sweep.c). */
 vc_status vc__estimator_total_limit(vc_estimator *e, int64_t batch, int64_t limit, int64_t *total, vc_error *err);
+/* A floor under the allocated peak of e's plan (plan.c, sweep.c): the bytes of the weights and optimizer states
+ * (CAT_WEIGHT, CAT_OPT) of a size that does not move with the batch that the plan allocates and never frees,
+ * all live at its end. Their sizes follow from the model's parameters and buffers and the options (the
+ * precision, the optimizer, the layout: src/engine/state.c, src/parallel/layout_*.c), not from its inputs'
+ * shapes, so the floor holds for any model with the same parameters and buffers under the same options
+ * (--max-seq's probes at other lengths, maxseq.c). 0 with no plan or a pipeline's stages; INT64_MAX past 2^63. */
+int64_t vc__plan_state_floor(const vc_plan *p);
+int64_t vc__estimator_state_floor(const vc_estimator *e);
 /* maxseq.c: vc_model_max_seq, and, when the search ran over m itself (m at the options' split), the model the
  * answer is reported at (the longest length that fits, else 1 token) when the search made it: *at,
  * vc__seq_probe_load's, with the generated text its load has (it borrows m's names: free it before m), and

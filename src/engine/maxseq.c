@@ -17,6 +17,18 @@
  * src/model/reshape.c: the same model as the load, its layers' fields
  * parsed once for the search) where the config's tree allows it, else the
  * load.
+ *
+ * A probe whose answer is known is not estimated (issue 28): the first
+ * probe's plan gives a floor under every total of a model with m's
+ * parameters and buffers (vc__estimator_state_floor: the weights and
+ * optimizer states it never frees, whose sizes do not follow the length);
+ * when that floor is over the capacity no length fits, and each later
+ * probe whose model has those parameters and buffers is "does not fit"
+ * without its plan (its load still runs: a length the model refuses is
+ * still refused). The probes and so the answer are the search's as before;
+ * 1 token is still estimated (the answer's report is made from it). On an
+ * 8B config in fp32 with Adam on an 80 GB card that is 1 plan and 2
+ * estimates where it was 12.
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,12 +53,29 @@ typedef struct {
     int64_t lo, hi;   /* longest known to fit (0: none), shortest known not to (0: none) */
     bool hi_refused;  /* hi was refused by the model (learned positions, the limit), not by memory */
     int64_t unit;     /* lengths are searched in units of this: --sp's TP degree (hf_tp.c), else 1 */
+    int64_t floor;    /* under every total of a model with m's parameters and buffers (the first probe's plan), 0 none */
     bool keep;        /* the answer's model and estimator are kept (vc__model_max_seq_at): */
     vc_model *lo_m;   /* ... the model at lo, NULL: none */
     vc_estimator *lo_e; /* ... and its estimator */
     vc_model *one_m;  /* ... the model at 1 token, when it does not fit (the answer is then 0, reported at 1) */
     vc_estimator *one_e;
 } search;
+
+/* Whether a and b have the same parameters (count, shape, flags, owner, format) and buffers. */
+static bool same_weights(const vc_model *a, const vc_model *b)
+{
+    if (a->npar != b->npar || a->nbuf != b->nbuf || a->ninst != b->ninst) return false;
+    for (size_t q = 0; q < a->npar; q++) {
+        const vc_param_entry *x = &a->par[q], *y = &b->par[q];
+        if (x->numel != y->numel || x->trainable != y->trainable || x->nd != y->nd || x->flags != y->flags ||
+            x->owner != y->owner || x->fmt != y->fmt || (x->nd > 0 && (!x->dims || !y->dims)) ||
+            (x->nd > 0 && memcmp(x->dims, y->dims, (size_t)x->nd * sizeof *x->dims)))
+            return false;
+    }
+    for (size_t q = 0; q < a->nbuf; q++)
+        if (a->buf[q].numel != b->buf[q].numel || a->buf[q].dt != b->buf[q].dt) return false;
+    return true;
+}
 
 /* memory.total of the model at seq tokens; *refused when the model does
  * not take that length: the loader's --seq error (learned positions, the
@@ -67,11 +96,17 @@ static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused,
         return VC_OK;
     }
     if (st) return st;
+    if (S->floor > S->cap && !(seq == 1 && S->keep) && same_weights(c, S->m)) { /* it does not fit (S->floor) */
+        vc_model_free(c);
+        *total = S->floor;
+        return VC_OK;
+    }
     vc_estimator *e = NULL;
     /* only "total <= cap" matters: past the capacity by its allocated peak the allocator model is not replayed (as
      * the max-batch search does, sweep.c); such a total is still over the capacity */
     if (!(st = vc_estimator_new(c, S->o, VC_EST_NO_LAYERS, &e, err)))
         st = vc__estimator_total_limit(e, S->o->batch, S->cap, total, err);
+    if (!st && S->n == 1 && *total > S->cap && same_weights(c, S->m)) S->floor = vc__estimator_state_floor(e);
     if (!st && S->keep) { /* the caller's: kept when seq is the new lo */
         *cm = c;
         *ce = e;
@@ -166,7 +201,7 @@ vc_status vc__model_max_seq_at(const vc_model *m, const vc_options *o, int64_t c
     int64_t unit = m->sp && m->tp > 1 ? m->tp : 1;
     s0 = s0 / unit > 0 ? s0 / unit : 1;
     /* the answer's model and estimator, for a caller whose model is the one searched (its probes borrow it) */
-    search S = {m, NULL, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit, at && at_e && m == given, NULL, NULL, NULL, NULL};
+    search S = {m, NULL, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit, 0, at && at_e && m == given, NULL, NULL, NULL, NULL};
     if ((st = vc__seq_probe_new(m, &S.p, err))) return st;
     int f = probe(&S, s0);
     /* exponential search for the bracket: doubling up from a length that

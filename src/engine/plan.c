@@ -476,3 +476,23 @@ void vc_plan_free(vc_plan *p)
     free(b->fwd_keep);
     free(b);
 }
+
+int64_t vc__plan_state_floor(const vc_plan *b)
+{
+    bool *freed = calloc(b->ns + 1, sizeof *freed);
+    if (!freed) return 0;
+    for (size_t k = 0; k < b->nev; k++)
+        if (b->ev[k].kind == EV_FREE) freed[b->ev[k].stor] = true;
+    int64_t floor = 0;
+    for (size_t s = 0; s < b->ns; s++) {
+        const stor_t *x = &b->s[s];
+        if (freed[s] || (x->cat != CAT_WEIGHT && x->cat != CAT_OPT) || x->comp >= 0 || x->n.ps || x->n.div > 1) continue;
+        int64_t n = vc_bytes(x->n, (vc_dtype)x->dt, 1);
+        if (n < 0 || __builtin_add_overflow(floor, n, &floor)) {
+            floor = INT64_MAX; /* past 2^63 bytes */
+            break;
+        }
+    }
+    free(freed);
+    return floor;
+}

@@ -393,6 +393,11 @@ vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_
     return estimator_total(e, batch, INT64_MAX, total, err);
 }
 
+int64_t vc__estimator_state_floor(const vc_estimator *e)
+{
+    return e->m && !e->pipe && e->plan ? vc__plan_state_floor(e->plan) : 0;
+}
+
 vc_status vc__estimator_total_limit(vc_estimator *e, int64_t batch, int64_t limit, int64_t *total, vc_error *err)
 {
     return estimator_total(e, batch, limit, total, err);

@@ -401,6 +401,25 @@ static bool nccl_below(const vc_options *so, int64_t a, int64_t b)
     return na.bytes <= nb.bytes;
 }
 
+/* Whether middle stage r (the same layers as stage 1) is dominated by an earlier middle stage q: no more
+ * micro-batches in flight, its holds below q's at every backward (vc__pp_below) and its NCCL buffers no
+ * more than q's. q need not be estimated itself: each of these relations is an order, so a q dominated in
+ * turn passes r on to the stage that dominates it (issue 28: under the interleaved schedule a stage's holds
+ * are often below the one before it but not below stage 1's: llama-3.1-405b at pp 14 x 3 virtual, stage 12
+ * under stage 11). Scanned from r - 1 down, stage 1 last. The busiest middle stage (fill_ranks: the first of
+ * the largest) is then one that is estimated, as before. */
+static bool dominated(const vc_pipeline *p, const vc_options *so, int64_t r)
+{
+    const vc_model *s = p->sm[r];
+    for (int64_t q = r - 1; q >= 1; q--) {
+        const vc_model *d = p->sm[q];
+        if (s->stage.in_flight <= d->stage.in_flight && vc__pp_below(s->stage.hold, d->stage.hold) &&
+            nccl_below(so, r + 1, q + 1))
+            return true;
+    }
+    return false;
+}
+
 static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *count, const size_t *ustart,
                               size_t nunits, vc_error *err)
 {
@@ -431,9 +450,8 @@ static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *cou
         for (int64_t c = 0; c < p->v; c++) /* chunk c: the stage's blocks c x count / v on (the prefix joins chunk 0) */
             s->stage.chunk_first[c] = c ? (int32_t)(ustart[u + (size_t)(c * (count[r] / p->v))] - i0) : 0;
         so.nccl_stage = r + 1; /* its neighbours: one for the first and last stage (src/engine/nccl.c) */
-        if (r > 1 && r < p->pp - 1 && s->stage.in_flight <= p->sm[1]->stage.in_flight && same_stage(s, p->sm[1]) &&
-            vc__pp_below(s->stage.hold, p->sm[1]->stage.hold) && nccl_below(&so, r + 1, 2)) {
-            u += (size_t)count[r]; /* dominated by stage 1: not estimated (same_stage) */
+        if (r > 1 && r < p->pp - 1 && same_stage(s, p->sm[1]) && dominated(p, &so, r)) {
+            u += (size_t)count[r]; /* dominated by an earlier middle stage: not estimated (same_stage) */
             continue;
         }
         st = vc_estimator_new(s, &so, flags, &p->se[r], err);
