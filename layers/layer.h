@@ -528,6 +528,10 @@ typedef struct vc_kind {
      * LoRA, quantized weights and parallel layouts add ops the build counts.
      * A setup whose count depends on its config may set vc_setup.ops. */
     int ops;
+    /* NULL, or the names of the Linear modules this kind runs inside itself as frozen, gradient-free ops
+     * ("q_proj,fc1"): a PEFT target naming one would adapt them there (PEFT matches every module by
+     * name), which the kind does not model, so vc_model_set_lora refuses it naming --lora-targets */
+    const char *frozen_linears;
 } vc_kind;
 
 const vc_kind *vc_kind_find(const char *name);

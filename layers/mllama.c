@@ -155,6 +155,9 @@ const vc_kind vc_kind_MllamaVision = {
     .summary = "Llama 3.2 Vision's frozen tower and projector on the processor's tiles (no autograd)",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(mv_cfg),
     .parse = mv_parse, .setup = mv_setup, .emit = mv_emit,
+    /* MllamaVisionAttention's and MllamaVisionMLP's Linears (modeling_mllama.py @ befb7955): PEFT's target_modules
+     * match them by name inside vision_model, whose adapters would then build a graph through the tower */
+    .frozen_linears = "q_proj,k_proj,v_proj,o_proj,fc1,fc2",
 };
 
 /* ---- MllamaCrossMask: MllamaForConditionalGeneration.forward's _prepare_cross_attention_mask on the processor's

@@ -204,6 +204,11 @@ static void test_refusals(void **state)
         {"--tp 2 --gpus 2", "--tp: mllama: tensor parallelism is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
         {"--liger", "--liger: mllama: apply_liger_kernel_to_mllama's patch set is not modelled"},
+        /* PEFT matches the tower's MllamaVisionAttention / MllamaVisionMLP Linears by name too (layers/mllama.c
+         * frozen_linears): adapters there are not modelled, so with an image such targets are refused */
+        {"--image 560x560 --lora 8 --lora-targets q_proj,v_proj", "--lora-targets: q_proj also names the q_proj modules "
+                                                                  "inside MllamaVision"},
+        {"--image 560x560 --lora 8 --lora-targets gate_proj,fc2", "--lora-targets: fc2 also names the fc2 modules"},
     };
     fam_refuse_options(ML11, o, sizeof o / sizeof *o);
 }

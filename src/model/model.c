@@ -453,6 +453,23 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, O("lora_targets"), "no Linear layer is named %.200s (LoRA adapts Linear layers by their \"name\")",
                             l->targets);
     }
+    for (size_t i = 0; st == VC_OK && vc__peft_on(l) && i < m->ninst; i++) {
+        const char *fl = m->inst[i].kind->frozen_linears, *e;
+        for (const char *p = fl; p && *p; p = *e ? e + 1 : e) { /* each inner name against the targets */
+            char one[64];
+            e = strchr(p, ',');
+            if (!e) e = p + strlen(p);
+            snprintf(one, sizeof one, "%.*s", (int)(e - p), p);
+            if (!vc__peft_match(one, l->targets)) continue;
+            m->lora = old;
+            reload(m, m->has_override, &m->override, &old, err);
+            vc_error_clear(err);
+            snprintf(err->file, sizeof err->file, "%s", m->file);
+            return vc_set_error(err, VC_ERR_USAGE, O("lora_targets"), "%s also names the %s modules inside %s, which PEFT "
+                                "would adapt there too: adapters inside it are not modelled (it runs frozen, without "
+                                "autograd); name other modules", one, one, m->inst[i].kind->name);
+        }
+    }
     if (st == VC_OK && vc__peft_on(l) && l->modules_to_save[0] && m->nsaved == 0) {
         m->lora = old;
         reload(m, m->has_override, &m->override, &old, err);
