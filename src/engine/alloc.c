@@ -345,7 +345,13 @@ static inline __attribute__((always_inline)) int32_t pop_top(heap *h, int32_t ci
 static inline __attribute__((always_inline)) int32_t new_block(heap *h, int64_t size, int64_t addr, int32_t prev,
                                                                int32_t next, bool small)
 {
-    h->b[h->nb] = (block){size, addr, prev, next, -1, -1, false, small};
+    block *B = &h->b[h->nb]; /* cls and hpos are written when it is freed (push_free; e_malloc's end block) */
+    B->size = size;
+    B->addr = addr;
+    B->prev = prev;
+    B->next = next;
+    B->free = false;
+    B->small = small;
     return (int32_t)h->nb++;
 }
 
