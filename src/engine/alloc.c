@@ -56,12 +56,18 @@
 #define ROUND_LARGE (2 * MB)
 #define NSMALL (int32_t)(SMALL_BUFFER / 512) /* small-pool classes: 512 B, 1 KiB, ..., 2 MiB */
 
+/* 32 bytes: a block's index is a shift. cls says whether it is free and,
+ * in use, its pool: a free block's class (>= 0; the small pool's below
+ * NSMALL), or one of these */
 typedef struct {
     int64_t size, addr;
     int32_t prev, next; /* neighbours in the segment, -1 */
-    int32_t cls, hpos;  /* while free: its size class and place in the class's heap */
-    bool free, small;
+    int32_t cls, hpos;  /* while free: its size class and place in the class's heap; in use: IN_SMALL or IN_LARGE */
 } block;
+#define IN_LARGE (-1) /* in use, of the large pool (every block of expandable segments) */
+#define END_FREE (-2) /* expandable segments: the free block at the segment's end, in no class */
+#define IN_SMALL (-3) /* in use, of the small pool */
+_Static_assert(sizeof(block) == 32, "a block is 32 bytes");
 
 typedef struct {
     int64_t addr;
@@ -102,7 +108,7 @@ struct vc_alloc_state {
     int64_t reserved;
     int expandable;    /* --alloc-conf expandable_segments:True */
     int64_t max_split; /* --alloc-conf max_split_size_mb, bytes; 0: unlimited */
-    int32_t last;      /* expandable: the segment's last block (-1 none); free, it is in no class (cls -1) */
+    int32_t last;      /* expandable: the segment's last block (-1 none); free, it is in no class (cls END_FREE) */
     /* the state after the first `prefix` events of a replay, for the next
      * replay that starts with the same events (0: none kept) */
     struct {
@@ -265,7 +271,10 @@ static inline __attribute__((always_inline)) int32_t large_class(heap *h, int64_
  * requests are all of one pool, the model's case, or of either), so each
  * pool's replay loop is compiled without the other pool's branches. */
 enum { POOL_LARGE = VC_POOL_LARGE, POOL_SMALL = VC_POOL_SMALL, POOL_EITHER = VC_POOL_EITHER };
-#define IS_SMALL(K, B) ((K) == POOL_EITHER ? (B)->small : (K) == POOL_SMALL)
+/* block B, in use, of the small pool */
+#define IS_SMALL(K, B) ((K) == POOL_EITHER ? (B)->cls == IN_SMALL : (K) == POOL_SMALL)
+/* the in-use mark of a block leaving class ci */
+#define IN_USE(K, ci) (((K) == POOL_EITHER ? (ci) < NSMALL : (K) == POOL_SMALL) ? IN_SMALL : IN_LARGE)
 
 static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i, const int K)
 {
@@ -278,7 +287,6 @@ static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i, 
         if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
         if (small) h->held[ci >> 6] |= UINT64_C(1) << (ci & 63);
     }
-    B->free = true;
     B->cls = ci;
     if (!c->n) { /* the class's only free block (most pushes): no heap to mend */
         if (small) set_bit(h, ci);
@@ -293,9 +301,9 @@ static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i, 
 }
 
 /* class ci, of block B's pool, has just lost its last free block */
-static inline __attribute__((always_inline)) void emptied(heap *h, int32_t ci, const block *B, const int K)
+static inline __attribute__((always_inline)) void emptied(heap *h, int32_t ci, const int K)
 {
-    if (IS_SMALL(K, B)) {
+    if (K == POOL_EITHER ? ci < NSMALL : K == POOL_SMALL) {
         clear_bit(h, ci);
         return;
     }
@@ -306,11 +314,12 @@ static inline __attribute__((always_inline)) void emptied(heap *h, int32_t ci, c
 static inline __attribute__((always_inline)) void drop_free(heap *h, int32_t i, const int K)
 {
     block *B = &h->b[i];
-    size_class *c = &h->cls[B->cls];
-    B->free = false;
+    int32_t ci = B->cls;
+    size_class *c = &h->cls[ci];
+    B->cls = IN_USE(K, ci);
     if (c->n == 1) { /* the class's only free block (most drops): no heap to mend */
         c->n = 0;
-        emptied(h, B->cls, B, K);
+        emptied(h, ci, K);
         return;
     }
     int32_t at = B->hpos;
@@ -326,11 +335,10 @@ static inline __attribute__((always_inline)) int32_t pop_top(heap *h, int32_t ci
 {
     size_class *c = &h->cls[ci];
     int32_t i = c->h[0].blk;
-    block *B = &h->b[i];
-    B->free = false;
+    h->b[i].cls = IN_USE(K, ci);
     if (c->n == 1) {
         c->n = 0;
-        emptied(h, ci, B, K);
+        emptied(h, ci, K);
     } else {
         c->n--;
         sift_down(h, c, 0, c->h[c->n]);
@@ -345,7 +353,12 @@ static inline __attribute__((always_inline)) int32_t pop_top(heap *h, int32_t ci
 static inline __attribute__((always_inline)) int32_t new_block(heap *h, int64_t size, int64_t addr, int32_t prev,
                                                                int32_t next, bool small)
 {
-    h->b[h->nb] = (block){size, addr, prev, next, -1, -1, false, small};
+    block *B = &h->b[h->nb]; /* hpos is written when it is freed (push_free) */
+    B->size = size;
+    B->addr = addr;
+    B->prev = prev;
+    B->next = next;
+    B->cls = small ? IN_SMALL : IN_LARGE;
     return (int32_t)h->nb++;
 }
 
@@ -390,13 +403,13 @@ static inline __attribute__((always_inline)) bool h_free(heap *h, int32_t i, con
 {
     block *B = &h->b[i];
     int32_t n = B->next, p = B->prev;
-    if (n >= 0 && h->b[n].free) { /* absorb the next block */
+    if (n >= 0 && h->b[n].cls >= 0) { /* absorb the next block (free: in a class) */
         drop_free(h, n, K);
         B->size += h->b[n].size;
         B->next = h->b[n].next;
         if (B->next >= 0) h->b[B->next].prev = i;
     }
-    if (p >= 0 && h->b[p].free) { /* the previous block absorbs this one */
+    if (p >= 0 && h->b[p].cls >= 0) { /* the previous block absorbs this one */
         drop_free(h, p, K);
         h->b[p].size += B->size;
         h->b[p].next = B->next;
@@ -413,11 +426,11 @@ static int32_t e_malloc(heap *h, int64_t size, int64_t page)
     if (c >= 0) { /* a free block inside the segment */
         best = h->cls[c].h[0].blk;
         drop_free(h, best, POOL_LARGE);
-    } else if (t >= 0 && h->b[t].free) { /* the free block at the end, grown by the pages it lacks */
+    } else if (t >= 0 && h->b[t].cls != IN_LARGE) { /* the free block at the end, grown by the pages it lacks */
         int64_t lack = size - h->b[t].size, map = lack > 0 ? (lack + page - 1) / page * page : 0;
         if (__builtin_add_overflow(h->reserved, map, &h->reserved)) return -2;
         h->b[t].size += map;
-        h->b[t].free = false;
+        h->b[t].cls = IN_LARGE;
         best = t;
     } else { /* the segment ends in use (or is empty): new pages after it */
         int64_t map = (size + page - 1) / page * page;
@@ -435,8 +448,7 @@ static int32_t e_malloc(heap *h, int64_t size, int64_t page)
         B->next = r;
         if (h->last == best) {
             h->last = r;
-            h->b[r].free = true;
-            h->b[r].cls = -1;
+            h->b[r].cls = END_FREE;
         } else if (!push_free(h, r, POOL_LARGE)) {
             return -1;
         }
@@ -448,14 +460,14 @@ static bool e_free(heap *h, int32_t i)
 {
     block *B = &h->b[i];
     int32_t n = B->next, p = B->prev;
-    if (n >= 0 && h->b[n].free) { /* absorb the next block (the end's is in no class) */
+    if (n >= 0 && h->b[n].cls != IN_LARGE) { /* absorb the next block (the end's is in no class) */
         if (h->b[n].cls >= 0) drop_free(h, n, POOL_LARGE);
         B->size += h->b[n].size;
         B->next = h->b[n].next;
         if (B->next >= 0) h->b[B->next].prev = i;
         if (h->last == n) h->last = i;
     }
-    if (p >= 0 && h->b[p].free) { /* the previous block absorbs this one */
+    if (p >= 0 && h->b[p].cls != IN_LARGE) { /* the previous block absorbs this one */
         drop_free(h, p, POOL_LARGE);
         h->b[p].size += B->size;
         h->b[p].next = B->next;
@@ -464,8 +476,7 @@ static bool e_free(heap *h, int32_t i)
         i = p;
     }
     if (h->last == i) {
-        h->b[i].free = true;
-        h->b[i].cls = -1;
+        h->b[i].cls = END_FREE;
         return true;
     }
     return push_free(h, i, POOL_LARGE);
