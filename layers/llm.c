@@ -127,6 +127,17 @@ static void rope_emit(vc_build *b, const void *p)
         vc_refuse(b, O("packing"), "packed sequences through PaliGemma's 4-D float mask are not modelled");
         return;
     }
+    int64_t past;
+    /* PaliGemma's generate(): a StaticCache makes _update_causal_mask's mask max_cache_len wide (not written); the
+     * mask of a beam search's rows is not measured */
+    if (c->pmask && vc_gen_decoder(b, &past) && vc_opts(b)->cache != VC_CACHE_DYNAMIC) {
+        vc_refuse(b, O("cache"), "paligemma's generate() is modelled with a DynamicCache (" OV("cache", "dynamic") ") only");
+        return;
+    }
+    if (c->pmask && vc_gen_decoder(b, &past) && vc_opts(b)->num_beams > 1) {
+        vc_refuse(b, O("num_beams"), "paligemma's beam search is not modelled (greedy generate() only)");
+        return;
+    }
     if (vc_opts(b)->packing > 1 && vc_forward_local(b) < 0) /* --packing: the mask, or flash's position_ids alone */
         vc_set_forward_local(b, vc_opts(b)->attention == VC_ATTN_FLASH ? packed_position_ids(b, L) : packed_mask(b, L));
     /* The sliding-window mask under gradient checkpointing: transformers makes causal_mask_mapping in the model's
@@ -142,7 +153,7 @@ static void rope_emit(vc_build *b, const void *p)
     /* PaliGemmaForConditionalGeneration.forward makes its causal_mask before the language model runs (prefix_mask_4x) */
     if (c->pmask && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC &&
         vc_forward_local(b) < 0)
-        (void)prefix_mask_4x(b, L, L);
+        (void)prefix_mask_4x(b, L, vc_gen_decoder(b, &past) ? past + L : L); /* generate(): the kv length */
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -1105,12 +1116,24 @@ static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S)
  * The language model takes the 4-D mask as it is (GemmaModel._update_causal_mask: _ignore_causal_mask_sdpa is False
  * for a 4-D mask, _prepare_4d_causal_attention_mask_with_cache_position returns it), its sdpa_attention_forward
  * slices it attention_mask[:, :, :, :S] (rows T apart) and runs F.scaled_dot_product_attention with it, is_causal
- * False (sliding_mask_args). */
+ * False (sliding_mask_args).
+ * generate() (its prepare_inputs_for_generation passes the 2-D attention_mask, [B, past + L] ones; the cache a
+ * DynamicCache: neither StaticCache nor HybridCache): target_length = attention_mask.shape[-1] = S, the kv length;
+ * the prefill's prefix zeroed in place (the whole prompt, image tokens and text, attended both ways), a decoding
+ * step's one row left full then *= (all False past the last position); then, attention_mask not None:
+ *  - causal_mask = causal_mask.clone(): a contiguous [B, 1, L, S] (the [L, S] one dies with its expanded view);
+ *  - padding_mask = causal_mask[..., :S] + attention_mask[:, None, None, :]: a new [B, 1, L, S] in the mask's dtype
+ *    (a float tensor plus an int64 one), then padding_mask == 0: a bool [B, 1, L, S], the sum freed as it is rebound;
+ *  - causal_mask[..., :S] = causal_mask[..., :S].masked_fill(padding_mask, min_dtype): a new [B, 1, L, S] copied in
+ *    (copy_ in place) and freed; padding_mask dies when _update_causal_mask returns.
+ * sdpa_attention_forward's slice [:, :, :, :S] is then the whole contiguous mask (mask_ld 0). */
 static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S)
 {
     vc_t m = vc_forward_local(b);
     if (m >= 0) return m;
-    const int64_t T = S + 1;
+    int64_t past;
+    const bool gen = vc_gen_decoder(b, &past);
+    const int64_t T = gen ? S : S + 1;
     const vc_numel lt = vc_n_fixed(L * T);
     m = mask_op(b, "full", -1, lt, vc_param_dt(b));
     if (L != 1 && vc_training(b)) {
@@ -1124,6 +1147,19 @@ static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S)
     m = vc_op_out_view(o, i, lt, true);
     vc_op_end(o);
     vc_release(b, gt);
+    if (gen) { /* the 2-D attention_mask's clone and padding fill */
+        const vc_numel blt = vc_n_sample(L * T);
+        m = mask_op(b, "clone", m, blt, vc_param_dt(b));
+        vc_t pad = mask_op(b, "eq", mask_op(b, "add", m, blt, vc_param_dt(b)), blt, VC_DT_BOOL);
+        vc_hold(b, pad);
+        vc_t fill = mask_op2(b, "masked_fill", m, pad, blt, vc_param_dt(b));
+        o = vc_op_begin(b, "copy_"); /* causal_mask[..., :S] = ... */
+        i = vc_op_in_nodiff(o, m);
+        vc_op_in_nodiff(o, fill);
+        m = vc_op_out_view(o, i, blt, true);
+        vc_op_end(o);
+        vc_release(b, pad);
+    }
     vc_set_forward_local(b, m);
     vc_keep_forward(b, m); /* PaliGemmaForConditionalGeneration.forward's local through its loss */
     return m;
@@ -1316,7 +1352,8 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
         a->causal = false;
         a->masked = true;
         a->mask = fm;
-        a->mask_ld = a->S + 1;
+        int64_t past;
+        a->mask_ld = vc_gen_decoder(b, &past) ? 0 : a->S + 1; /* generate(): the [B, 1, L, S] clone */
         return fm;
     }
     vc_t bm = image_mask_needed(b, c) ? image_masks(b, L, a->S, c->window, padded) : sliding_mask(b, L, a->S, padded);
@@ -1702,8 +1739,9 @@ static void ra_emit(vc_build *b, const void *p)
         vc_hold(b, v);
         vc_kv_share_set(b, (int)c->kv_type, k, v, a.S, a.k_blhd);
     }
-    const bool pm = c->prefix_mask && !cached && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) &&
-                    vc_opts(b)->cache != VC_CACHE_STATIC; /* PaliGemma's mask (prefix_mask_4x) */
+    /* PaliGemma's mask (prefix_mask_4x), generate()'s passes included */
+    const bool pm = c->prefix_mask && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) &&
+                    vc_opts(b)->cache != VC_CACHE_STATIC;
     vc_t aux = -1;
     const vc_t smask = !npack && (pm || image_mask_needed(b, c) || sliding_mask_needed(b, c, L, a.S))
                            ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached, &aux) : -1;

@@ -106,11 +106,16 @@ class PaliGemmaMultiModalProjector(nn.Module):
         return self.linear(image_features)
 
 
-def update_causal_mask(cache_position, input_tensor, is_training, dtype):
-    """P: _update_causal_mask with attention_mask None and no cache (flash not replicated)."""
+def update_causal_mask(cache_position, input_tensor, is_training, dtype, attention_mask=None):
+    """P: _update_causal_mask (flash not replicated): no cache and attention_mask None (training, --mode infer), or
+    generate()'s DynamicCache (neither StaticCache nor HybridCache) and its 2-D attention_mask: target_length =
+    attention_mask.shape[-1], then the clone, the padding sum, its == 0 and the masked_fill copied back."""
     min_dtype = torch.finfo(dtype).min
     inputs_lead_dim, sequence_length = input_tensor.shape[:2]
-    target_length = int(cache_position[0]) + sequence_length + 1
+    if isinstance(attention_mask, torch.Tensor):
+        target_length = attention_mask.shape[-1]
+    else:
+        target_length = int(cache_position[0]) + sequence_length + 1
     causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
     if sequence_length != 1:
         if is_training:
@@ -118,7 +123,16 @@ def update_causal_mask(cache_position, input_tensor, is_training, dtype):
         else:
             causal_mask[:, :sequence_length] = 0.0
     causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
-    return causal_mask[None, None, :, :].expand(inputs_lead_dim, 1, -1, -1)
+    causal_mask = causal_mask[None, None, :, :].expand(inputs_lead_dim, 1, -1, -1)
+    if attention_mask is not None:
+        if is_training:
+            raise ValueError("paligemma_replica.py: training with a 2-D attention_mask is not replicated")
+        causal_mask = causal_mask.clone()  # copy to contiguous memory for in-place edit
+        mask_length = attention_mask.shape[-1]
+        padding_mask = causal_mask[:, :, :, :mask_length] + attention_mask[:, None, None, :]
+        padding_mask = padding_mask == 0
+        causal_mask[:, :, :, :mask_length] = causal_mask[:, :, :, :mask_length].masked_fill(padding_mask, min_dtype)
+    return causal_mask
 
 
 def build(cfg, attn_impl=None):
@@ -160,14 +174,20 @@ def build(cfg, attn_impl=None):
             del selected_image_feature
             return image_features / (text.hidden_size ** 0.5)
 
-        def forward(self, input_ids, labels=None, past_key_values=None, **kw):
-            if past_key_values is not None:
-                raise ValueError("paligemma_replica.py: generate() is not replicated")
+        def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None, attention_mask=None,
+                    logits_to_keep=0, **kw):
+            if past_key_values is not None and gemma2:
+                raise ValueError("paligemma_replica.py: PaliGemma 2's generate() (Gemma2's HybridCache) is not replicated")
             token_type_ids = self.token_type_ids if labels is not None else None
             is_training = token_type_ids is not None and labels is not None
             inputs_embeds = self.embed_tokens(input_ids)
-            cache_position = torch.arange(0, inputs_embeds.shape[1])
-            position_ids = cache_position.unsqueeze(0) + 1  # Paligemma positions are 1-indexed
+            if cache_position is None:
+                past_seen_tokens = past_key_values.get_seq_length() if past_key_values is not None else 0
+                cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
+            # Paligemma positions are 1-indexed (generate(): prepare_inputs_for_generation's position_ids + 1 in
+            # place; the [B, L] int64 from the 2-D attention_mask's cumsum is not replicated, as the harness's
+            # generate loop makes none for the other families)
+            position_ids = cache_position.unsqueeze(0) + 1
             image_features = None
             if self.pixel_values is not None:
                 image_features = self.get_image_features(self.pixel_values)
@@ -177,23 +197,30 @@ def build(cfg, attn_impl=None):
                     raise ValueError("image features and image tokens do not match")
                 image_features = image_features.to(inputs_embeds.dtype)
                 inputs_embeds = inputs_embeds.masked_scatter(special_image_mask, image_features)
-            causal_mask = update_causal_mask(cache_position, inputs_embeds, is_training, self.embed_tokens.weight.dtype)
+            causal_mask = update_causal_mask(cache_position, inputs_embeds, is_training, self.embed_tokens.weight.dtype,
+                                             attention_mask)
             # GemmaForCausalLM.forward -> GemmaModel.forward (its own locals; the caller's inputs_embeds, image_features
             # and causal_mask stay alive in this forward)
             hidden_states = inputs_embeds
             position_embeddings = self.rotary_emb(hidden_states, position_ids)
             normalizer = torch.tensor(text.hidden_size ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
-            # sdpa_attention_forward's slice (a view); Gemma 2's layers slice after their sliding mask
-            mask = causal_mask if gemma2 else causal_mask[:, :, :, :inputs_embeds.shape[1]]
+            # sdpa_attention_forward's slice to the key length (a view: the prompt's without a cache, the cache's
+            # past + L in generate(), the whole mask); Gemma 2's layers slice after their sliding mask
+            mask = causal_mask if gemma2 else causal_mask[:, :, :, :int(cache_position[-1]) + 1]
             last_cache_position = int(cache_position[-1].item()) if gemma2 else 0  # G2 Gemma2Model.forward, 4-D mask
             for layer in self.layers:
-                hidden_states = self._layer(layer, hidden_states, mask, position_embeddings, None,
-                                            cache_position.shape[0], last_cache_position)
+                if past_key_values is None:
+                    hidden_states = self._layer(layer, hidden_states, mask, position_embeddings, None,
+                                                cache_position.shape[0], last_cache_position)
+                else:  # generate(): the layer's DynamicCache update (reference.DynamicCache)
+                    hidden_states = layer(hidden_states, mask, position_embeddings, past_key_values,
+                                          cache_position.shape[0], last_cache_position)
             del mask
             hidden_states = self.norm(hidden_states)
             del position_embeddings  # GemmaModel.forward returns (its locals go; last_hidden_state kept by outputs)
-            lm_logits = self.lm_head(hidden_states)  # GemmaForCausalLM: no labels, no loss
+            # GemmaForCausalLM.forward: slice_indices = slice(-logits_to_keep, None) (generate(): 1), no labels
+            lm_logits = self.lm_head(hidden_states[:, slice(-logits_to_keep, None), :])
             if gemma2 and text.final_logit_softcapping is not None:  # G2 Gemma2ForCausalLM.forward
                 lm_logits = lm_logits / text.final_logit_softcapping
                 lm_logits = torch.tanh(lm_logits)

@@ -2351,6 +2351,24 @@ def cases():
         ("generate", "idefics3_small", 2, 32, 12, "bf16", False, 0),
         ("train", "idefics3_small", 2, 48, "sgd", "bf16", False, 0),
     ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0))
+    # issue 31: PaliGemma (text_config gemma) outside training (paligemma_replica.py, modeling_paligemma.py @ efa7189c):
+    # generate() greedy with a DynamicCache, PaliGemmaForConditionalGeneration.prepare_inputs_for_generation's
+    # pixel_values in the prefill alone, _update_causal_mask from generate()'s 2-D attention_mask in every pass (the
+    # clone, the padding sum, its == 0, the masked_fill), logits_to_keep=1; with the image (64 and 256 image tokens
+    # before --prompt's text), then the text alone, and --mode infer on the text alone. Every third held out.
+    mode_cases(out, [
+        ("generate", "paligemma_small", 1, 16, 4, "fp32", False, 0),
+        ("generate", "paligemma_small", 2, 32, 8, "bf16", False, 0),
+        ("generate", "paligemma224_small", 1, 16, 4, "fp32", False, 0),
+    ], image="224x224", images=1)
+    mode_cases(out, [
+        ("generate", "paligemma_small", 1, 32, 8, "fp32", False, 0),
+        ("generate", "paligemma_small", 2, 48, 8, "bf16", False, 0),
+        ("generate", "paligemma_small", 1, 64, 16, "fp32", False, 0),
+        ("infer", "paligemma_small", 1, 48, None, "fp32", False, 0),
+        ("infer", "paligemma_small", 2, 32, None, "bf16", False, 0),
+        ("infer", "paligemma_small", 1, 96, None, "bf16", False, 0),
+    ])
     return out
 
 
