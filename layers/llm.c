@@ -128,8 +128,10 @@ static void rope_emit(vc_build *b, const void *p)
         return;
     }
     int64_t past;
-    /* PaliGemma's generate(): a StaticCache makes _update_causal_mask's mask max_cache_len wide (not written); the
-     * mask of a beam search's rows is not measured */
+    /* PaliGemma's generate(): a StaticCache makes _update_causal_mask's mask max_cache_len wide (not written). Beam
+     * search was measured (paligemma_replica.py through measure_llm.py --num-beams): fp32 batch 1 within 0.16%, but
+     * bf16 batch 2 prefills +1.2% / +1.7%: the 16-bit math sdpa's upcast value is dense, yet layers/sdpa.c's fold_v
+     * copies it again before the second bmm (the harness shows no such clone, greedy decoding steps too); refused */
     if (c->pmask && vc_gen_decoder(b, &past) && vc_opts(b)->cache != VC_CACHE_DYNAMIC) {
         vc_refuse(b, O("cache"), "paligemma's generate() is modelled with a DynamicCache (" OV("cache", "dynamic") ") only");
         return;

@@ -151,8 +151,8 @@ static void test_generate_measured(void **state)
     };
     for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
         char a[600];
-        snprintf(a, sizeof a, VC_TEST_DATA "/../../bench/accuracy/llm/configs/%s -m generate --attention math "
-                 "--workspace 0 --transformers 4.57 -f json", g[i].args);
+        snprintf(a, sizeof a, VC_TEST_DATA "/../../bench/accuracy/llm/configs/%s -m generate --transformers 4.57",
+                 g[i].args);
         const long long p = cli_json_field(a, "\"prefill_peak\": "), d = cli_json_field(a, "\"decode_peak\": ");
         const double ep = 100.0 * (double)(p - g[i].prefill) / (double)g[i].prefill;
         const double ed = 100.0 * (double)(d - g[i].decode) / (double)g[i].decode;
