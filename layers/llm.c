@@ -409,6 +409,7 @@ typedef struct {
     bool image_mask;
     /* PaliGemmaForConditionalGeneration's float mask over every layer (prefix_mask_4x), no is_causal */
     bool prefix_mask;
+    bool hybrid; /* PaliGemma 2: Gemma2Model.forward's HybridCache outside training (hybrid_update) */
     bool liger_rope; /* --liger: liger_rotary_pos_emb in apply_rotary_pos_emb's place (liger_rope) */
     bool mask_4x; /* the sliding mask is transformers 4.46-4.52's float one (sliding_mask_4x; release.c
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
@@ -465,8 +466,10 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads) ||
         vc_arg_bool(a, "liger_rope", false, &c->liger_rope) || vc_arg_bool(a, "qk_norm_after_rope", false, &c->qk_rope) ||
         vc_arg_int(a, "qk_norm_gather", 1, 1, &c->qk_gather) || vc_arg_bool(a, "prefix_mask", false, &c->prefix_mask) ||
-        vc_arg_bool(a, "llama4_attn_scale", false, &c->l4_scale))
+        vc_arg_bool(a, "llama4_attn_scale", false, &c->l4_scale) || vc_arg_bool(a, "hybrid_cache", false, &c->hybrid))
         return -1;
+    if (c->hybrid && !c->prefix_mask)
+        return vc_arg_fail(a, "hybrid_cache", "is PaliGemma 2's HybridCache under its mask (\"prefix_mask\")");
     if (c->prefix_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared ||
                            c->image_mask))
         return vc_arg_fail(a, "prefix_mask", "is PaliGemma's sdpa attention over the model's float mask (\"causal\", no "
@@ -1325,6 +1328,76 @@ static void repeat_kv_done(vc_build *b, const ra_cfg *c, vc_t k, vc_t v)
     vc_release(b, v);
 }
 
+/* An in-place op name_(dst, src) (copy_, index_put_, add_, mul_): dst's storage, a view of it returned. */
+static vc_t inplace_op(vc_build *b, const char *name, vc_t dst, vc_t src)
+{
+    vc_op *o = vc_op_begin(b, name);
+    int i = vc_op_in_nodiff(o, dst);
+    vc_op_in_nodiff(o, src);
+    vc_t y = vc_op_out_view(o, i, vc_numel_of(b, dst), true);
+    vc_op_end(o);
+    return y;
+}
+
+/* PaliGemma 2 under --mode infer: Gemma2Model.forward (models/gemma2/modeling_gemma2.py @efa7189c5546a94e8c1194b2ccc6669e0f7ad65e)
+ * makes past_key_values = HybridCache(config, max_batch_size=B, max_cache_len=L, dtype) when use_cache and not
+ * self.training (after PaliGemma's mask, which therefore takes no cache: prefix_mask_4x), and Gemma2Attention.forward
+ * runs key_states, value_states = past_key_value.update(...). HybridCache could not be read at a pinned commit
+ * (cache_utils.py is stored @ 67dd5524 only, a later release's layered caches); from the stored, unattributed
+ * cache_utils.py of efa7189c's release line (HybridCache.__init__ with the deprecated layer_device_map; no device:
+ * "meta"; bench/accuracy/llm/paligemma_replica.py HybridCache): update() makes the layer's zeros_like K and V on the
+ * key's device at its first update, [B, kv, L, D] (global) or [B, kv, min(sliding_window, L), D] (sliding), kept by
+ * the cache until the model's forward returns (outputs.past_key_values); then
+ *  - global (_static_update): k_out[:, :, cache_position] = key_states in place (V too), the cache's tensors returned;
+ *  - sliding past max_cache_len tokens: cache += key_states[:, :, -max:] in place, key_states / value_states returned
+ *    (false: the caller's k and v stay);
+ *  - sliding otherwise: slicing = ones(max).cumsum(0), the clamped cache_position, to_shift, indices (int64 [max]
+ *    temporaries, the last three the function's locals), k_out = k_out[:, :, indices] (a new [B, kv, max, D], V too),
+ *    k_out[:, :, cache_position] = key_states in place, cache.zero_(), cache += k_out; the new k_out / v_out
+ *    returned: the attention's key_states / value_states until it returns (*hk, *hv).
+ * Returns true when *k and *v were rebound (contiguous [B, kv, S, D]). */
+static bool hybrid_update(vc_build *b, const ra_cfg *c, int64_t L, vc_t *k, vc_t *v, vc_t *hk, vc_t *hv)
+{
+    const int64_t n = c->window > 0 && c->window < L ? c->window : L;
+    const vc_numel cn = vc_n_sample(c->KV * n * c->D);
+    const vc_dtype dt = vc_dt_of(b, *k);
+    vc_t ck = vc__op_new(b, "zeros_like", cn, dt);
+    vc_keep_forward(b, ck);
+    vc_t cv = vc__op_new(b, "zeros_like", cn, dt);
+    vc_keep_forward(b, cv);
+    if (c->window > 0 && L > n) {
+        (void)inplace_op(b, "add_", ck, *k);
+        (void)inplace_op(b, "add_", cv, *v);
+        return false;
+    }
+    if (c->window == 0) {
+        *k = inplace_op(b, "index_put_", ck, *k);
+        *v = inplace_op(b, "index_put_", cv, *v);
+        return true;
+    }
+    const vc_numel ni = vc_n_fixed(n), nl = vc_n_fixed(L);
+    vc_t sl = mask_op(b, "cumsum", mask_op(b, "ones", -1, ni, VC_DT_I64), ni, VC_DT_I64);
+    vc_hold(b, sl);
+    vc_t cp = mask_op(b, "clamp", -1, nl, VC_DT_I64);
+    vc_hold(b, cp);
+    vc_t ts = mask_op(b, "ge", cp, nl, VC_DT_BOOL);
+    vc_hold(b, ts);
+    vc_t idx = mask_op(b, "remainder", mask_op(b, "sub", mask_op(b, "add", sl, ni, VC_DT_I64), ni, VC_DT_I64), ni,
+                       VC_DT_I64);
+    vc_hold(b, idx);
+    *hk = inplace_op(b, "index_put_", mask_op2(b, "index", ck, idx, cn, dt), *k);
+    *hv = inplace_op(b, "index_put_", mask_op2(b, "index", cv, idx, cn, dt), *v);
+    (void)inplace_op(b, "add_", inplace_op(b, "zero_", ck, ck), *hk);
+    (void)inplace_op(b, "add_", inplace_op(b, "zero_", cv, cv), *hv);
+    vc_release(b, sl);
+    vc_release(b, cp);
+    vc_release(b, ts);
+    vc_release(b, idx);
+    *k = *hk;
+    *v = *hv;
+    return true;
+}
+
 /* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
  * use_gqa_in_sdpa is false with a mask, so repeat_kv when kv heads < heads (repeat_kv_args), and is_causal False;
  * F.scaled_dot_product_attention converts the bool mask first
@@ -1342,9 +1415,10 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
     if (c->prefix_mask || (c->mask_4x && !padded && !image_mask_needed(b, c))) { /* transformers 4.46-4.52 (sliding_mask_4x) */
         vc_t fm = c->prefix_mask ? prefix_mask_4x(b, L, a->S) : sliding_mask_4x(b, L, a->S);
         if (c->prefix_mask && c->window > 0) { /* PaliGemma 2's sliding layers: prefix_sliding */
-            if (!vc_training(b)) { /* Gemma2Model.forward: use_cache and not self.training -> a HybridCache */
-                vc_refuse(b, O("mode"), "PaliGemma 2 outside training (Gemma2Model.forward's HybridCache when not "
-                          "training, modeling_gemma2.py @ efa7189c) is not modelled");
+            int64_t past;
+            if (vc_gen_decoder(b, &past)) { /* generate(): the HybridCache generate() makes (src/hf/hf.c refuses) */
+                vc_refuse(b, O("mode"), "PaliGemma 2's generate() (Gemma2's HybridCache, modeling_gemma2.py @ "
+                          "efa7189c) is not modelled");
             }
             fm = prefix_sliding(b, fm, L, a->S, aux);
             vc_hold(b, fm);
@@ -1703,6 +1777,8 @@ static void ra_emit(vc_build *b, const void *p)
      * prefill on the patches: no cache (its forward takes no past_key_values) */
     bool cached = c->block_mask ? false
                   : c->chunk > 0 ? vc_kv_update_chunked(b, c->chunk, &k, &v, &a.S) : vc_kv_update(b, c->window, &k, &v, &a.S);
+    vc_t hk = -1, hv = -1; /* PaliGemma 2's HybridCache under --mode infer (hybrid_update): the sliding layers' copies */
+    if (c->hybrid && !cached && !vc_training(b) && !vc_serve_profile(b)) cached = hybrid_update(b, c, L, &k, &v, &hk, &hv);
     vc_t pmask = -1;
     if (npack && pflash) {
         /* attn_implementation="flash_attention_2" (modeling_flash_attention_utils.py
@@ -1812,6 +1888,10 @@ static void ra_emit(vc_build *b, const void *p)
         vc_keep_to_here(b, vs);
         vc_keep_with(b, ks, owner);
         vc_keep_with(b, vs, owner);
+    }
+    if (hk >= 0) { /* HybridCache._sliding_update's k_out / v_out: the attention's key_states / value_states */
+        vc_keep_to_here(b, hk);
+        vc_keep_to_here(b, hv);
     }
     vc_kv_end(b);
     if (c->kv_last) kv_dict_end(b);

@@ -16,7 +16,8 @@
  * 4. PaliGemma 2 (text_config model_type "gemma2": hf.c's text_type row, the gemma2 row's language model under this
  *    tower; modeling_gemma2.py @ efa7189c Gemma2DecoderLayer's sliding mask made from PaliGemma's, layers/llm.c
  *    prefix_sliding): the parameters by hand for the five google/paligemma2-* sizes, the measured paligemma2_small
- *    cases, its refusals (--mode infer and generate: Gemma2's HybridCache; transformers <= 4.46's eager Gemma 2).
+ *    cases (training, and --mode infer with Gemma2Model.forward's HybridCache: layers/llm.c hybrid_update), its
+ *    refusals (generate: Gemma2's HybridCache under generate(); transformers <= 4.46's eager Gemma 2).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -308,6 +309,14 @@ static void test_pg2_measured(void **state)
         {"paligemma2_small.json --seq 96 -b 1 -o sgd -p fp32" CK, 3162624},
     };
     assert_measured(t, sizeof t / sizeof *t, " --attention math --workspace 0 -f json", 1.0);
+    /* --mode infer: Gemma2Model.forward's HybridCache (layers/llm.c hybrid_update; paligemma_replica.py HybridCache),
+     * the image's 96 and 112 tokens past sliding_window 32, the text's 16 within it */
+    static const cli_measured i[] = {
+        {"paligemma2_small.json -m infer --seq 32 -b 1 -p fp32" IM, 2257408},
+        {"paligemma2_small.json -m infer --seq 16 -b 2 -p bf16", 824832},
+        {"paligemma2_small.json -m infer --seq 48 -b 1 -p bf16" IM, 1644544},
+    };
+    assert_measured(i, sizeof i / sizeof *i, " --attention math --workspace 0 -f json", 1.0);
 #undef CK
 #undef LOD
 #undef IM
@@ -318,7 +327,6 @@ static void test_pg2_refusals(void **state)
     (void)state;
     static const char f[] = HF "paligemma2-3b-pt-224.json";
     static const fam_refusal o[] = {
-        {"-m infer", "--mode: PaliGemma 2 outside training (Gemma2Model.forward's HybridCache"},
         {"--transformers 4.46", "--transformers: PaliGemma 2 under eager attention"},
         {"-m generate", "--mode: generate: PaliGemma 2's generate() (Gemma2's HybridCache"},
         {"--serve --gpu h100-80gb", "--serve: paligemma under vLLM"},

@@ -96,6 +96,60 @@ def sdpa_mask_slice(attn):
     return forward
 
 
+class HybridCache:
+    """Gemma2Model.forward @ efa7189c (G2): `if use_cache and past_key_values is None and not self.training:
+    past_key_values = HybridCache(self.config, max_batch_size=batch_size, max_cache_len=seq_len,
+    dtype=inputs_embeds.dtype)`, no device. HybridCache itself could not be read at a pinned commit: cache_utils.py
+    is stored @ 67dd5524 only (the layered caches of a later release); what follows is the stored, unattributed
+    cache_utils.py of the same release line (HybridCache.__init__ with the deprecated layer_device_map, device None ->
+    "meta"): each layer's zeros of [B, kv, max_cache_len (global) or min(sliding_window, max_cache_len) (sliding), D]
+    made on the meta device, then in update() zeros_like on the key's device (the layer's first update: allocated
+    then, K then V, kept by the cache); _static_update (global): k_out[:, :, cache_position] = key_states in place,
+    returns the cache's tensors; _sliding_update: past max_cache_len tokens k_out = key_states[:, :, -max:], cache +=
+    k_out in place, returns the whole key_states / value_states; else slicing = ones(max).cumsum(0), the clamped
+    positions, to_shift, indices, k_out = k_out[:, :, indices] (new tensors), k_out[:, :, cache_position] = key_states,
+    cache.zero_(), cache += k_out, returns the new k_out / v_out."""
+
+    def __init__(self, is_sliding, cache_position):
+        self.is_sliding = is_sliding
+        self.cache_position = cache_position
+        self.key_cache = [None] * len(is_sliding)
+        self.value_cache = [None] * len(is_sliding)
+
+    def update(self, key_states, value_states, layer_idx):
+        B, kv, L, D = key_states.shape
+        n = min(self.sliding_window, L) if self.is_sliding[layer_idx] else L
+        if self.key_cache[layer_idx] is None:  # zeros_like of the meta tensor, on the key's device
+            self.key_cache[layer_idx] = torch.zeros((B, kv, n, D), dtype=key_states.dtype)
+            self.value_cache[layer_idx] = torch.zeros((B, kv, n, D), dtype=value_states.dtype)
+        k_out, v_out = self.key_cache[layer_idx], self.value_cache[layer_idx]
+        cache_position = self.cache_position
+        if not self.is_sliding[layer_idx]:  # _static_update
+            k_out[:, :, cache_position] = key_states
+            v_out[:, :, cache_position] = value_states
+            return k_out, v_out
+        max_cache_len = k_out.shape[2]
+        if cache_position.shape[0] > max_cache_len:
+            k_out = key_states[:, :, -max_cache_len:, :]
+            v_out = value_states[:, :, -max_cache_len:, :]
+            self.key_cache[layer_idx] += k_out
+            self.value_cache[layer_idx] += v_out
+            return key_states, value_states
+        slicing = torch.ones(max_cache_len, dtype=torch.long).cumsum(0)
+        cache_position = cache_position.clamp(0, max_cache_len - 1)
+        to_shift = cache_position >= max_cache_len - 1
+        indices = (slicing + to_shift[-1].int() - 1) % max_cache_len
+        k_out = k_out[:, :, indices]
+        v_out = v_out[:, :, indices]
+        k_out[:, :, cache_position] = key_states
+        v_out[:, :, cache_position] = value_states
+        self.key_cache[layer_idx].zero_()
+        self.value_cache[layer_idx].zero_()
+        self.key_cache[layer_idx] += k_out
+        self.value_cache[layer_idx] += v_out
+        return k_out, v_out
+
+
 class PaliGemmaMultiModalProjector(nn.Module):
     def __init__(self, vision_hidden, projection_dim):
         super().__init__()
@@ -209,8 +263,15 @@ def build(cfg, attn_impl=None):
             # past + L in generate(), the whole mask); Gemma 2's layers slice after their sliding mask
             mask = causal_mask if gemma2 else causal_mask[:, :, :, :int(cache_position[-1]) + 1]
             last_cache_position = int(cache_position[-1].item()) if gemma2 else 0  # G2 Gemma2Model.forward, 4-D mask
+            hybrid = None
+            if gemma2 and past_key_values is None and not self.training:  # G2 Gemma2Model.forward: use_cache, eval
+                hybrid = HybridCache([not i % 2 for i in range(len(self.layers))], cache_position)
+                hybrid.sliding_window = text.sliding_window
             for layer in self.layers:
-                if past_key_values is None:
+                if hybrid is not None:  # --mode infer: the HybridCache made inside the language model
+                    hidden_states = layer(hidden_states, mask, position_embeddings, hybrid,
+                                          cache_position.shape[0], last_cache_position)
+                elif past_key_values is None:
                     hidden_states = self._layer(layer, hidden_states, mask, position_embeddings, None,
                                                 cache_position.shape[0], last_cache_position)
                 else:  # generate(): the layer's DynamicCache update (reference.DynamicCache)
@@ -218,6 +279,7 @@ def build(cfg, attn_impl=None):
                                           cache_position.shape[0], last_cache_position)
             del mask
             hidden_states = self.norm(hidden_states)
+            # the HybridCache is returned in outputs.past_key_values: alive until the forward returns (below)
             del position_embeddings  # GemmaModel.forward returns (its locals go; last_hidden_state kept by outputs)
             # GemmaForCausalLM.forward: slice_indices = slice(-logits_to_keep, None) (generate(): 1), no labels
             lm_logits = self.lm_head(hidden_states[:, slice(-logits_to_keep, None), :])
@@ -238,7 +300,7 @@ def build(cfg, attn_impl=None):
                 flat_labels = shift_labels.view(-1)
                 loss = nn.CrossEntropyLoss()(flat_logits, flat_labels)
                 del shift_logits, shift_labels, flat_logits, flat_labels
-            del causal_mask, inputs_embeds, image_features, lm_logits  # forward returns (the fp32 logits returned)
+            del causal_mask, inputs_embeds, image_features, lm_logits, hybrid  # forward returns (the fp32 logits returned)
             return loss, logits
 
     model = PaliGemma()

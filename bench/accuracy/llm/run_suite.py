@@ -2369,6 +2369,13 @@ def cases():
         ("infer", "paligemma_small", 2, 32, None, "bf16", False, 0),
         ("infer", "paligemma_small", 1, 96, None, "bf16", False, 0),
     ])
+    # PaliGemma 2's --mode infer: Gemma2Model.forward's HybridCache (modeling_gemma2.py @ efa7189c; paligemma_replica.py
+    # HybridCache: zeros per layer at its first update, the global layers' index_put_, the sliding layers' copies or,
+    # past sliding_window 32, the whole states), with the image (64 image tokens + --seq: past the window) and on the
+    # text alone (16 tokens: within it). Every third held out.
+    for i, (b, s, p, img) in enumerate([(1, 32, "fp32", True), (2, 16, "bf16", False), (1, 48, "bf16", True)]):
+        out.append(dict(config="configs/paligemma2_small.json", mode="infer", batch=b, seq=s, precision=p,
+                        held_out=(i % 3 == 2), **(dict(image="224x224", images=1) if img else {})))
     return out
 
 
