@@ -371,6 +371,9 @@ bool vc_kv_update_paged(vc_build *b, int64_t paged, vc_t *k, vc_t *v, int64_t *S
  * generate's attention_mask and cache_position. *past: the tokens the decoder's self-attention cache held
  * before this step (0 in the encoder and at the first step). */
 bool vc_gen_seq2seq(const vc_build *b, int64_t *past);
+/* --mode generate of a decoder-only model, outside --serve's profiling run: true in each pass; *past the
+ * tokens cached before it (0 in the prefill; 0 outside generate). */
+bool vc_gen_decoder(const vc_build *b, int64_t *past);
 /* ... the decoder's self-attention cache (EncoderDecoderCache.self_attention_cache, a DynamicCache whose
  * first update keeps the states, later ones torch.cat): as vc_kv_update. false outside it. */
 bool vc_kv_update_self(vc_build *b, vc_t *k, vc_t *v, int64_t *S);

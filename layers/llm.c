@@ -127,6 +127,19 @@ static void rope_emit(vc_build *b, const void *p)
         vc_refuse(b, O("packing"), "packed sequences through PaliGemma's 4-D float mask are not modelled");
         return;
     }
+    int64_t past;
+    /* PaliGemma's generate(): a StaticCache makes _update_causal_mask's mask max_cache_len wide (not written). Beam
+     * search was measured (paligemma_replica.py through measure_llm.py --num-beams): fp32 batch 1 within 0.16%, but
+     * bf16 batch 2 prefills +1.2% / +1.7%: the 16-bit math sdpa's upcast value is dense, yet layers/sdpa.c's fold_v
+     * copies it again before the second bmm (the harness shows no such clone, greedy decoding steps too); refused */
+    if (c->pmask && vc_gen_decoder(b, &past) && vc_opts(b)->cache != VC_CACHE_DYNAMIC) {
+        vc_refuse(b, O("cache"), "paligemma's generate() is modelled with a DynamicCache (" OV("cache", "dynamic") ") only");
+        return;
+    }
+    if (c->pmask && vc_gen_decoder(b, &past) && vc_opts(b)->num_beams > 1) {
+        vc_refuse(b, O("num_beams"), "paligemma's beam search is not modelled (greedy generate() only)");
+        return;
+    }
     if (vc_opts(b)->packing > 1 && vc_forward_local(b) < 0) /* --packing: the mask, or flash's position_ids alone */
         vc_set_forward_local(b, vc_opts(b)->attention == VC_ATTN_FLASH ? packed_position_ids(b, L) : packed_mask(b, L));
     /* The sliding-window mask under gradient checkpointing: transformers makes causal_mask_mapping in the model's
@@ -142,7 +155,7 @@ static void rope_emit(vc_build *b, const void *p)
     /* PaliGemmaForConditionalGeneration.forward makes its causal_mask before the language model runs (prefix_mask_4x) */
     if (c->pmask && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC &&
         vc_forward_local(b) < 0)
-        (void)prefix_mask_4x(b, L, L);
+        (void)prefix_mask_4x(b, L, vc_gen_decoder(b, &past) ? past + L : L); /* generate(): the kv length */
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -396,6 +409,7 @@ typedef struct {
     bool image_mask;
     /* PaliGemmaForConditionalGeneration's float mask over every layer (prefix_mask_4x), no is_causal */
     bool prefix_mask;
+    bool hybrid; /* PaliGemma 2: Gemma2Model.forward's HybridCache outside training (hybrid_update) */
     bool liger_rope; /* --liger: liger_rotary_pos_emb in apply_rotary_pos_emb's place (liger_rope) */
     bool mask_4x; /* the sliding mask is transformers 4.46-4.52's float one (sliding_mask_4x; release.c
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
@@ -452,8 +466,10 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "rope_upcast", false, &c->rope_upcast) || vc_arg_bool(a, "qk_norm_heads", false, &c->qk_heads) ||
         vc_arg_bool(a, "liger_rope", false, &c->liger_rope) || vc_arg_bool(a, "qk_norm_after_rope", false, &c->qk_rope) ||
         vc_arg_int(a, "qk_norm_gather", 1, 1, &c->qk_gather) || vc_arg_bool(a, "prefix_mask", false, &c->prefix_mask) ||
-        vc_arg_bool(a, "llama4_attn_scale", false, &c->l4_scale))
+        vc_arg_bool(a, "llama4_attn_scale", false, &c->l4_scale) || vc_arg_bool(a, "hybrid_cache", false, &c->hybrid))
         return -1;
+    if (c->hybrid && !c->prefix_mask)
+        return vc_arg_fail(a, "hybrid_cache", "is PaliGemma 2's HybridCache under its mask (\"prefix_mask\")");
     if (c->prefix_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared ||
                            c->image_mask))
         return vc_arg_fail(a, "prefix_mask", "is PaliGemma's sdpa attention over the model's float mask (\"causal\", no "
@@ -1105,12 +1121,24 @@ static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S)
  * The language model takes the 4-D mask as it is (GemmaModel._update_causal_mask: _ignore_causal_mask_sdpa is False
  * for a 4-D mask, _prepare_4d_causal_attention_mask_with_cache_position returns it), its sdpa_attention_forward
  * slices it attention_mask[:, :, :, :S] (rows T apart) and runs F.scaled_dot_product_attention with it, is_causal
- * False (sliding_mask_args). */
+ * False (sliding_mask_args).
+ * generate() (its prepare_inputs_for_generation passes the 2-D attention_mask, [B, past + L] ones; the cache a
+ * DynamicCache: neither StaticCache nor HybridCache): target_length = attention_mask.shape[-1] = S, the kv length;
+ * the prefill's prefix zeroed in place (the whole prompt, image tokens and text, attended both ways), a decoding
+ * step's one row left full then *= (all False past the last position); then, attention_mask not None:
+ *  - causal_mask = causal_mask.clone(): a contiguous [B, 1, L, S] (the [L, S] one dies with its expanded view);
+ *  - padding_mask = causal_mask[..., :S] + attention_mask[:, None, None, :]: a new [B, 1, L, S] in the mask's dtype
+ *    (a float tensor plus an int64 one), then padding_mask == 0: a bool [B, 1, L, S], the sum freed as it is rebound;
+ *  - causal_mask[..., :S] = causal_mask[..., :S].masked_fill(padding_mask, min_dtype): a new [B, 1, L, S] copied in
+ *    (copy_ in place) and freed; padding_mask dies when _update_causal_mask returns.
+ * sdpa_attention_forward's slice [:, :, :, :S] is then the whole contiguous mask (mask_ld 0). */
 static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S)
 {
     vc_t m = vc_forward_local(b);
     if (m >= 0) return m;
-    const int64_t T = S + 1;
+    int64_t past;
+    const bool gen = vc_gen_decoder(b, &past);
+    const int64_t T = gen ? S : S + 1;
     const vc_numel lt = vc_n_fixed(L * T);
     m = mask_op(b, "full", -1, lt, vc_param_dt(b));
     if (L != 1 && vc_training(b)) {
@@ -1124,6 +1152,19 @@ static vc_t prefix_mask_4x(vc_build *b, int64_t L, int64_t S)
     m = vc_op_out_view(o, i, lt, true);
     vc_op_end(o);
     vc_release(b, gt);
+    if (gen) { /* the 2-D attention_mask's clone and padding fill */
+        const vc_numel blt = vc_n_sample(L * T);
+        m = mask_op(b, "clone", m, blt, vc_param_dt(b));
+        vc_t pad = mask_op(b, "eq", mask_op(b, "add", m, blt, vc_param_dt(b)), blt, VC_DT_BOOL);
+        vc_hold(b, pad);
+        vc_t fill = mask_op2(b, "masked_fill", m, pad, blt, vc_param_dt(b));
+        o = vc_op_begin(b, "copy_"); /* causal_mask[..., :S] = ... */
+        i = vc_op_in_nodiff(o, m);
+        vc_op_in_nodiff(o, fill);
+        m = vc_op_out_view(o, i, blt, true);
+        vc_op_end(o);
+        vc_release(b, pad);
+    }
     vc_set_forward_local(b, m);
     vc_keep_forward(b, m); /* PaliGemmaForConditionalGeneration.forward's local through its loss */
     return m;
@@ -1287,6 +1328,76 @@ static void repeat_kv_done(vc_build *b, const ra_cfg *c, vc_t k, vc_t v)
     vc_release(b, v);
 }
 
+/* An in-place op name_(dst, src) (copy_, index_put_, add_, mul_): dst's storage, a view of it returned. */
+static vc_t inplace_op(vc_build *b, const char *name, vc_t dst, vc_t src)
+{
+    vc_op *o = vc_op_begin(b, name);
+    int i = vc_op_in_nodiff(o, dst);
+    vc_op_in_nodiff(o, src);
+    vc_t y = vc_op_out_view(o, i, vc_numel_of(b, dst), true);
+    vc_op_end(o);
+    return y;
+}
+
+/* PaliGemma 2 under --mode infer: Gemma2Model.forward (models/gemma2/modeling_gemma2.py @efa7189c5546a94e8c1194b2ccc6669e0f7ad65e)
+ * makes past_key_values = HybridCache(config, max_batch_size=B, max_cache_len=L, dtype) when use_cache and not
+ * self.training (after PaliGemma's mask, which therefore takes no cache: prefix_mask_4x), and Gemma2Attention.forward
+ * runs key_states, value_states = past_key_value.update(...). HybridCache could not be read at a pinned commit
+ * (cache_utils.py is stored @ 67dd5524 only, a later release's layered caches); from the stored, unattributed
+ * cache_utils.py of efa7189c's release line (HybridCache.__init__ with the deprecated layer_device_map; no device:
+ * "meta"; bench/accuracy/llm/paligemma_replica.py HybridCache): update() makes the layer's zeros_like K and V on the
+ * key's device at its first update, [B, kv, L, D] (global) or [B, kv, min(sliding_window, L), D] (sliding), kept by
+ * the cache until the model's forward returns (outputs.past_key_values); then
+ *  - global (_static_update): k_out[:, :, cache_position] = key_states in place (V too), the cache's tensors returned;
+ *  - sliding past max_cache_len tokens: cache += key_states[:, :, -max:] in place, key_states / value_states returned
+ *    (false: the caller's k and v stay);
+ *  - sliding otherwise: slicing = ones(max).cumsum(0), the clamped cache_position, to_shift, indices (int64 [max]
+ *    temporaries, the last three the function's locals), k_out = k_out[:, :, indices] (a new [B, kv, max, D], V too),
+ *    k_out[:, :, cache_position] = key_states in place, cache.zero_(), cache += k_out; the new k_out / v_out
+ *    returned: the attention's key_states / value_states until it returns (*hk, *hv).
+ * Returns true when *k and *v were rebound (contiguous [B, kv, S, D]). */
+static bool hybrid_update(vc_build *b, const ra_cfg *c, int64_t L, vc_t *k, vc_t *v, vc_t *hk, vc_t *hv)
+{
+    const int64_t n = c->window > 0 && c->window < L ? c->window : L;
+    const vc_numel cn = vc_n_sample(c->KV * n * c->D);
+    const vc_dtype dt = vc_dt_of(b, *k);
+    vc_t ck = vc__op_new(b, "zeros_like", cn, dt);
+    vc_keep_forward(b, ck);
+    vc_t cv = vc__op_new(b, "zeros_like", cn, dt);
+    vc_keep_forward(b, cv);
+    if (c->window > 0 && L > n) {
+        (void)inplace_op(b, "add_", ck, *k);
+        (void)inplace_op(b, "add_", cv, *v);
+        return false;
+    }
+    if (c->window == 0) {
+        *k = inplace_op(b, "index_put_", ck, *k);
+        *v = inplace_op(b, "index_put_", cv, *v);
+        return true;
+    }
+    const vc_numel ni = vc_n_fixed(n), nl = vc_n_fixed(L);
+    vc_t sl = mask_op(b, "cumsum", mask_op(b, "ones", -1, ni, VC_DT_I64), ni, VC_DT_I64);
+    vc_hold(b, sl);
+    vc_t cp = mask_op(b, "clamp", -1, nl, VC_DT_I64);
+    vc_hold(b, cp);
+    vc_t ts = mask_op(b, "ge", cp, nl, VC_DT_BOOL);
+    vc_hold(b, ts);
+    vc_t idx = mask_op(b, "remainder", mask_op(b, "sub", mask_op(b, "add", sl, ni, VC_DT_I64), ni, VC_DT_I64), ni,
+                       VC_DT_I64);
+    vc_hold(b, idx);
+    *hk = inplace_op(b, "index_put_", mask_op2(b, "index", ck, idx, cn, dt), *k);
+    *hv = inplace_op(b, "index_put_", mask_op2(b, "index", cv, idx, cn, dt), *v);
+    (void)inplace_op(b, "add_", inplace_op(b, "zero_", ck, ck), *hk);
+    (void)inplace_op(b, "add_", inplace_op(b, "zero_", cv, cv), *hv);
+    vc_release(b, sl);
+    vc_release(b, cp);
+    vc_release(b, ts);
+    vc_release(b, idx);
+    *k = *hk;
+    *v = *hv;
+    return true;
+}
+
 /* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
  * use_gqa_in_sdpa is false with a mask, so repeat_kv when kv heads < heads (repeat_kv_args), and is_causal False;
  * F.scaled_dot_product_attention converts the bool mask first
@@ -1304,9 +1415,10 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
     if (c->prefix_mask || (c->mask_4x && !padded && !image_mask_needed(b, c))) { /* transformers 4.46-4.52 (sliding_mask_4x) */
         vc_t fm = c->prefix_mask ? prefix_mask_4x(b, L, a->S) : sliding_mask_4x(b, L, a->S);
         if (c->prefix_mask && c->window > 0) { /* PaliGemma 2's sliding layers: prefix_sliding */
-            if (!vc_training(b)) { /* Gemma2Model.forward: use_cache and not self.training -> a HybridCache */
-                vc_refuse(b, O("mode"), "PaliGemma 2 outside training (Gemma2Model.forward's HybridCache when not "
-                          "training, modeling_gemma2.py @ efa7189c) is not modelled");
+            int64_t past;
+            if (vc_gen_decoder(b, &past)) { /* generate(): the HybridCache generate() makes (src/hf/hf.c refuses) */
+                vc_refuse(b, O("mode"), "PaliGemma 2's generate() (Gemma2's HybridCache, modeling_gemma2.py @ "
+                          "efa7189c) is not modelled");
             }
             fm = prefix_sliding(b, fm, L, a->S, aux);
             vc_hold(b, fm);
@@ -1316,7 +1428,8 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
         a->causal = false;
         a->masked = true;
         a->mask = fm;
-        a->mask_ld = a->S + 1;
+        int64_t past;
+        a->mask_ld = vc_gen_decoder(b, &past) ? 0 : a->S + 1; /* generate(): the [B, 1, L, S] clone */
         return fm;
     }
     vc_t bm = image_mask_needed(b, c) ? image_masks(b, L, a->S, c->window, padded) : sliding_mask(b, L, a->S, padded);
@@ -1664,6 +1777,8 @@ static void ra_emit(vc_build *b, const void *p)
      * prefill on the patches: no cache (its forward takes no past_key_values) */
     bool cached = c->block_mask ? false
                   : c->chunk > 0 ? vc_kv_update_chunked(b, c->chunk, &k, &v, &a.S) : vc_kv_update(b, c->window, &k, &v, &a.S);
+    vc_t hk = -1, hv = -1; /* PaliGemma 2's HybridCache under --mode infer (hybrid_update): the sliding layers' copies */
+    if (c->hybrid && !cached && !vc_training(b) && !vc_serve_profile(b)) cached = hybrid_update(b, c, L, &k, &v, &hk, &hv);
     vc_t pmask = -1;
     if (npack && pflash) {
         /* attn_implementation="flash_attention_2" (modeling_flash_attention_utils.py
@@ -1702,8 +1817,9 @@ static void ra_emit(vc_build *b, const void *p)
         vc_hold(b, v);
         vc_kv_share_set(b, (int)c->kv_type, k, v, a.S, a.k_blhd);
     }
-    const bool pm = c->prefix_mask && !cached && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) &&
-                    vc_opts(b)->cache != VC_CACHE_STATIC; /* PaliGemma's mask (prefix_mask_4x) */
+    /* PaliGemma's mask (prefix_mask_4x), generate()'s passes included */
+    const bool pm = c->prefix_mask && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) &&
+                    vc_opts(b)->cache != VC_CACHE_STATIC;
     vc_t aux = -1;
     const vc_t smask = !npack && (pm || image_mask_needed(b, c) || sliding_mask_needed(b, c, L, a.S))
                            ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached, &aux) : -1;
@@ -1772,6 +1888,10 @@ static void ra_emit(vc_build *b, const void *p)
         vc_keep_to_here(b, vs);
         vc_keep_with(b, ks, owner);
         vc_keep_with(b, vs, owner);
+    }
+    if (hk >= 0) { /* HybridCache._sliding_update's k_out / v_out: the attention's key_states / value_states */
+        vc_keep_to_here(b, hk);
+        vc_keep_to_here(b, hv);
     }
     vc_kv_end(b);
     if (c->kv_last) kv_dict_end(b);

@@ -11,10 +11,13 @@
  *    the values as the model card's and transformers' conversion script's, the vocabulary 257,216).
  * 2. The measured cases of bench/accuracy/llm/measured.json (paligemma_replica.py), held within 1%.
  * 3. Refusals: exit 2 and one line naming the key (text_config.*, vision_config.*, projection_dim) or option.
+ * 2b. generate() (greedy, DynamicCache) with and without an image, and --mode infer without one: measured.json's
+ *    cases, the prefill's and the decoding steps' peaks within 0.5%.
  * 4. PaliGemma 2 (text_config model_type "gemma2": hf.c's text_type row, the gemma2 row's language model under this
  *    tower; modeling_gemma2.py @ efa7189c Gemma2DecoderLayer's sliding mask made from PaliGemma's, layers/llm.c
  *    prefix_sliding): the parameters by hand for the five google/paligemma2-* sizes, the measured paligemma2_small
- *    cases, its refusals (--mode infer, transformers <= 4.46's eager Gemma 2).
+ *    cases (training, and --mode infer with Gemma2Model.forward's HybridCache: layers/llm.c hybrid_update), its
+ *    refusals (generate: Gemma2's HybridCache under generate(); transformers <= 4.46's eager Gemma 2).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -114,9 +117,50 @@ static void test_measured(void **state)
         {"paligemma_small.json -m infer --seq 48 -b 2 -p fp32" IM, 2817024},
     };
     assert_measured(i, sizeof i / sizeof *i, " --attention math --workspace 0 -f json", 1.0);
+    /* --mode infer on the text alone (the forward's float mask over the prompt, no tower run) */
+    static const cli_measured t2[] = {
+        {"paligemma_small.json -m infer --seq 48 -b 1 -p fp32", 1370112},
+        {"paligemma_small.json -m infer --seq 32 -b 2 -p bf16", 788480},
+        {"paligemma_small.json -m infer --seq 96 -b 1 -p bf16", 1119744},
+    };
+    assert_measured(t2, sizeof t2 / sizeof *t2, " --attention math --workspace 0 -f json", 1.0);
 #undef CK
 #undef LOD
 #undef IM
+}
+
+/* generate() (greedy, DynamicCache; transformers 4.x's loop: the first step over the whole prompt, --transformers
+ * 4.57 as measure_llm.py runs it): PaliGemmaForConditionalGeneration.prepare_inputs_for_generation's pixel_values
+ * in the prefill alone, _update_causal_mask from generate()'s 2-D attention_mask in every pass (the [B, 1, L, S]
+ * clone, the padding sum, its == 0, the masked_fill; layers/llm.c prefix_mask_4x), every layer's sdpa with it.
+ * measured.json's paligemma generate cases (run_suite.py's PaliGemma generate / infer block; paligemma_replica.py
+ * through measure_llm.py --mode generate, torch 1.13 CPU, the allocator counter): the prefill's and the decoding
+ * steps' peaks, each within 0.5%. */
+static void test_generate_measured(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args;
+        long long prefill, decode;
+    } g[] = {
+        {"paligemma_small.json -b 1 --prompt 16 --new-tokens 4 -p fp32 --image 224x224 --images 1", 1766400, 1412096},
+        {"paligemma_small.json -b 2 --prompt 32 --new-tokens 8 -p bf16 --image 224x224 --images 1", 1969152, 1124352},
+        {"paligemma224_small.json -b 1 --prompt 16 --new-tokens 4 -p fp32 --image 224x224 --images 1", 5148160, 1820672},
+        {"paligemma_small.json -b 1 --prompt 32 --new-tokens 8 -p fp32", 1323008, 1229824},
+        {"paligemma_small.json -b 2 --prompt 48 --new-tokens 8 -p bf16", 954368, 727040},
+        {"paligemma_small.json -b 1 --prompt 64 --new-tokens 16 -p fp32", 1476096, 1256960},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        char a[600];
+        snprintf(a, sizeof a, VC_TEST_DATA "/../../bench/accuracy/llm/configs/%s -m generate --transformers 4.57",
+                 g[i].args);
+        const long long p = cli_json_field(a, "\"prefill_peak\": "), d = cli_json_field(a, "\"decode_peak\": ");
+        const double ep = 100.0 * (double)(p - g[i].prefill) / (double)g[i].prefill;
+        const double ed = 100.0 * (double)(d - g[i].decode) / (double)g[i].decode;
+        if (ep < -0.5 || ep > 0.5 || ed < -0.5 || ed > 0.5)
+            fail_msg("%s: prefill %lld (measured %lld, %+.2f%%), decode %lld (measured %lld, %+.2f%%)", a, p, g[i].prefill,
+                     ep, d, g[i].decode, ed);
+    }
 }
 
 static void test_refusals(void **state)
@@ -160,7 +204,8 @@ static void test_refusals(void **state)
                      p, sizeof p / sizeof *p);
     static const char f[] = HF "paligemma-3b-pt-224.json";
     static const fam_refusal o[] = {
-        {"-m generate", "--mode: generate: paligemma's generate()"},
+        {"-m generate --cache static", "--cache: paligemma's generate() is modelled with a DynamicCache"},
+        {"-m generate --num-beams 2", "--num-beams: paligemma's beam search is not modelled"},
         {"--serve --gpu h100-80gb", "--serve: paligemma under vLLM"},
         {"--tp 2 --gpus 2", "--tp: paligemma on tensor-parallel ranks is not modelled"},
         {"--loss liger", "--loss: paligemma: PaliGemmaForConditionalGeneration computes its own CrossEntropyLoss"},
@@ -264,6 +309,14 @@ static void test_pg2_measured(void **state)
         {"paligemma2_small.json --seq 96 -b 1 -o sgd -p fp32" CK, 3162624},
     };
     assert_measured(t, sizeof t / sizeof *t, " --attention math --workspace 0 -f json", 1.0);
+    /* --mode infer: Gemma2Model.forward's HybridCache (layers/llm.c hybrid_update; paligemma_replica.py HybridCache),
+     * the image's 96 and 112 tokens past sliding_window 32, the text's 16 within it */
+    static const cli_measured i[] = {
+        {"paligemma2_small.json -m infer --seq 32 -b 1 -p fp32" IM, 2257408},
+        {"paligemma2_small.json -m infer --seq 16 -b 2 -p bf16", 824832},
+        {"paligemma2_small.json -m infer --seq 48 -b 1 -p bf16" IM, 1644544},
+    };
+    assert_measured(i, sizeof i / sizeof *i, " --attention math --workspace 0 -f json", 1.0);
 #undef CK
 #undef LOD
 #undef IM
@@ -274,9 +327,8 @@ static void test_pg2_refusals(void **state)
     (void)state;
     static const char f[] = HF "paligemma2-3b-pt-224.json";
     static const fam_refusal o[] = {
-        {"-m infer", "--mode: PaliGemma 2 outside training (Gemma2Model.forward's HybridCache"},
         {"--transformers 4.46", "--transformers: PaliGemma 2 under eager attention"},
-        {"-m generate", "--mode: generate: paligemma's generate()"},
+        {"-m generate", "--mode: generate: PaliGemma 2's generate() (Gemma2's HybridCache"},
         {"--serve --gpu h100-80gb", "--serve: paligemma under vLLM"},
         {"--loss liger", "--loss: paligemma: PaliGemmaForConditionalGeneration computes its own CrossEntropyLoss"},
         {"--packing -b 2", "--packing: packed sequences through PaliGemma's 4-D float mask are not modelled"},
@@ -299,6 +351,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_generate_measured),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_pg2_counts),
         cmocka_unit_test(test_pg2_measured),

@@ -546,7 +546,9 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     b->gen.pass_to[np] = (int32_t)b->nop;
     b->gen.npass = np + 1;
     if (b->gen.mask >= 0) vc__extend_life(b, b->gen.mask);
-    if (b->gen.image_tokens) { /* Qwen3VLModel.forward's image locals (vc_keep_forward) die when it returns */
+    /* Qwen3VLModel.forward's image locals (vc_keep_forward) die when it returns; PaliGemma's without an image too
+     * (its forward's inputs_embeds and causal_mask, layers/llm.c prefix_mask_4x) */
+    if (b->gen.image_tokens || b->nfwd_keep) {
         for (size_t i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
         b->nfwd_keep = 0;
     }
@@ -1138,6 +1140,16 @@ static bool encdec_contract(const vc_model *m, size_t enc)
             }
     }
     return true;
+}
+
+/* A decoder-only generate()'s pass (not --serve's profiling run): *past the tokens cached before it, the
+ * length generate()'s 2-D attention_mask has past + the pass's tokens (PaliGemma's _update_causal_mask,
+ * layers/llm.c prefix_mask_4x). */
+bool vc_gen_decoder(const vc_build *b, int64_t *past)
+{
+    const bool on = b->gen.on && !b->gen.encdec && !b->gen.profile;
+    *past = on ? b->gen.past : 0;
+    return on;
 }
 
 bool vc_gen_seq2seq(const vc_build *b, int64_t *past)

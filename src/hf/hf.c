@@ -1357,9 +1357,10 @@ const hf_family vc__hf_families[] = {
      * 2048, which it writes into vision_config) and PaliGemmaForConditionalGeneration (modeling_paligemma.py @ efa7189c):
      * the language model GemmaForCausalLM read from text_config; vision_tower (SiglipVisionModel, the Gemma 3 tower of
      * hf_vision.c) and PaliGemmaMultiModalProjector counted, loaded frozen, run on --image; the forward's float mask
-     * (layers/llm.c prefix_mask_4x) and its own loss (src/engine/loss.c emit_paligemma). PaliGemma 2 (text_config
-     * model_type gemma2) is refused (hf_vision.c). PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no
-     * paligemma: --lora-targets. */
+     * (layers/llm.c prefix_mask_4x) and its own loss (src/engine/loss.c emit_paligemma); generate() greedy with a
+     * DynamicCache (prepare_inputs_for_generation's pixel_values in the prefill alone, the mask from generate()'s 2-D
+     * attention_mask in every pass: prefix_mask_4x). PaliGemma 2 (text_config model_type gemma2) is the next row.
+     * PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no paligemma: --lora-targets. */
     {.model_type = "paligemma", .config_class = "GemmaConfig (PaliGemmaConfig.text_config)",
      .keys = {GEMMA_KEYS}, LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true, .nested = "text_config",
      .vision = VIS_PALIGEMMA,
@@ -1995,11 +1996,12 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (vc__hf_gemma4_unmodelled(&a, r.fam, split, err)) return err->code;
     }
     if (a.f->vision == VIS_PALIGEMMA) { /* PaliGemmaForConditionalGeneration (modeling_paligemma.py @ efa7189c) */
-        if (rel && rel->generate) /* a prefill's mask is made from generate()'s 2-D attention_mask: clone, fills */
-            return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: paligemma's generate() (_update_causal_mask "
-                                "from the 2-D attention_mask in the prefill, prepare_inputs_for_generation) is not "
-                                "modelled; %s", a.f->text_type ? "PaliGemma 2's training is"
-                                                               : "training and " OV("mode", "infer") " are");
+        if (rel && rel->generate && a.f->text_type) /* Gemma2ForCausalLM's generate(): a HybridCache @ efa7189c */
+            return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate: PaliGemma 2's generate() (Gemma2's HybridCache "
+                                "under PaliGemma's _update_causal_mask, modeling_paligemma.py @ efa7189c) is not "
+                                "modelled; PaliGemma 2's training is");
+        /* PaliGemma's generate(): greedy with a DynamicCache (layers/llm.c rope_emit refuses the other caches and
+         * beams; prefix_mask_4x: the mask from generate()'s 2-D attention_mask in every pass) */
         if (vllm)
             return vc_set_error(err, VC_ERR_USAGE, O("serve"), "paligemma under vLLM (its PaliGemmaForConditionalGeneration) "
                                 "is not modelled");

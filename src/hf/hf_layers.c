@@ -233,6 +233,9 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     /* PaliGemmaForConditionalGeneration.forward (modeling_paligemma.py @ efa7189c): its _update_causal_mask's float
      * mask in every layer, with or without an image (layers/llm.c prefix_mask_4x) */
     if (a->f->vision == VIS_PALIGEMMA && causal && !a->eager) flag(w, o, "prefix_mask", true);
+    /* PaliGemma 2: Gemma2Model.forward's HybridCache outside training (modeling_gemma2.py @ efa7189c; layers/llm.c
+     * hybrid_update) */
+    if (a->f->vision == VIS_PALIGEMMA && a->f->text_type && causal && !a->eager) flag(w, o, "hybrid_cache", true);
 }
 
 int64_t vc__hf_layer_window(const arch *a, int64_t i)

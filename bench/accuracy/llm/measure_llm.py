@@ -618,7 +618,7 @@ def main(argv):
         # to the model's dtype by the caller before the forward; resident like input_ids
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
-    if (t5 or encoder or image_tokens or (args.image and cfg.model_type == "mllama") or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
+    if (t5 or encoder or image_tokens or (args.image and cfg.model_type == "mllama") or cfg.model_type == "paligemma" or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
                                                            "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") +
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
@@ -949,6 +949,14 @@ def main(argv):
             prompt_ids = mistral3_ids(prompt_ids)
             pixel_values = torch.randn(n_img, mk["cin"], rh, rw)
             grid_thw = [(rh, rw)] * n_img  # the image_sizes, set on the Embed as Qwen's grid_thw is
+            P += image_tokens
+        elif image_tokens and cfg.model_type == "paligemma":
+            # PaliGemmaProcessor: the image tokens first, then --prompt's text; pixel_values [images, C, S, S] kept in
+            # generate()'s model_kwargs, passed in the prefill alone (paligemma_replica.py)
+            tid = cfg.d["image_token_index"]
+            prompt_ids = torch.where(prompt_ids == tid, torch.full_like(prompt_ids, tid + 1), prompt_ids)
+            prompt_ids[:, :image_tokens] = tid
+            pixel_values = torch.randn(n_img, pk["num_channels"], pk["image_size"], pk["image_size"])
             P += image_tokens
         elif image_tokens:
             # the processor's input_ids: the image tokens first, then --prompt's text (no other id equal to
@@ -1334,6 +1342,10 @@ def main(argv):
                     if tti is not None:  # Gemma3ForConditionalGeneration.prepare_inputs_for_generation
                         model.pixel_values = pixel_values if step == 0 else None
                         model.token_type_ids = tti
+                    elif pixel_values is not None and cfg.model_type == "paligemma":
+                        # PaliGemmaForConditionalGeneration.prepare_inputs_for_generation (@ efa7189c): pixel_values
+                        # only while cache_position[0] == 0
+                        model.pixel_values = pixel_values if step == 0 else None
                     elif pixel_values is not None and cfg.model_type == "mistral3":
                         # Mistral3ForConditionalGeneration.prepare_inputs_for_generation: pixel_values only while
                         # cache_position[0] == 0

@@ -96,6 +96,60 @@ def sdpa_mask_slice(attn):
     return forward
 
 
+class HybridCache:
+    """Gemma2Model.forward @ efa7189c (G2): `if use_cache and past_key_values is None and not self.training:
+    past_key_values = HybridCache(self.config, max_batch_size=batch_size, max_cache_len=seq_len,
+    dtype=inputs_embeds.dtype)`, no device. HybridCache itself could not be read at a pinned commit: cache_utils.py
+    is stored @ 67dd5524 only (the layered caches of a later release); what follows is the stored, unattributed
+    cache_utils.py of the same release line (HybridCache.__init__ with the deprecated layer_device_map, device None ->
+    "meta"): each layer's zeros of [B, kv, max_cache_len (global) or min(sliding_window, max_cache_len) (sliding), D]
+    made on the meta device, then in update() zeros_like on the key's device (the layer's first update: allocated
+    then, K then V, kept by the cache); _static_update (global): k_out[:, :, cache_position] = key_states in place,
+    returns the cache's tensors; _sliding_update: past max_cache_len tokens k_out = key_states[:, :, -max:], cache +=
+    k_out in place, returns the whole key_states / value_states; else slicing = ones(max).cumsum(0), the clamped
+    positions, to_shift, indices, k_out = k_out[:, :, indices] (new tensors), k_out[:, :, cache_position] = key_states,
+    cache.zero_(), cache += k_out, returns the new k_out / v_out."""
+
+    def __init__(self, is_sliding, cache_position):
+        self.is_sliding = is_sliding
+        self.cache_position = cache_position
+        self.key_cache = [None] * len(is_sliding)
+        self.value_cache = [None] * len(is_sliding)
+
+    def update(self, key_states, value_states, layer_idx):
+        B, kv, L, D = key_states.shape
+        n = min(self.sliding_window, L) if self.is_sliding[layer_idx] else L
+        if self.key_cache[layer_idx] is None:  # zeros_like of the meta tensor, on the key's device
+            self.key_cache[layer_idx] = torch.zeros((B, kv, n, D), dtype=key_states.dtype)
+            self.value_cache[layer_idx] = torch.zeros((B, kv, n, D), dtype=value_states.dtype)
+        k_out, v_out = self.key_cache[layer_idx], self.value_cache[layer_idx]
+        cache_position = self.cache_position
+        if not self.is_sliding[layer_idx]:  # _static_update
+            k_out[:, :, cache_position] = key_states
+            v_out[:, :, cache_position] = value_states
+            return k_out, v_out
+        max_cache_len = k_out.shape[2]
+        if cache_position.shape[0] > max_cache_len:
+            k_out = key_states[:, :, -max_cache_len:, :]
+            v_out = value_states[:, :, -max_cache_len:, :]
+            self.key_cache[layer_idx] += k_out
+            self.value_cache[layer_idx] += v_out
+            return key_states, value_states
+        slicing = torch.ones(max_cache_len, dtype=torch.long).cumsum(0)
+        cache_position = cache_position.clamp(0, max_cache_len - 1)
+        to_shift = cache_position >= max_cache_len - 1
+        indices = (slicing + to_shift[-1].int() - 1) % max_cache_len
+        k_out = k_out[:, :, indices]
+        v_out = v_out[:, :, indices]
+        k_out[:, :, cache_position] = key_states
+        v_out[:, :, cache_position] = value_states
+        self.key_cache[layer_idx].zero_()
+        self.value_cache[layer_idx].zero_()
+        self.key_cache[layer_idx] += k_out
+        self.value_cache[layer_idx] += v_out
+        return k_out, v_out
+
+
 class PaliGemmaMultiModalProjector(nn.Module):
     def __init__(self, vision_hidden, projection_dim):
         super().__init__()
@@ -106,11 +160,16 @@ class PaliGemmaMultiModalProjector(nn.Module):
         return self.linear(image_features)
 
 
-def update_causal_mask(cache_position, input_tensor, is_training, dtype):
-    """P: _update_causal_mask with attention_mask None and no cache (flash not replicated)."""
+def update_causal_mask(cache_position, input_tensor, is_training, dtype, attention_mask=None):
+    """P: _update_causal_mask (flash not replicated): no cache and attention_mask None (training, --mode infer), or
+    generate()'s DynamicCache (neither StaticCache nor HybridCache) and its 2-D attention_mask: target_length =
+    attention_mask.shape[-1], then the clone, the padding sum, its == 0 and the masked_fill copied back."""
     min_dtype = torch.finfo(dtype).min
     inputs_lead_dim, sequence_length = input_tensor.shape[:2]
-    target_length = int(cache_position[0]) + sequence_length + 1
+    if isinstance(attention_mask, torch.Tensor):
+        target_length = attention_mask.shape[-1]
+    else:
+        target_length = int(cache_position[0]) + sequence_length + 1
     causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
     if sequence_length != 1:
         if is_training:
@@ -118,7 +177,16 @@ def update_causal_mask(cache_position, input_tensor, is_training, dtype):
         else:
             causal_mask[:, :sequence_length] = 0.0
     causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
-    return causal_mask[None, None, :, :].expand(inputs_lead_dim, 1, -1, -1)
+    causal_mask = causal_mask[None, None, :, :].expand(inputs_lead_dim, 1, -1, -1)
+    if attention_mask is not None:
+        if is_training:
+            raise ValueError("paligemma_replica.py: training with a 2-D attention_mask is not replicated")
+        causal_mask = causal_mask.clone()  # copy to contiguous memory for in-place edit
+        mask_length = attention_mask.shape[-1]
+        padding_mask = causal_mask[:, :, :, :mask_length] + attention_mask[:, None, None, :]
+        padding_mask = padding_mask == 0
+        causal_mask[:, :, :, :mask_length] = causal_mask[:, :, :, :mask_length].masked_fill(padding_mask, min_dtype)
+    return causal_mask
 
 
 def build(cfg, attn_impl=None):
@@ -160,14 +228,20 @@ def build(cfg, attn_impl=None):
             del selected_image_feature
             return image_features / (text.hidden_size ** 0.5)
 
-        def forward(self, input_ids, labels=None, past_key_values=None, **kw):
-            if past_key_values is not None:
-                raise ValueError("paligemma_replica.py: generate() is not replicated")
+        def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None, attention_mask=None,
+                    logits_to_keep=0, **kw):
+            if past_key_values is not None and gemma2:
+                raise ValueError("paligemma_replica.py: PaliGemma 2's generate() (Gemma2's HybridCache) is not replicated")
             token_type_ids = self.token_type_ids if labels is not None else None
             is_training = token_type_ids is not None and labels is not None
             inputs_embeds = self.embed_tokens(input_ids)
-            cache_position = torch.arange(0, inputs_embeds.shape[1])
-            position_ids = cache_position.unsqueeze(0) + 1  # Paligemma positions are 1-indexed
+            if cache_position is None:
+                past_seen_tokens = past_key_values.get_seq_length() if past_key_values is not None else 0
+                cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
+            # Paligemma positions are 1-indexed (generate(): prepare_inputs_for_generation's position_ids + 1 in
+            # place; the [B, L] int64 from the 2-D attention_mask's cumsum is not replicated, as the harness's
+            # generate loop makes none for the other families)
+            position_ids = cache_position.unsqueeze(0) + 1
             image_features = None
             if self.pixel_values is not None:
                 image_features = self.get_image_features(self.pixel_values)
@@ -177,23 +251,38 @@ def build(cfg, attn_impl=None):
                     raise ValueError("image features and image tokens do not match")
                 image_features = image_features.to(inputs_embeds.dtype)
                 inputs_embeds = inputs_embeds.masked_scatter(special_image_mask, image_features)
-            causal_mask = update_causal_mask(cache_position, inputs_embeds, is_training, self.embed_tokens.weight.dtype)
+            causal_mask = update_causal_mask(cache_position, inputs_embeds, is_training, self.embed_tokens.weight.dtype,
+                                             attention_mask)
             # GemmaForCausalLM.forward -> GemmaModel.forward (its own locals; the caller's inputs_embeds, image_features
             # and causal_mask stay alive in this forward)
             hidden_states = inputs_embeds
             position_embeddings = self.rotary_emb(hidden_states, position_ids)
             normalizer = torch.tensor(text.hidden_size ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
-            # sdpa_attention_forward's slice (a view); Gemma 2's layers slice after their sliding mask
-            mask = causal_mask if gemma2 else causal_mask[:, :, :, :inputs_embeds.shape[1]]
+            # sdpa_attention_forward's slice to the key length (a view: the prompt's without a cache, the cache's
+            # past + L in generate(), the whole mask); Gemma 2's layers slice after their sliding mask
+            mask = causal_mask if gemma2 else causal_mask[:, :, :, :int(cache_position[-1]) + 1]
             last_cache_position = int(cache_position[-1].item()) if gemma2 else 0  # G2 Gemma2Model.forward, 4-D mask
+            hybrid = None
+            if gemma2 and past_key_values is None and not self.training:  # G2 Gemma2Model.forward: use_cache, eval
+                hybrid = HybridCache([not i % 2 for i in range(len(self.layers))], cache_position)
+                hybrid.sliding_window = text.sliding_window
             for layer in self.layers:
-                hidden_states = self._layer(layer, hidden_states, mask, position_embeddings, None,
-                                            cache_position.shape[0], last_cache_position)
+                if hybrid is not None:  # --mode infer: the HybridCache made inside the language model
+                    hidden_states = layer(hidden_states, mask, position_embeddings, hybrid,
+                                          cache_position.shape[0], last_cache_position)
+                elif past_key_values is None:
+                    hidden_states = self._layer(layer, hidden_states, mask, position_embeddings, None,
+                                                cache_position.shape[0], last_cache_position)
+                else:  # generate(): the layer's DynamicCache update (reference.DynamicCache)
+                    hidden_states = layer(hidden_states, mask, position_embeddings, past_key_values,
+                                          cache_position.shape[0], last_cache_position)
             del mask
             hidden_states = self.norm(hidden_states)
+            # the HybridCache is returned in outputs.past_key_values: alive until the forward returns (below)
             del position_embeddings  # GemmaModel.forward returns (its locals go; last_hidden_state kept by outputs)
-            lm_logits = self.lm_head(hidden_states)  # GemmaForCausalLM: no labels, no loss
+            # GemmaForCausalLM.forward: slice_indices = slice(-logits_to_keep, None) (generate(): 1), no labels
+            lm_logits = self.lm_head(hidden_states[:, slice(-logits_to_keep, None), :])
             if gemma2 and text.final_logit_softcapping is not None:  # G2 Gemma2ForCausalLM.forward
                 lm_logits = lm_logits / text.final_logit_softcapping
                 lm_logits = torch.tanh(lm_logits)
@@ -211,7 +300,7 @@ def build(cfg, attn_impl=None):
                 flat_labels = shift_labels.view(-1)
                 loss = nn.CrossEntropyLoss()(flat_logits, flat_labels)
                 del shift_logits, shift_labels, flat_logits, flat_labels
-            del causal_mask, inputs_embeds, image_features, lm_logits  # forward returns (the fp32 logits returned)
+            del causal_mask, inputs_embeds, image_features, lm_logits, hybrid  # forward returns (the fp32 logits returned)
             return loss, logits
 
     model = PaliGemma()

@@ -2391,6 +2391,31 @@ def cases():
         ("infer", "smolvlm_small", 1, 32, None, "fp32", False, 0),
         ("train", "smolvlm_small", 1, 32, "sgd", "bf16", True, 0),
     ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="32x96", images=1)
+    # issue 31: PaliGemma (text_config gemma) outside training (paligemma_replica.py, modeling_paligemma.py @ efa7189c):
+    # generate() greedy with a DynamicCache, PaliGemmaForConditionalGeneration.prepare_inputs_for_generation's
+    # pixel_values in the prefill alone, _update_causal_mask from generate()'s 2-D attention_mask in every pass (the
+    # clone, the padding sum, its == 0, the masked_fill), logits_to_keep=1; with the image (64 and 256 image tokens
+    # before --prompt's text), then the text alone, and --mode infer on the text alone. Every third held out.
+    mode_cases(out, [
+        ("generate", "paligemma_small", 1, 16, 4, "fp32", False, 0),
+        ("generate", "paligemma_small", 2, 32, 8, "bf16", False, 0),
+        ("generate", "paligemma224_small", 1, 16, 4, "fp32", False, 0),
+    ], image="224x224", images=1)
+    mode_cases(out, [
+        ("generate", "paligemma_small", 1, 32, 8, "fp32", False, 0),
+        ("generate", "paligemma_small", 2, 48, 8, "bf16", False, 0),
+        ("generate", "paligemma_small", 1, 64, 16, "fp32", False, 0),
+        ("infer", "paligemma_small", 1, 48, None, "fp32", False, 0),
+        ("infer", "paligemma_small", 2, 32, None, "bf16", False, 0),
+        ("infer", "paligemma_small", 1, 96, None, "bf16", False, 0),
+    ])
+    # PaliGemma 2's --mode infer: Gemma2Model.forward's HybridCache (modeling_gemma2.py @ efa7189c; paligemma_replica.py
+    # HybridCache: zeros per layer at its first update, the global layers' index_put_, the sliding layers' copies or,
+    # past sliding_window 32, the whole states), with the image (64 image tokens + --seq: past the window) and on the
+    # text alone (16 tokens: within it). Every third held out.
+    for i, (b, s, p, img) in enumerate([(1, 32, "fp32", True), (2, 16, "bf16", False), (1, 48, "bf16", True)]):
+        out.append(dict(config="configs/paligemma2_small.json", mode="infer", batch=b, seq=s, precision=p,
+                        held_out=(i % 3 == 2), **(dict(image="224x224", images=1) if img else {})))
     return out
 
 
