@@ -401,7 +401,8 @@ static bool nccl_below(const vc_options *so, int64_t a, int64_t b)
     return na.bytes <= nb.bytes;
 }
 
-/* Whether middle stage r (the same layers as stage 1) is dominated by an earlier middle stage q: no more
+/* Whether middle stage r (the same layers as stage 1) is dominated by an earlier middle stage q of the same
+ * layers (same_stage: a stage of other layers, under an uneven split, is no bound on r's activations): no more
  * micro-batches in flight, its holds below q's at every backward (vc__pp_below) and its NCCL buffers no
  * more than q's. q need not be estimated itself: each of these relations is an order, so a q dominated in
  * turn passes r on to the stage that dominates it (issue 28: under the interleaved schedule a stage's holds
@@ -413,7 +414,8 @@ static bool dominated(const vc_pipeline *p, const vc_options *so, int64_t r)
     const vc_model *s = p->sm[r];
     for (int64_t q = r - 1; q >= 1; q--) {
         const vc_model *d = p->sm[q];
-        if (s->stage.in_flight <= d->stage.in_flight && vc__pp_below(s->stage.hold, d->stage.hold) &&
+        if (s->stage.in_flight <= d->stage.in_flight && (q == 1 || same_stage(s, d)) &&
+            vc__pp_below(s->stage.hold, d->stage.hold) &&
             nccl_below(so, r + 1, q + 1))
             return true;
     }
