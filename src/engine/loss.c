@@ -1097,16 +1097,6 @@ static void dpo_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt) 
  * is resident beside the labels as for chunked-nll. TRL 1.0 to 1.5 computed the same metrics in
  * another order (entropy_from_logits over the whole logits, then outputs.logits[..., :-1, :]
  * .contiguous() and its argmax; sft_trainer.py @ v1.0.0 f3e9ac10): not modelled, docs/llm.md. */
-static vc_t sft_metric(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
-{
-    vc_op *o = vc_op_begin(b, name);
-    vc_op_in_nodiff(o, x);
-    if (y >= 0) vc_op_in_nodiff(o, y);
-    vc_t r = vc_op_out(o, n, dt);
-    vc_op_end(o);
-    return r;
-}
-
 static void emit_trl_nll(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -1134,15 +1124,15 @@ static void emit_trl_nll(vc_build *b)
     const vc_dtype dt = (vc_dtype)b->t[y0].dt;
     const vc_numel n = vc_n_sample(L - 1);
     trl_entropy(b, y0, L, V, dt, !vc_batch_is_one(b));
-    vc_t ent = sft_metric(b, "cat", y0, -1, n, dt);                       /* per_token_entropy */
-    vc_t pred = sft_metric(b, "argmax", y0, -1, n, VC_DT_I64);          /* predictions */
-    vc_t mask = sft_metric(b, "ne", b->target_t, -1, n, VC_DT_BOOL);     /* shift_labels != -100 */
-    vc_t em = sft_metric(b, "mul", ent, mask, n, dt);                    /* per_token_entropy * mask */
-    sft_metric(b, "sum", em, -1, vc_n_fixed(1), dt);
-    sft_metric(b, "sum", mask, -1, vc_n_fixed(1), VC_DT_I64);            /* total_tokens */
-    vc_t eq = sft_metric(b, "eq", pred, b->target_t, n, VC_DT_BOOL);      /* predictions == shift_labels */
-    vc_t cp = sft_metric(b, "bitwise_and", eq, mask, n, VC_DT_BOOL);     /* & mask */
-    sft_metric(b, "sum", cp, -1, vc_n_fixed(1), VC_DT_I64);              /* correct_tokens */
+    vc_t ent = nll_small(b, "cat", y0, -1, n, dt, false);                       /* per_token_entropy */
+    vc_t pred = nll_small(b, "argmax", y0, -1, n, VC_DT_I64, false);          /* predictions */
+    vc_t mask = nll_small(b, "ne", b->target_t, -1, n, VC_DT_BOOL, false);     /* shift_labels != -100 */
+    vc_t em = nll_small(b, "mul", ent, mask, n, dt, false);                    /* per_token_entropy * mask */
+    nll_small(b, "sum", em, -1, vc_n_fixed(1), dt, false);
+    nll_small(b, "sum", mask, -1, vc_n_fixed(1), VC_DT_I64, false);            /* total_tokens */
+    vc_t eq = nll_small(b, "eq", pred, b->target_t, n, VC_DT_BOOL, false);      /* predictions == shift_labels */
+    vc_t cp = nll_small(b, "bitwise_and", eq, mask, n, VC_DT_BOOL, false);     /* & mask */
+    nll_small(b, "sum", cp, -1, vc_n_fixed(1), VC_DT_I64, false);              /* correct_tokens */
     vc__extend_life(b, y0); /* outputs, to compute_loss's return */
 }
 
