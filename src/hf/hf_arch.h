@@ -632,7 +632,7 @@ const char *vc__hf_pixtral_write(rd *r, cJSON *arr, const arch *a);
  * text_config's, idefics3's vocab_size other than text_config's refused). -1 with r->err. */
 int vc__hf_idefics3_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
 /* hf_idefics3.c: --image / --images, --serve and --tp refused naming the option (0 when none is asked). */
-int vc__hf_idefics3_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err);
+int vc__hf_idefics3_unmodelled(const char *fam, vc_hf_split split, bool serve, vc_error *err);
 /* hf_idefics3.c: the vision transformer's and the connector's weights appended to arr as frozen VisionWeights layers. */
 void vc__hf_idefics3_write(rd *r, cJSON *arr, const arch *a);
 /* hf_mllama.c: MllamaConfig's keys the row does not read (text_config.cross_attention_layers, vision_config's

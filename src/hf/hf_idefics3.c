@@ -72,9 +72,8 @@
 #include "hf_arch.h"
 #include "util.h"
 
-int vc__hf_idefics3_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err)
+int vc__hf_idefics3_unmodelled(const char *fam, vc_hf_split split, bool serve, vc_error *err)
 {
-    (void)o;
     if (serve)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "%s under vLLM (its Idefics3ForConditionalGeneration) is not "
                             "modelled", fam);
