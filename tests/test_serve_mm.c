@@ -146,7 +146,7 @@ static void qwen25_cli(void **state)
     /* --tp 2: the tower split across ranks is not modelled: said, and the peak is the language model phase's */
     run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --tp 2 --gpus 2 -f json");
     assert_int_equal(r.status, 0);
-    assert_int_equal(field(r.out, "\"encoder_phase_peak\": "), -1);
+    assert_non_null(strstr(r.out, "\"encoder_phase_peak\": null")); /* not estimated: null, no negative figure */
     assert_non_null(strstr(r.out, "\"tower_activations_counted\": false"));
     /* --image / --images under --serve: refused, naming the option */
     assert_usage(HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --image 1280x720",

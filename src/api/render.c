@@ -152,13 +152,16 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                        ", \"cross_attention_layers\": %" PRId64 ", \"cross_tokens\": %" PRId64 ", \"blocks_per_request\": %" PRId64 "}",
                     r->encoder_peak, r->decoder_peak, r->mm_items, r->mm_outputs, r->cross_layers, r->cross_layers,
                     r->cross_tokens, r->blocks_per_request);
-        else if (r->mm_encoder > 0) /* a multimodal model's encoder profiling (src/engine/serve_mm.c) */
+        else if (r->mm_encoder > 0) { /* a multimodal model's encoder profiling (src/engine/serve_mm.c) */
+            char ep[24] = "null"; /* the encoder phase not estimated (the tower's run not modelled): null, not a figure */
+            if (r->mm_encoder_peak >= 0) snprintf(ep, sizeof ep, "%" PRId64, r->mm_encoder_peak);
             fprintf(f, ",\n    \"mm_encoder\": {\"items\": %" PRId64 ", \"item_tokens\": %" PRId64 ", \"item_width\": %" PRId64
                        ", \"item_height\": %" PRId64 ", \"budget\": %" PRId64 ", \"outputs\": %" PRId64 ", \"inputs\": %" PRId64
-                       ", \"encoder_phase_peak\": %" PRId64 ", \"language_model_phase_peak\": %" PRId64
+                       ", \"encoder_phase_peak\": %s, \"language_model_phase_peak\": %" PRId64
                        ", \"tower_activations_counted\": %s}",
                     r->mm_items, r->mm_item_tokens, r->mm_item_width, r->mm_item_height, r->mm_budget, r->mm_outputs,
-                    r->mm_inputs, r->mm_encoder_peak, r->profile_lm, r->mm_encoder_peak >= 0 ? "true" : "false");
+                    r->mm_inputs, ep, r->profile_lm, r->mm_encoder_peak >= 0 ? "true" : "false");
+        }
         else if (r->mm_encoder < 0)
             fprintf(f, ",\n    \"mm_encoder\": null");
         fprintf(f, "}\n}\n");
