@@ -1,6 +1,7 @@
 /*
  * pixtral.c — the pieces of mistral3's Pixtral tower and projector run on images (issue 31 item 4;
- * src/hf/hf_pixtral.c writes them, frozen: the tower runs with no autograd graph), read at
+ * src/hf/hf_pixtral.c writes them, frozen: the tower records no autograd graph unless a LoRA adapter inside
+ * it makes its stream need gradients, then each op here records as PyTorch's would), read at
  * huggingface/transformers 0233e509531ace915c8241b4c16c8032a583279c models/pixtral/modeling_pixtral.py
  * and 00dcc6dda6f6d8e69541a6b51f97986a80242367 models/mistral3/modeling_mistral3.py. Sizes are per
  * sample: one sequence of `num_patches` patches (the sample's images cat'ed, batch 1).
@@ -205,7 +206,10 @@ const vc_kind vc_kind_PixtralAttention = {
  * .permute(2, 0, 1).unsqueeze(0) (views), F.unfold(kernel = stride = spatial_merge_size) (a new
  * [1, d x m^2, h w / m^2] tensor), .view(...).t() (views) appended to permuted_tensor, a local until the
  * merger returns; torch.cat(permuted_tensor) [n / m^2, d x m^2] (a copy), merging_layer's argument. The
- * unfold outputs live as long as the cat's result (until merging_layer returns). */
+ * unfold outputs live as long as the cat's result (until merging_layer returns). With a tower LoRA adapter
+ * both record autograd and save no tensor: CatBackward0 keeps sizes, and 2.x's Im2ColBackward0 keeps the
+ * input's last two sizes (tools/autograd/derivatives.yaml im2col: col2im_symint(grad, {self.sym_size(-2),
+ * self.sym_size(-1)}, ...), load_derivatives.py saving sym_size(N) as a SymInt; torch 1.13 kept `self`). */
 typedef struct {
     int64_t m;
 } pmerge_cfg;
@@ -232,9 +236,8 @@ static void pmerge_emit(vc_build *b, const void *p)
 {
     (void)p;
     vc_t x = vc_input(b, 0);
-    const vc_dtype dt = vc_dt_of(b, x);
-    vc_t u = vc__op_nograd(b, "unfold", x, -1, vc_numel_of(b, x), dt);
-    vc_t y = vc__op_nograd(b, "cat", u, -1, vc_numel_of(b, x), dt);
+    vc_t u = vc__op_fresh(b, "unfold", x, vc_numel_of(b, x));
+    vc_t y = vc__op_fresh(b, "cat", u, vc_numel_of(b, x));
     vc_keep_with(b, u, y);
     vc_set_output(b, y);
 }
@@ -265,7 +268,7 @@ static void pout_emit(vc_build *b, const void *p)
     (void)p;
     vc_t m = vc_input(b, 0);
     const vc_dtype dt = vc_dt_of(b, m);
-    vc_t y = vc__op_nograd(b, "cat", m, -1, vc_numel_of(b, m), dt);
+    vc_t y = vc__op_fresh(b, "cat", m, vc_numel_of(b, m));
     vc_keep_forward(b, y);
     const int64_t L = vc_input_shape(b, 1)->d[0];
     vc_keep_forward(b, vc__op_new(b, "eq", vc_n_sample(L), VC_DT_BOOL));

@@ -921,6 +921,30 @@ def mean2x(x, dim, keepdim=False):
     return _Mean2x.apply(x, list(dim), keepdim)
 
 
+class _Unfold2x(torch.autograd.Function):
+    """F.unfold (aten::im2col) as PyTorch 2.x's autograd records it.  2.x derivatives.yaml
+    (pytorch/pytorch tools/autograd/derivatives.yaml, read at its fork ROCm/pytorch 10b22ea5):
+    `self: col2im_symint(grad, {self.sym_size(-2), self.sym_size(-1)}, kernel_size, dilation,
+    padding, stride)`, and tools/autograd/load_derivatives.py replaces `{}.sym_size\\((-?\\w+)\\)`
+    with a saved SymInt (self_sym_argsize_minus_2), so Im2ColBackward0 keeps two sizes; torch
+    1.13's Im2ColBackward0 keeps `self`, the whole input (its `_saved_self`, checked on the
+    harness's torch 1.13.0a0).  Backward as 2.x's: col2im (F.fold), a new tensor."""
+
+    @staticmethod
+    def forward(ctx, x, kernel_size, stride):
+        ctx.hw, ctx.kernel_size, ctx.stride = tuple(x.shape[-2:]), kernel_size, stride
+        return F.unfold(x, kernel_size=kernel_size, stride=stride)
+
+    @staticmethod
+    def backward(ctx, g):
+        return F.fold(g, ctx.hw, kernel_size=ctx.kernel_size, stride=ctx.stride), None, None
+
+
+def unfold2x(x, kernel_size, stride):
+    """F.unfold(x, kernel_size, stride=stride) with 2.x's saved tensors (two sizes)."""
+    return _Unfold2x.apply(x, kernel_size, stride)
+
+
 class _Mean(nn.Module):
     def __init__(self, dim=None, keepdim=False, stock=False):
         super().__init__()

@@ -41,7 +41,7 @@
  * splits them (vllm-project/vllm @ 02677fd9 mistral3.py, pixtral.py: below). vLLM builds the tower only up to
  * the deepest vision_feature_layer (init_vision_tower_for_mistral3); the published checkpoints' -1 is every
  * layer, which is what is written here for any value. With --image / --images the tower and projector run
- * (frozen, no autograd graph) as get_image_features runs them (write_run below: the block-diagonal float mask
+ * (frozen: no autograd graph unless --lora-targets adapts a Linear inside) as get_image_features runs them (write_run below: the block-diagonal float mask
  * over the sample's patches, the 2-D rotary cos / sin in the model's dtype, output_hidden_states=True keeping
  * every layer's hidden state until the projector has run; layers/pixtral.c), at batch 1 (the batch's images
  * are one sequence: src/api/request.c refuses more), for vision_feature_layer -1;
@@ -435,7 +435,8 @@ static void pact_layer(rd *r, cJSON *arr, int act, const char *name)
 }
 
 /* Mistral3Model.get_image_features (modeling_mistral3.py @ 00dcc6dd) on the processor's pixel_values
- * [images, C, h, w] float32 (pixtral_images), the tower and projector frozen and run with no autograd graph:
+ * [images, C, h, w] float32 (pixtral_images), the tower and projector frozen (no autograd graph, unless PEFT's
+ * --lora-targets adapts their q_proj / v_proj / ...: from that projection on every op records, as in PyTorch):
  *  - PixtralVisionModel.forward (modeling_pixtral.py @ 0233e509): patch_conv(pixel_values.to(dtype)) (the cast a
  *    temporary of the call; the Conv2d with kernel = stride = patch_size written as one Linear over each patch's
  *    values, the same weights and output), alive until forward returns through patch_embeds_list's views;

@@ -317,7 +317,7 @@ def build_image(cfg, attn_impl=None):
             for i, image_tokens in enumerate(image_features.split(tokens_per_image)):
                 hh, ww = image_sizes[i]
                 image_grid_ = image_tokens.view(hh, ww, dd).permute(2, 0, 1).unsqueeze(0)
-                grid = torch.nn.functional.unfold(image_grid_, kernel_size=merge, stride=merge)
+                grid = R.vctorch.unfold2x(image_grid_, merge, merge)  # 2.x's Im2ColBackward0: sizes only
                 grid = grid.view(dd * merge ** 2, -1).t()
                 permuted_tensor.append(grid)
             image_features = torch.cat(permuted_tensor, dim=0)
