@@ -128,6 +128,11 @@ static void rope_emit(vc_build *b, const void *p)
         vc_t gm, sm;
         bidir_masks(b, L, &gm, &sm);
     }
+    if (c->mrope && vc_opts(b)->packing > 1) { /* Glm4vTextModel: the packed rows' 2-D position_ids expanded to 3 */
+        vc_refuse(b, O("packing"), "packed sequences through Glm4v's mrope (3-row position_ids into create_causal_mask) "
+                  "are not modelled");
+        return;
+    }
     if (c->pmask && vc_opts(b)->packing > 1) { /* PaliGemma's forward makes its own 4-D mask (prefix_mask_4x) */
         vc_refuse(b, O("packing"), "packed sequences through PaliGemma's 4-D float mask are not modelled");
         return;

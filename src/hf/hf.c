@@ -1694,7 +1694,11 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
                                           "mllama",
                                           /* smolvlm: MODEL_TYPE_TO_APPLY_LIGER_FN["smolvlm"] = apply_liger_kernel_to_smolvlm
                                            * (monkey_patch.py @ ead96b61 l.2784, l.3581); idefics3 has none */
-                                          "smolvlm", NULL};
+                                          "smolvlm",
+                                          /* glm4v: apply_liger_kernel_to_glm4v (Glm4vRMSNorm, the text MLPs'
+                                           * LigerPhi3SwiGLUMLP, glm4v lce_forward) in a monkey_patch.py text read through
+                                           * the code search (no pinned commit) */
+                                          "glm4v", NULL};
     int g = 0; /* 1 swiglu, 2 geglu */
     for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
     for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;
