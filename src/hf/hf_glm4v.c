@@ -44,7 +44,11 @@
  * generation, B x S) are not written. bench/accuracy/llm/glm4v_replica.py measures it.
  * Refused naming the option: --image / --images (the tower's run: Glm4vVisionEmbeddings' bicubic grid_sample of the
  * position table, the 2-D rotary, the downsample Conv2d and the merger, and Glm4vImageProcessor's resize, are not
- * modelled), --serve (vLLM's glm4_1v.py not read), --tp. The buffers (the tower's rotary inv_freq, the embeddings'
+ * modelled), --serve (vLLM's glm4_1v.py not read), --tp; --packing in layers/llm.c (Glm4vTextModel expands
+ * packed 2-D position_ids to three rows before create_causal_mask: not read further) and --liger in hf.c
+ * (apply_liger_kernel_to_glm4v's patch set). Not read at a pinned commit: transformers 5's form of these configs (a
+ * text config with rope_parameters and no rope_scaling is refused naming rope_scaling) and the release that added
+ * models/glm4v (--transformers is not checked against it). The buffers (the tower's rotary inv_freq, the embeddings'
  * position_ids: (image_size / patch_size)^2 int64) are not counted.
  */
 #include <math.h>
