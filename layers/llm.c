@@ -38,6 +38,7 @@ typedef struct {
     bool smask_4x; /* ... transformers 4.46-4.52's float one (sliding_mask_4x) */
     bool f32;      /* Olmo2RotaryEmbedding: `return cos, sin` without .to(x.dtype): float32 whatever the model's dtype */
     bool pmask;    /* PaliGemma's model-wide float mask (prefix_mask_4x), made before the language model runs */
+    bool mrope;    /* Glm4vTextRotaryEmbedding: cos / sin of position_ids [3, B, L], [3, B, L, rotary_dim] each */
 } rope_cfg;
 
 static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
@@ -54,8 +55,12 @@ static int rope_parse(vc_args *a, void *p)
         vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
         vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) ||
         vc_arg_int(a, "sliding_mask", 0, 0, &c->smask) || vc_arg_bool(a, "sliding_mask_4x", false, &c->smask_4x) ||
-        vc_arg_bool(a, "f32", false, &c->f32) || vc_arg_bool(a, "prefix_mask", false, &c->pmask))
+        vc_arg_bool(a, "f32", false, &c->f32) || vc_arg_bool(a, "prefix_mask", false, &c->pmask) ||
+        vc_arg_bool(a, "mrope", false, &c->mrope))
         return -1;
+    if (c->mrope && (c->half || c->complex || c->f32 || c->pmask || c->bidir))
+        return vc_arg_fail(a, "mrope", "is Glm4vTextRotaryEmbedding's cos / sin pair: no \"half\", \"complex\", \"f32\", "
+                           "\"prefix_mask\" or \"bidir_masks\"");
     if (c->pmask && (c->smask || c->bidir || c->complex))
         return vc_arg_fail(a, "prefix_mask", "is PaliGemma's mask over every layer: no \"sliding_mask\", \"bidir_masks\" or \"complex\"");
     if (c->f32 && (c->half || c->complex)) return vc_arg_fail(a, "f32", "is Olmo2's cos/sin pair, not \"half\" or \"complex\"");
@@ -123,6 +128,11 @@ static void rope_emit(vc_build *b, const void *p)
         vc_t gm, sm;
         bidir_masks(b, L, &gm, &sm);
     }
+    if (c->mrope && vc_opts(b)->packing > 1) { /* Glm4vTextModel: the packed rows' 2-D position_ids expanded to 3 */
+        vc_refuse(b, O("packing"), "packed sequences through Glm4v's mrope (3-row position_ids into create_causal_mask) "
+                  "are not modelled");
+        return;
+    }
     if (c->pmask && vc_opts(b)->packing > 1) { /* PaliGemma's forward makes its own 4-D mask (prefix_mask_4x) */
         vc_refuse(b, O("packing"), "packed sequences through PaliGemma's 4-D float mask are not modelled");
         return;
@@ -156,23 +166,27 @@ static void rope_emit(vc_build *b, const void *p)
     if (c->pmask && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC &&
         vc_forward_local(b) < 0)
         (void)prefix_mask_4x(b, L, vc_gen_decoder(b, &past) ? past + L : L); /* generate(): the kv length */
+    /* Glm4vTextRotaryEmbedding.forward (models/glm4v/modeling_glm4v.py @ 03eac6f6): position_ids [3, B, L] (text
+     * alone: arange(L) expanded, a view), position_ids[:, :, None, :].float() [3, B, 1, L], inv_freq expanded to [3, B,
+     * R/2, 1] @ it, the cat, cos / sin, * attention_scaling and .to(x.dtype): every tensor 3 B times Llama's [1, L] */
+    const vc_numel n1 = c->mrope ? vc_n_sample(3) : vc_n_fixed(1);
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
-    vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
-    vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
+    vc_t posf = vc__op_new(b, "_to_copy", vc_n_scale(n1, L), VC_DT_F32);
+    vc_t freqs = vc__op_new(b, "matmul", vc_n_scale(n1, L * (c->half ? R : R / 2)), VC_DT_F32);
     vc_t emb = freqs; /* GptOssRotaryEmbedding.forward: emb = freqs */
     if (!c->half) {
-        emb = vc__op_new(b, "cat", vc_n_fixed(L * R), VC_DT_F32);
+        emb = vc__op_new(b, "cat", vc_n_scale(n1, L * R), VC_DT_F32);
         vc_release(b, freqs);
     }
-    vc_t cs = vc__op_new(b, "cos+sin", vc_n_fixed(2 * L * R), VC_DT_F32);
+    vc_t cs = vc__op_new(b, "cos+sin", vc_n_scale(n1, 2 * L * R), VC_DT_F32);
     vc_release(b, emb);
-    vc_t sc = vc__op_new(b, "mul", vc_n_fixed(2 * L * R), VC_DT_F32); /* cos * attention_scaling, sin * ... */
+    vc_t sc = vc__op_new(b, "mul", vc_n_scale(n1, 2 * L * R), VC_DT_F32); /* cos * attention_scaling, sin * ... */
     vc_release(b, cs);
     vc_t out = sc;
     /* Olmo2RotaryEmbedding.forward (models/olmo2/modeling_olmo2.py @ 0233e509): cos = emb.cos() *
      * self.attention_scaling, sin likewise, `return cos, sin`: no cast, float32 in every dtype */
     if (dt != VC_DT_F32 && !c->f32) {
-        out = vc__op_new(b, "_to_copy", vc_n_fixed(2 * L * R), dt);
+        out = vc__op_new(b, "_to_copy", vc_n_scale(n1, 2 * L * R), dt);
         vc_release(b, sc);
     }
     vc_release(b, pos);
@@ -415,6 +429,7 @@ typedef struct {
                    * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
     bool rope_f32; /* Olmo2's apply_rotary_pos_emb on float32 cos / sin: float32 products, q_embed.to(q_type) */
     bool rope_upcast; /* Cohere's apply_rotary_pos_emb: q.float(), k.float() first, then rope_f32's products */
+    bool mrope; /* Glm4v's apply_multimodal_rotary_pos_emb: mrope's sections of [3, B, L, R] cos / sin cat'ed per layer */
     bool qk_heads;    /* CohereAttention: q_norm / k_norm weights of [heads, head_dim] (qk_norm_heads) */
     bool qk_rope;     /* HunYuanDenseV1Attention / HunYuanMoEV1Attention: query_layernorm / key_layernorm per head
                        * after apply_rotary_pos_emb (qk_norm_after_rope) */
@@ -453,7 +468,7 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "sliding_window", 0, 0, &c->window) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
         vc_arg_bool(a, "eager", false, &c->eager) || vc_arg_float(a, "softcap", 0.0, 0.0, 1e9, &c->softcap) ||
         vc_arg_enum(a, "qk_norm_variant", rms_variants, 0, &c->qk_variant) ||
-        vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks) ||
+        vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "mrope", false, &c->mrope) || vc_arg_bool(a, "sinks", false, &c->sinks) ||
         vc_arg_bool(a, "output_gate", false, &c->output_gate) ||
         vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand) ||
         vc_arg_bool(a, "block_mask", false, &c->block_mask) || vc_arg_bool(a, "l2_qk_norm", false, &c->l2_qk) ||
@@ -484,6 +499,9 @@ static int ra_parse(vc_args *a, void *p)
     if (c->liger_rope && (c->rope_style || c->rope_f32 || c->fused || c->falcon || c->kv_shared || c->R != c->D))
         return vc_arg_fail(a, "liger_rope", "is LigerRopeFunction: rope_style llama over the whole head, separate q, k, v");
     if (c->rope_upcast && !c->rope_f32) return vc_arg_fail(a, "rope_upcast", "needs \"rope_f32\": true");
+    if (c->mrope && (c->rope_style != 3 || c->rope_f32 || c->R <= 0 || c->liger_rope))
+        return vc_arg_fail(a, "mrope", "is Glm4v's apply_multimodal_rotary_pos_emb: rope_style glm4 with a rotary_dim, no "
+                           "\"rope_f32\" or \"liger_rope\"");
     if (c->qk_heads && (!c->qk_norm || c->qk_whole))
         return vc_arg_fail(a, "qk_norm_heads", "needs \"qk_norm\": true without \"qk_norm_whole\"");
     if (c->rope_f32 && ((c->rope_style && c->rope_style != 3) || c->falcon || c->kv_shared || c->R != c->D))
@@ -1722,7 +1740,18 @@ static void ra_emit(vc_build *b, const void *p)
              * the batch's), locals until it returns, saved by q_rot * cos and rotate_half(q_rot) * sin where q and k
              * need grad; rotate_half's x[..., 0::2] / x[..., 1::2] are strided views, torch.stack((-x2, x1), -1)
              * .flatten(-2) a new [.., R] tensor as llama's cat; then cat([q_embed, q_pass]) as partial rotary */
-            ci = vc__op_nograd(b, "repeat_interleave", cs, -1, vc_n_fixed(2 * L * c->R), vc_dt_of(b, cs));
+            if (c->mrope) {
+                /* Glm4v's apply_multimodal_rotary_pos_emb (models/glm4v/modeling_glm4v.py @ 03eac6f6): cos =
+                 * torch.cat([m[i % 3] for i, m in enumerate(cos.split(mrope_section * 2, dim=-1))], dim=-1)
+                 * .unsqueeze(1), sin likewise: two new [B, L, R] tensors from the [3, B, L, R] pair (the split and the
+                 * indexing are views), rebound by Glm4's repeat_interleave below ([B, 1, L, R]: the batch's, as
+                 * position_ids [3, B, L] is), each freed as it is */
+                vc_t ct = vc__op_nograd(b, "cat", cs, -1, vc_n_sample(2 * L * c->R), vc_dt_of(b, cs));
+                ci = vc__op_nograd(b, "repeat_interleave", ct, -1, vc_n_sample(2 * L * c->R), vc_dt_of(b, cs));
+                vc_release(b, ct);
+            } else {
+                ci = vc__op_nograd(b, "repeat_interleave", cs, -1, vc_n_fixed(2 * L * c->R), vc_dt_of(b, cs));
+            }
         }
         q = rope_apply(b, q, ci, H, L, D, c->R);
         k = rope_apply(b, k, ci, KV, L, D, c->R);

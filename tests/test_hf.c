@@ -1142,6 +1142,11 @@ static void test_family_table(void **state)
         } else if (f->vision == VIS_QWEN2) { /* Qwen2VLConfig()'s: the merger's hidden_size 3584, the language model 8192 */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), "vision_config.hidden_size");
+        } else if (f->vision == VIS_GLM4V) {
+            /* Glm4vConfig(): text_config None takes the config's own keys (every size has a default), but rope_scaling
+             * None fails Glm4vTextAttention's rope_scaling["mrope_section"] (hf_glm4v.c) */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "rope_scaling");
         } else if (f->nested && f->block != BLK_SIGLIP && f->block != BLK_CLIP && strcmp(f->model_type, "smolvlm")) {
             /* gemma3: the language model's keys are an object's (text_config); SiglipConfig(), CLIPConfig() and
              * SmolVLMConfig() (text_config None: LlamaConfig's defaults) take their classes' defaults: they load (below) */

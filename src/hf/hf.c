@@ -1511,6 +1511,25 @@ const hf_family vc__hf_families[] = {
     {.model_type = "idefics3", .config_class = "LlamaConfig (Idefics3Config.text_config)", .keys = {IDEFICS3_KEYS},
      LLAMA_BLOCK, .nested = "text_config", .vision = VIS_IDEFICS3, .lora_targets = NULL},
 #undef IDEFICS3_KEYS
+    /* Glm4vConfig (models/glm4v/configuration_glm4v.py @ 68c08116): the language model is Glm4vTextConfig's, read from
+     * text_config, else (text_config None: Glm4vTextConfig(**kwargs)) from the config's own keys: vocab 151552, hidden
+     * 4096, intermediate 13696, 40 layers, 32 heads, 2 kv heads, rms_norm_eps 1e-5, max_position_embeddings 32768,
+     * untied; no head_dim key (Glm4vTextAttention: hidden_size // num_attention_heads), no partial_rotary_factor
+     * default (modeling_rope_utils.py @ 0044e3b3: 1.0 when absent). Glm4vTextModel (modeling_glm4v.py @ 03eac6f6):
+     * Glm4vTextDecoderLayer is Glm4DecoderLayer's four norms (input_layernorm, post_self_attn_layernorm,
+     * post_attention_layernorm, post_mlp_layernorm: PLACE_SANDWICH_GLM4), Glm4vTextAttention q/k/v with biases always
+     * (bias=True), o_proj without, Glm4vTextMLP's gate_up_proj / chunk / down_proj (Phi3MLP's ops), the interleaved
+     * partial rotary (rotate_half_llm over (even, odd) pairs after mrope's sections: hf_glm4.c, hf_glm4v.c); the
+     * vision tower counted and loaded frozen, never run (hf_glm4v.c: --image, --serve, --tp refused). PEFT's mapping
+     * (peft @ 00073fe8 utils/constants.py) has no glm4v: --lora-targets. */
+    {.model_type = "glm4v", .config_class = "Glm4vTextConfig (Glm4vConfig.text_config)",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151552), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 13696), [K_LAYERS] = DEF("num_hidden_layers", 40),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_KV_HEADS] = DEF("num_key_value_heads", 2),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+              [K_QKV_BIAS] = FIXED(1), [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 1)},
+     LLAMA_BLOCK, .place = PLACE_SANDWICH_GLM4, .mlp = MLP_GATED_FUSED, .interleaved_rope = true, .nested = "text_config",
+     .nested_opt = true, .vision = VIS_GLM4V, .lora_targets = NULL},
 };
 /* CLIPVisionConfig (configuration_clip.py @ 01841b34: hidden_size 768, intermediate_size 3072, num_hidden_layers 12,
  * num_attention_heads 12, num_channels 3, image_size 224, patch_size 32, hidden_act quick_gelu, layer_norm_eps 1e-5,
@@ -1675,7 +1694,11 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
                                           "mllama",
                                           /* smolvlm: MODEL_TYPE_TO_APPLY_LIGER_FN["smolvlm"] = apply_liger_kernel_to_smolvlm
                                            * (monkey_patch.py @ ead96b61 l.2784, l.3581); idefics3 has none */
-                                          "smolvlm", NULL};
+                                          "smolvlm",
+                                          /* glm4v: apply_liger_kernel_to_glm4v (Glm4vRMSNorm, the text MLPs'
+                                           * LigerPhi3SwiGLUMLP, glm4v lce_forward) in a monkey_patch.py text read through
+                                           * the code search (no pinned commit) */
+                                          "glm4v", NULL};
     int g = 0; /* 1 swiglu, 2 geglu */
     for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
     for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;
@@ -2017,6 +2040,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 " is modelled");
     }
     if (a.f->vision == VIS_IDEFICS3 && vc__hf_idefics3_unmodelled(r.fam, split, vllm, err)) return err->code;
+    if (a.f->vision == VIS_GLM4V && vc__hf_glm4v_unmodelled(r.fam, o, split, vllm, err)) return err->code; /* hf_glm4v.c */
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
@@ -2247,7 +2271,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.l4v.on || a.ml.on || ((a.f->vision == VIS_IDEFICS3 || a.f->vision == VIS_PIXTRAL) && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || a.ml.on || ((a.f->vision == VIS_IDEFICS3 || a.f->vision == VIS_PIXTRAL || a.f->vision == VIS_GLM4V) && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
                     : a.f->vision ? ""
                                 : a.f->nested && !siglip ? ": the language model; the vision tower is not modelled" : "");
     if (siglip) { /* "inputs": pixel_values [num_channels, image_size, image_size] float32 (SiglipImageProcessor's,

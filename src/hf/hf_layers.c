@@ -208,6 +208,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
     if ((a->liger & LIGER_ROPE) && rope) flag(w, o, "liger_rope", true); /* --liger: liger_rotary_pos_emb (hf.c liger_family) */
     if (a->f->interleaved_rope && rope) str(w, o, "rope_style", "glm4"); /* Glm4's apply_rotary_pos_emb */
+    if (a->f->vision == VIS_GLM4V && rope) flag(w, o, "mrope", true); /* Glm4v's apply_multimodal_rotary_pos_emb */
     /* Olmo2's float32 products, .to(q_type); not under vLLM, whose Olmo2Attention rotates with its own get_rope
      * (vllm/model_executor/models/olmo2.py @ 028aedf6) */
     if (a->f->rope_f32 && rope && !a->vllm) flag(w, o, "rope_f32", true);
@@ -1666,6 +1667,7 @@ static void build_layers(wr *w, const arch *a)
         num(w, o, "rotary_dim", (double)a->R);
         if (a->f->half_rope) flag(w, o, "half", true); /* GptOssRotaryEmbedding: emb = freqs, no cat */
         if (a->f->rope_f32 && !a->vllm) flag(w, o, "f32", true); /* Olmo2RotaryEmbedding: `return cos, sin`, float32 */
+        if (a->f->vision == VIS_GLM4V) flag(w, o, "mrope", true); /* Glm4vTextRotaryEmbedding: [3, B, L, R] cos / sin */
         if (a->f->moe == MOE_LLAMA4 || a->f->ds_v2) flag(w, o, "complex", true); /* freqs_cis (DeepseekV2RotaryEmbedding too) */ /* Llama4TextRotaryEmbedding: freqs_cis */
         if (a->f->vision == VIS_PALIGEMMA && !a->eager) flag(w, o, "prefix_mask", true); /* made before the layers */
         /* the sdpa sliding layers' mask, made by the model's forward before its layers (layers/llm.c rope_emit):

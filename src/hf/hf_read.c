@@ -551,6 +551,7 @@ static int read_family(rd *r, arch *a)
     /* the rotary dims (hf_glm4.c); Ernie4_5's rotation is the whole head (compute_default_rope_parameters: dim =
      * head_dim, no partial_rotary_factor) */
     if (f->interleaved_rope && !f->rope_f32 && vc__hf_glm4_read(r, a)) return -1;
+    if (f->vision == VIS_GLM4V && vc__hf_glm4v_text_read(r, a)) return -1; /* mrope_section (hf_glm4v.c) */
     if (f->moe == MOE_ERNIE && vc__hf_ernie_moe_read(r, a)) return -1; /* moe_layer_end_index and the rest (hf_ernie.c) */
     if (f->block == BLK_MPNET && vc__hf_mpnet_read(r, a)) return -1; /* the buckets, checkpointing (hf_mpnet.c) */
     if (f->block == BLK_BART && vc__hf_bart_read(r, a)) return -1; /* the decoder's keys and the rest (hf_bart.c) */

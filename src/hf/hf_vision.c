@@ -679,6 +679,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
     }
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_read(r, a, o, split); /* mistral3 (hf_pixtral.c) */
     if (a->f->vision == VIS_IDEFICS3) return vc__hf_idefics3_read(r, a, o, split); /* smolvlm, idefics3 (hf_idefics3.c) */
+    if (a->f->vision == VIS_GLM4V) return vc__hf_glm4v_read(r, a); /* glm4v (hf_glm4v.c) */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     if (cJSON_IsNull(v)) v = NULL; /* Qwen2_5_VLConfig: vision_config None is the class's defaults */
     if (v && !cJSON_IsObject(v)) {
@@ -1323,6 +1324,10 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     if (a->f->vision == VIS_IDEFICS3) { /* smolvlm, idefics3 (hf_idefics3.c): the weights, or the tower run on tiles */
         if (t->patches > 0) return write_siglip(&w, t, SIG_IDEFICS3);
         vc__hf_idefics3_write(r, arr, a);
+        return NULL;
+    }
+    if (a->f->vision == VIS_GLM4V) { /* glm4v: the weights only (hf_glm4v.c) */
+        vc__hf_glm4v_write(r, arr, a);
         return NULL;
     }
     if (t->patches == 0) {

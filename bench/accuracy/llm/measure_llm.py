@@ -259,6 +259,9 @@ def main(argv):
     if raw.get("model_type") in ("smolvlm", "idefics3"):  # text_config's keys, the tower's beside (idefics3_replica.py)
         import idefics3_replica
         raw = idefics3_replica.flatten(raw)
+    if raw.get("model_type") == "glm4v":  # Glm4vConfig: text_config's keys, the tower's beside (glm4v_replica.py)
+        import glm4v_replica
+        raw = glm4v_replica.flatten(raw)
     if raw.get("model_type") == "mllama":  # MllamaConfig: text_config's keys with their defaults, the tower's beside (mllama_replica.py)
         import mllama_replica
         raw = mllama_replica.flatten(raw)
@@ -343,7 +346,7 @@ def main(argv):
         import paligemma_replica
         model = paligemma_replica.build(cfg, args.attn)
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
-                                                         "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") + near_llama_replica.FAMILIES and not (
+                                                         "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa", "glm4v") + near_llama_replica.FAMILIES and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3", "mllama",
                                               "smolvlm", "idefics3")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
@@ -401,6 +404,9 @@ def main(argv):
         import idefics3_replica
         # with --image: the tower and connector run frozen (idefics3_replica.build_image)
         model = (idefics3_replica.build_image if args.image else idefics3_replica.build)(cfg, args.attn)
+    elif cfg.model_type == "glm4v":  # GLM-4.1V on text: Glm4's decoder with mrope, the tower frozen (glm4v_replica.py)
+        import glm4v_replica
+        model = glm4v_replica.build(cfg, args.attn)
     elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
         import mllama_replica
         model = mllama_replica.build(cfg, args.attn)
@@ -619,7 +625,7 @@ def main(argv):
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
     if (t5 or encoder or image_tokens or (args.image and cfg.model_type == "mllama") or cfg.model_type == "paligemma" or cfg.model_type in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5",
-                                                           "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa") +
+                                                           "ernie4_5_moe", "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa", "glm4v") +
             near_llama_replica.FAMILIES) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after

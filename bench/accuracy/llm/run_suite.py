@@ -2416,6 +2416,22 @@ def cases():
     for i, (b, s, p, img) in enumerate([(1, 32, "fp32", True), (2, 16, "bf16", False), (1, 48, "bf16", True)]):
         out.append(dict(config="configs/paligemma2_small.json", mode="infer", batch=b, seq=s, precision=p,
                         held_out=(i % 3 == 2), **(dict(image="224x224", images=1) if img else {})))
+    # issue 31: Glm4vForConditionalGeneration (GLM-4.1V) on text alone (glm4v_replica.py, modeling_glm4v.py @ 03eac6f6:
+    # Glm4's decoder with mrope's 3-row cos / sin and the per-layer section cat, q/k/v biased, head_dim 32 with 16
+    # rotary dims in sections [2, 3, 3]; Glm4vVisionModel's weights loaded frozen, never run). Train fp32 / bf16 /
+    # checkpointed / LoRA r=8 on q_proj,v_proj (PEFT's mapping, peft @ 00073fe8, has no glm4v), SGD, --mode infer,
+    # generate. Every third held out.
+    mode_cases(out, [
+        ("train", "glm4v_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "glm4v_small", 2, 96, "adamw", "bf16", False, 0),
+        ("train", "glm4v_small", 1, 128, "sgd", "bf16", True, 8),
+        ("train", "glm4v_small", 4, 48, "adamw", "bf16", False, 8),
+        ("train", "glm4v_small", 2, 64, "adamw", "fp32", True, 0),
+        ("infer", "glm4v_small", 2, 128, None, "bf16", False, 0),
+        ("infer", "glm4v_small", 1, 256, None, "fp32", False, 0),
+        ("generate", "glm4v_small", 2, 64, 16, "fp32", False, 0),
+        ("generate", "glm4v_small", 1, 128, 8, "bf16", False, 0),
+    ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
     return out
 
 
