@@ -24,9 +24,8 @@
 
 #define HF VC_TEST_DATA "/hf/"
 
-/* vc__hf_deepseek_v4_count over the config string js with the keys of the object edit (NULL: none) set over its
- * own: the count, or -1 with the key the error names in *key */
-static int64_t v4_count(const char *js, const char *edit, char *key, size_t n)
+/* The config string js with the keys of the object edit (NULL: none) set over its own */
+static cJSON *edited(const char *js, const char *edit)
 {
     cJSON *cfg = cJSON_Parse(js);
     assert_non_null(cfg);
@@ -37,6 +36,14 @@ static int64_t v4_count(const char *js, const char *edit, char *key, size_t n)
         cJSON_AddItemToObject(cfg, e->string, cJSON_Duplicate(e, true));
     }
     cJSON_Delete(ed);
+    return cfg;
+}
+
+/* vc__hf_deepseek_v4_count over the config string js with the keys of edit set over its own: the count, or -1 with
+ * the key the error names in *key */
+static int64_t v4_count(const char *js, const char *edit, char *key, size_t n)
+{
+    cJSON *cfg = edited(js, edit);
     vc_error err;
     memset(&err, 0, sizeof err);
     rd r = {cfg, &err, "deepseek_v4", false, 1, NULL};
@@ -207,6 +214,94 @@ static void test_bad_keys(void **state)
                      cli, sizeof cli / sizeof cli[0]);
 }
 
+/* vc__hf_deepseek_v4_vllm over the config string js with the keys of edit set over its own, at 8192 batched tokens
+ * and max_model_len 1048576 (vLLM's default, max_position_embeddings): 0, or -1 with the key named in *key */
+static int v4_vllm(const char *js, const char *edit, vc_hf_v4_vllm *out, char *key, size_t n)
+{
+    cJSON *cfg = edited(js, edit);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    rd r = {cfg, &err, "deepseek_v4", false, 1, NULL};
+    int rc = vc__hf_deepseek_v4_vllm(&r, 8192, 1048576, out);
+    if (rc) snprintf(key, n, "%s", CLI_PATH(&err));
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+/* DeepSeek-V4-Flash's fp8 checkpoint's quantization_config as its model card gives it (not read from the Hub here: no
+ * network; vLLM reads scale_fmt alone) */
+#define V4_QC "{\"quantization_config\": {\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": " \
+              "\"fp8\", \"scale_fmt\": \"ue8m0\", \"weight_block_size\": [128, 128]}}"
+
+/* vLLM's caches by hand from the spec classes (sources in hf_deepseek_v4.c), pages rounded up to 576 bytes:
+ *   every layer's sliding-window cache: 64 tokens x 584 bytes = 37,376 -> 65 x 576 = 37,440;
+ *   per 256 tokens of context: a CSA layer's latent 256 / 4 = 64 entries x 584 = 37,376 -> 37,440 and its indexer's
+ *   keys 64 x (128 fp8 + 128 / 128 x 4 scale bytes = 132) = 8,448 -> 15 x 576 = 8,640 (46,080: 180 bytes a token);
+ *   an HCA layer's latent 256 / 128 = 2 x 584 = 1,168 -> 3 x 576 = 1,728 (6.75 bytes a token);
+ *   the compressors' float32 states: CSA 4 rows x 2 x 2 x 512 x 4 = 32,768 -> 57 x 576 = 32,832, HCA 8 rows x 2 x 512 x
+ *   4 = 32,768 -> 32,832, the indexer's 4 x 2 x 2 x 128 x 4 = 8,192 -> 8,640;
+ *   the buffers at 8192 tokens: top-k 8192 x index_topk x 4, MTP 8192 x hc_mult 4 x hidden x 2;
+ *   the profiling workspace: 4 x (cdiv(1048576, 4) + 128 + 8192 = 270,464) x 512 x 2 = 1,107,820,544. */
+static void test_vllm(void **state)
+{
+    (void)state;
+    vc_hf_v4_vllm v;
+    char key[128] = "";
+    assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-flash.json"), V4_QC, &v, key, sizeof key), 0);
+    /* compress_ratios[:43]: 0, 0, then 4 / 128 alternating */
+    assert_int_equal(v.layers[0], 2);
+    assert_int_equal(v.layers[1], 21);
+    assert_int_equal(v.layers[2], 20);
+    assert_int_equal(v.block_size, 256);
+    assert_int_equal(v.window, 128);
+    assert_int_equal(v.page_swa, 37440);
+    assert_int_equal(v.page_compressed[1], 37440);
+    assert_int_equal(v.page_compressed[2], 1728);
+    assert_int_equal(v.page_indexer, 8640);
+    assert_int_equal(v.page_state[1], 32832);
+    assert_int_equal(v.page_state[2], 32832);
+    assert_int_equal(v.page_indexer_state, 8640);
+    /* 21 x 46,080 + 20 x 1,728 = 1,002,240 bytes per 256 tokens: 3,915 bytes a token of context */
+    assert_int_equal(v.per_block, 1002240);
+    assert_int_equal(v.topk_buffer, INT64_C(8192) * 512 * 4);
+    assert_int_equal(v.mtp_buffer, INT64_C(8192) * 4 * 4096 * 2);
+    assert_int_equal(v.prefill_workspace, INT64_C(1107820544));
+    /* V4-Pro: compress_ratios[:61] 128, 128, then 4 / 128 alternating: 30 CSA, 31 HCA layers, none sliding-only;
+     * 30 x 46,080 + 31 x 1,728 = 1,435,968 per 256 tokens; top-k 1024 wide, MTP 4 x 7168 */
+    assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-pro.json"), V4_QC, &v, key, sizeof key), 0);
+    assert_int_equal(v.layers[0], 0);
+    assert_int_equal(v.layers[1], 30);
+    assert_int_equal(v.layers[2], 31);
+    assert_int_equal(v.per_block, 1435968);
+    assert_int_equal(v.topk_buffer, INT64_C(8192) * 1024 * 4);
+    assert_int_equal(v.mtp_buffer, INT64_C(8192) * 4 * 7168 * 2);
+    assert_int_equal(v.prefill_workspace, INT64_C(1107820544));
+    /* HCA layers alone: the workspace's compressed keys are cdiv(1048576, 128) = 8192: 4 x (8192 + 128 + 8192) x 1024 */
+    assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-flash.json"),
+                             "{\"num_hidden_layers\": 2, \"compress_ratios\": [128, 0], \"quantization_config\": "
+                             "{\"scale_fmt\": \"ue8m0\"}}", &v, key, sizeof key), 0);
+    assert_int_equal(v.prefill_workspace, INT64_C(4) * (8192 + 128 + 8192) * 1024);
+    assert_int_equal(v.per_block, 1728);
+
+    /* refused, naming the key: what vLLM reads that the config lacks or that its kernels do not take */
+    static const struct { const char *edit, *key; } bad[] = {
+        {"{\"hidden_act\": \"silu\"}", "quantization_config"}, /* V4-Flash-Base's config: no quantization_config */
+        {"{\"quantization_config\": {\"quant_method\": \"fp8\"}}", "quantization_config"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"compress_ratios\": null, \"layer_types\": null}",
+         "compress_ratios"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"head_dim\": 256}", "head_dim"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"qk_rope_head_dim\": 32}", "qk_rope_head_dim"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"index_head_dim\": 64}", "index_head_dim"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"compress_ratios\": [0, 8]}", "compress_ratios"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"vocab_size\": 0}", "vocab_size"}, /* the count's */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        key[0] = 0;
+        assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-flash.json"), bad[i].edit, &v, key, sizeof key), -1);
+        if (strcmp(key, bad[i].key)) fail_msg("%s: named %s, expected %s", bad[i].edit, key, bad[i].key);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_checkpoints),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bad_keys),
+        cmocka_unit_test(test_vllm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

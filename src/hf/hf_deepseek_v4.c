@@ -161,6 +161,29 @@ static int layer_list(rd *r, const char *key, int64_t L, const char *what, const
     return 0;
 }
 
+/* The legacy per-layer compress_ratios (0 sliding, 4 CSA, 128 HCA), cut to num_hidden_layers, counted into n[LT_*]
+ * (n zeroed by the caller). */
+static int ratio_layers(rd *r, const cJSON *ratios, int64_t L, int64_t n[3])
+{
+    /* the checkpoints ship num_hidden_layers + 1 (the MTP layer's last), cut to num_hidden_layers */
+    if (!cJSON_IsArray(ratios) || cJSON_GetArraySize(ratios) < L)
+        return vc__hf_bad(r, "compress_ratios", "expected a list of at least num_hidden_layers (%lld) ratios",
+                          (long long)L);
+    for (int i = 0; i < L; i++) {
+        const cJSON *e = cJSON_GetArrayItem(ratios, i);
+        int t = !cJSON_IsNumber(e) ? -1 : e->valuedouble == 0 ? LT_SLIDING : e->valuedouble == 4 ? LT_CSA
+                                             : e->valuedouble == 128 ? LT_HCA : -1;
+        if (t < 0) {
+            char key[48];
+            snprintf(key, sizeof key, "compress_ratios[%d]", i);
+            return vc__hf_bad(r, key, "expected 0, 4 or 128 (_COMPRESS_RATIO_TO_LAYER_TYPE: another ratio is a "
+                              "KeyError)");
+        }
+        n[t]++;
+    }
+    return 0;
+}
+
 /* layer_types (else the legacy compress_ratios, else the default schedule), counted into n[LT_*]. */
 static int layer_types(rd *r, int64_t L, int64_t n[3])
 {
@@ -171,25 +194,7 @@ static int layer_types(rd *r, int64_t L, int64_t n[3])
         return -1;
     if (found) return 0;
     const cJSON *ratios = cJSON_GetObjectItemCaseSensitive(r->cfg, "compress_ratios");
-    if (ratios && !cJSON_IsNull(ratios)) {
-        /* the checkpoints ship num_hidden_layers + 1 (the MTP layer's last), cut to num_hidden_layers */
-        if (!cJSON_IsArray(ratios) || cJSON_GetArraySize(ratios) < L)
-            return vc__hf_bad(r, "compress_ratios", "expected a list of at least num_hidden_layers (%lld) ratios",
-                              (long long)L);
-        for (int i = 0; i < L; i++) {
-            const cJSON *e = cJSON_GetArrayItem(ratios, i);
-            int t = !cJSON_IsNumber(e) ? -1 : e->valuedouble == 0 ? LT_SLIDING : e->valuedouble == 4 ? LT_CSA
-                                                 : e->valuedouble == 128 ? LT_HCA : -1;
-            if (t < 0) {
-                char key[48];
-                snprintf(key, sizeof key, "compress_ratios[%d]", i);
-                return vc__hf_bad(r, key, "expected 0, 4 or 128 (_COMPRESS_RATIO_TO_LAYER_TYPE: another ratio is a "
-                                  "KeyError)");
-            }
-            n[t]++;
-        }
-        return 0;
-    }
+    if (ratios && !cJSON_IsNull(ratios)) return ratio_layers(r, ratios, L, n);
     /* the default: two HCA layers, then for i < L - 2 CSA where i is odd, HCA where even */
     const int64_t rest = L > 2 ? L - 2 : 0;
     n[LT_CSA] = rest / 2;
@@ -300,5 +305,89 @@ int vc__hf_deepseek_v4_count(rd *r, int64_t *params)
                           (long long)(NH * D));
     *params = V4_COUNT(int64_t);
 #undef V4_COUNT
+    return 0;
+}
+
+/* What vLLM allocates for DeepSeek-V4 beside the weights (vc_hf_v4_vllm in hf_arch.h), from vllm-project/vllm:
+ *  - vllm/model_executor/models/deepseek_v4.py @ 023da1fc828eb07787cf0734a1ba32f0a0f11887: DeepseekV4Attention reads
+ *    compress_ratio = max(1, config.compress_ratios[layer_id]) (the legacy list: required here) and
+ *    config.quantization_config["scale_fmt"] (a KeyError without it: a bf16 config is refused); an indexer only where
+ *    the ratio is 4. DeepseekV4Model.__init__: topk_indices_buffer = torch.empty(max_num_batched_tokens, index_topk,
+ *    int32) and, on the last pipeline rank, _mtp_hidden_buffer = torch.empty(max_num_batched_tokens, hc_mult x
+ *    hidden_size, model dtype) (bf16 here), both allocated with the model;
+ *  - vllm/model_executor/layers/deepseek_v4_attention.py @ 0a291a2e1074b13971361df76245548a4ea4a77d:
+ *    DeepseekV4MLAAttention asserts an fp8 cache ("DeepseekV4 only supports fp8 kv-cache format") and turns it into
+ *    fp8_ds_mla; its get_kv_cache_spec is None for a sliding-only layer, else an MLAAttentionSpec(block_size,
+ *    head_size head_dim, uint8, compress_ratio, fp8_ds_mla, alignment 576, model_version "deepseek_v4");
+ *    DeepseekV4Indexer's k_cache (DeepseekV4IndexerCache): an MLAAttentionSpec of head_size index_head_dim +
+ *    index_head_dim / 128 x 4 (132) uint8, compress_ratio 4, alignment 576; the profiling run (attention_impl, no
+ *    metadata) reserves the workspace (PREFILL_CHUNK_SIZE 4, M, head_dim) bf16, M = cdiv(max_model_len, ratio) (0 for
+ *    a sliding-only layer) + window_size + max_num_batched_tokens, the largest kept by the workspace manager;
+ *  - vllm/v1/attention/backends/mla/sparse_swa.py @ 03dc564956172b5b2835be7a84ddde5de1d5dba6: every layer's
+ *    DeepseekV4SWACache, a SlidingWindowMLASpec of block_size 64, sliding_window config.sliding_window, alignment 576
+ *    under fp8_ds_mla; DeepseekSparseSWABackend.get_preferred_block_size: 256 (the "C4A KV block shape [256//4,
+ *    head_dim]" its comment and deepseek_compressor.py's name: the block size of the compressed specs);
+ *  - vllm/model_executor/layers/deepseek_compressor.py @ 0de10a276eced6036e9752a223cba53c996d31cd: each compressor
+ *    (the CSA and HCA layers' own, the indexer's of head_dim index_head_dim) has a CompressorStateCache: a
+ *    SlidingWindowMLASpec of block_size 4 (ratio 4) or 8 (ratio 128), head_size 2 x coff x head_dim float32 (coff 2
+ *    where the ratio is 4, else 1), sliding_window coff x ratio, alignment 576;
+ *  - vllm/v1/kv_cache_interface.py, a copy seen through the search tool (repository and commit not shown; the stored
+ *    vllm-project/vllm copies @ 001cabc1 and @ bc8282e6 predate these fields): MLAAttentionSpec / SlidingWindowMLASpec
+ *    .real_page_size_bytes = storage_block_size (block_size // compress_ratio) x 584 for deepseek_v4 under fp8_ds_mla,
+ *    else storage_block_size x heads x head_size x dtype size; _apply_alignment_padding: the page rounded up to the
+ *    alignment. */
+#define V4_BLOCK 256
+#define V4_SWA_BLOCK 64
+#define V4_TOKEN_BYTES 584 /* 448 fp8 NoPE + 64 bf16 RoPE + 7 UE8M0 scales + 1 pad */
+#define V4_ALIGN 576
+#define V4_PREFILL_CHUNK 4
+
+static int64_t v4_page(int64_t bytes) { return (bytes + V4_ALIGN - 1) / V4_ALIGN * V4_ALIGN; }
+
+int vc__hf_deepseek_v4_vllm(rd *r, int64_t max_num_batched_tokens, int64_t max_model_len, vc_hf_v4_vllm *out)
+{
+    memset(out, 0, sizeof *out);
+    int64_t params, L, H, D, IHD, TOPK, HC, W, rope;
+    if (vc__hf_deepseek_v4_count(r, &params)) return -1;
+    if (int_key(r, "num_hidden_layers", 43, 1, &L) || int_key(r, "hidden_size", 4096, 1, &H) ||
+        int_key(r, "head_dim", 512, 1, &D) || int_key(r, "index_head_dim", 128, 1, &IHD) ||
+        int_key(r, "index_topk", 512, 1, &TOPK) || int_key(r, "hc_mult", 4, 1, &HC) ||
+        int_key(r, "sliding_window", 128, 1, &W) || int_key(r, "qk_rope_head_dim", 64, 1, &rope))
+        return -1;
+    const cJSON *qc = cJSON_GetObjectItemCaseSensitive(r->cfg, "quantization_config");
+    if (!cJSON_IsObject(qc) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(qc, "scale_fmt")))
+        return vc__hf_bad(r, "quantization_config", "vLLM's DeepseekV4Attention reads quantization_config[\"scale_fmt\"] "
+                          "(deepseek_v4.py @ 023da1fc): an fp8 checkpoint's config is needed");
+    const cJSON *ratios = cJSON_GetObjectItemCaseSensitive(r->cfg, "compress_ratios");
+    if (!ratios || cJSON_IsNull(ratios))
+        return vc__hf_bad(r, "compress_ratios", "missing: vLLM's DeepseekV4Attention reads compress_ratios[layer_id] "
+                          "(deepseek_v4.py @ 023da1fc), not layer_types");
+    if (ratio_layers(r, ratios, L, out->layers)) return -1;
+    /* the fp8_ds_mla token of 584 bytes is FlashMLA's 448 + 64 layout; the compressors' fused kernels take head_dim
+     * 512 (the attention's) and 128 (the indexer's) alone */
+    if (D != 512 || rope != 64)
+        return vc__hf_bad(r, D != 512 ? "head_dim" : "qk_rope_head_dim", "%lld: vLLM's fp8_ds_mla cache is laid out "
+                          "for head_dim 512 with qk_rope_head_dim 64 (448 fp8 + 64 bf16 + 8 scale bytes)",
+                          (long long)(D != 512 ? D : rope));
+    if (IHD != 128)
+        return vc__hf_bad(r, "index_head_dim", "%lld: vLLM's indexer compressor supports 128 alone "
+                          "(DeepseekCompressor: \"Unsupported head_dim for fused quant+cache\")", (long long)IHD);
+    out->block_size = V4_BLOCK;
+    out->page_swa = v4_page((int64_t)V4_SWA_BLOCK * V4_TOKEN_BYTES);
+    out->window = W;
+    out->page_compressed[LT_CSA] = v4_page(V4_BLOCK / 4 * V4_TOKEN_BYTES);
+    out->page_compressed[LT_HCA] = v4_page(V4_BLOCK / 128 * V4_TOKEN_BYTES);
+    out->page_indexer = v4_page(V4_BLOCK / 4 * (IHD + IHD / 128 * 4));
+    out->page_state[LT_CSA] = v4_page(4 * 2 * 2 * D * 4);
+    out->page_state[LT_HCA] = v4_page(8 * 2 * 1 * D * 4);
+    out->page_indexer_state = v4_page(4 * 2 * 2 * IHD * 4);
+    out->per_block = out->layers[LT_CSA] * (out->page_compressed[LT_CSA] + out->page_indexer) +
+                     out->layers[LT_HCA] * out->page_compressed[LT_HCA];
+    out->topk_buffer = max_num_batched_tokens * TOPK * 4;
+    out->mtp_buffer = max_num_batched_tokens * HC * H * 2;
+    /* the largest dummy-run workspace: the smallest ratio present (a sliding-only layer gathers no compressed keys) */
+    const int64_t ratio = out->layers[LT_CSA] ? 4 : out->layers[LT_HCA] ? 128 : 0;
+    const int64_t M = (ratio ? (max_model_len + ratio - 1) / ratio : 0) + W + max_num_batched_tokens;
+    out->prefill_workspace = (int64_t)V4_PREFILL_CHUNK * M * D * 2;
     return 0;
 }
