@@ -3,7 +3,8 @@
  * family. The exact parameter count of DeepseekV4ForCausalLM (sum(p.numel() for p in model.parameters()), buffers
  * excluded) by hand from the __init__s of modeling_deepseek_v4.py @ 019760818965c71b0a4d38e95820ee0b6cee4240 and
  * DeepseekV4Config (configuration_deepseek_v4.py @ 015c078164151a049126942989817713e83a8f3e); every memory mode
- * refused with the count in its one line; each bad key named. No replica: nothing of its memory is estimated.
+ * refused with the count in its one line; each bad key named. No replica: nothing of its memory is estimated. What
+ * vLLM would cache (vc__hf_deepseek_v4_vllm, not yet wired into vc_serve) is checked by hand in test_vllm.
  *
  * The buffers, not counted: the rotary embeddings' {main,compress}_inv_freq and _original_inv_freq (the model's and
  * every compressor's and indexer's), DeepseekV4TopKRouter.e_score_correction_bias [E], DeepseekV4HashRouter.tid2eid
