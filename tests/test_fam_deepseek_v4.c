@@ -3,8 +3,9 @@
  * family. The exact parameter count of DeepseekV4ForCausalLM (sum(p.numel() for p in model.parameters()), buffers
  * excluded) by hand from the __init__s of modeling_deepseek_v4.py @ 019760818965c71b0a4d38e95820ee0b6cee4240 and
  * DeepseekV4Config (configuration_deepseek_v4.py @ 015c078164151a049126942989817713e83a8f3e); every memory mode
- * refused with the count in its one line; each bad key named. No replica: nothing of its memory is estimated. What
- * vLLM would cache (vc__hf_deepseek_v4_vllm, not yet wired into vc_serve) is checked by hand in test_vllm.
+ * but --serve refused with the count in its one line; each bad key named. No replica (the transformers model is not
+ * estimated). What vLLM caches (vc__hf_deepseek_v4_vllm) is checked by hand in test_vllm, its --serve
+ * (src/engine/serve_dsv4.c: the weights per rank, the profiling run, the pool, the pages per request) in test_serve.
  *
  * The buffers, not counted: the rotary embeddings' {main,compress}_inv_freq and _original_inv_freq (the model's and
  * every compressor's and indexer's), DeepseekV4TopKRouter.e_score_correction_bias [E], DeepseekV4HashRouter.tid2eid
@@ -143,14 +144,18 @@ static void test_checkpoints(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    static const char *const modes[] = {"", " -m train", " -m infer", " -m generate", " --serve --gpu h100-80gb",
-                                        " -f json", " --lora 8"};
+    static const char *const modes[] = {"", " -m train", " -m infer", " -m generate", " -f json", " --lora 8"};
     char a[512];
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         snprintf(a, sizeof a, HF "deepseek-v4-flash.json%s", modes[i]);
         assert_usage(a, "deepseek_v4: the compressed attention (CSA/HCA), hyper-connections and hash-MoE are not "
-                        "modelled yet; the parameter count is exact: 284332230231 parameters");
+                        "modelled for training or transformers' inference; the parameter count is exact: 284332230231 "
+                        "parameters (DeepseekV4ForCausalLM's named_parameters(), buffers excluded); --serve estimates "
+                        "vLLM's engine for it");
     }
+    /* --serve reads V4-Flash-Base's config, which has no quantization_config: vLLM's attention reads its scale_fmt */
+    assert_usage(HF "deepseek-v4-flash.json --serve --gpu h100-80gb",
+                 "quantization_config: vLLM's DeepseekV4Attention reads quantization_config[\"scale_fmt\"]");
     assert_usage(HF "deepseek-v4-pro.json", "the parameter count is exact: 1572997179491 parameters");
     vc_model *m = NULL;
     vc_error err;
@@ -223,7 +228,8 @@ static int v4_vllm(const char *js, const char *edit, vc_hf_v4_vllm *out, char *k
     vc_error err;
     memset(&err, 0, sizeof err);
     rd r = {cfg, &err, "deepseek_v4", false, 1, NULL};
-    int rc = vc__hf_deepseek_v4_vllm(&r, 8192, 1048576, out);
+    const vc_hf_v4_rank one = {1, 0, 0, 2};
+    int rc = vc__hf_deepseek_v4_vllm(&r, &one, 8192, 1048576, out);
     if (rc) snprintf(key, n, "%s", CLI_PATH(&err));
     cJSON_Delete(cfg);
     return rc;
@@ -303,6 +309,119 @@ static void test_vllm(void **state)
     }
 }
 
+/* DeepSeek-V4-Flash under vLLM --serve on 8 x H200 (tests/data/hf/deepseek-v4-flash-fp8.json: deepseek-v4-flash.json's
+ * keys with the fp8 checkpoint's quantization_config as its model card gives it, V4_QC above: written here, not the
+ * Hub's file; no expert_dtype: vLLM's default "fp4", MXFP4 experts), every figure by hand from the shapes in vLLM's
+ * source (src/hf/hf_deepseek_v4.c vc__hf_deepseek_v4_vllm's and src/engine/serve_dsv4.c's sources). One rank of 8:
+ * fp8(out, in) = out x in + cdiv(out, 128) x cdiv(in, 128) x 4 (Fp8LinearMethod's fp8 weight and float32 block scales).
+ *   model: embed_tokens + lm_head 2 x (129,280 / 8 = 16,160) x 4096 x 2 = 264,765,440, norm 4096 x 2 = 8,192, hc_head
+ *     (4 x 16,384 + 4 + 1) x 4 = 262,164: 265,035,796;
+ *   per layer, attention: attn_sink max(64 / 8, 64) x 4 = 256, fused_wqa_wkv fp8(1536, 4096) = 6,291,456 + 12 x 32 x 4
+ *     = 6,292,992, q_norm 2,048, kv_norm 1,024, wq_b fp8(4096, 1024) = 4,194,304 + 32 x 8 x 4 = 4,195,328, wo_a
+ *     fp8(1024, 4096) = 4,195,328, wo_b fp8(4096, 1024) = 4,195,328: 18,882,304;
+ *   attn_norm 8,192 + hc_attn / hc_ffn 2 x (24 x 16,384 + 24 + 3) x 4 = 3,145,944: 3,154,136;
+ *   MoE beside the experts: norm_gate 8,192 + 256 x 4096 x 2 = 2,097,152, shared gate_up fp8(512, 4096) = 2,097,152
+ *     + 4 x 32 x 4 = 2,097,664, down fp8(4096, 256) = 1,048,576 + 32 x 2 x 4 = 1,048,832: 5,251,840;
+ *   routed experts (Mxfp4MoEMethod on Hopper's Triton backend: I / 8 = 256, a multiple of 64, H 4096 kept; float32
+ *     biases): 256 x (512 x (2048 + 128) + 4096 x (128 + 8) + (512 + 4096) x 4) = 256 x 1,689,600 = 432,537,600;
+ *   routing: tid2eid 3 x 129,280 x 6 x 4 = 9,308,160 (num_hash_layers 3), e_score_correction_bias 40 x 256 x 4 =
+ *     40,960: 9,349,120;
+ *   a CSA layer's compressor: ape 4 x 1024 x 4 = 16,384, fused_wkv_wgate 2048 x 4096 x 2 = 16,777,216, norm 1,024:
+ *     16,794,624; its indexer: wq_b fp8(8192, 1024) = 8,388,608 + 64 x 8 x 4 = 8,390,656, weights_proj 64 x 4096 x 2 =
+ *     524,288, k_norm 2 x 128 x 4 = 1,024, its compressor 4 x 256 x 4 + 512 x 4096 x 2 + 256 = 4,198,656: 13,114,624;
+ *     29,909,248 a CSA layer; an HCA layer's compressor 128 x 512 x 4 + 1024 x 4096 x 2 + 1,024 = 8,651,776;
+ *   265,035,796 + 43 x (18,882,304 + 3,154,136 + 5,251,840 + 432,537,600) + 9,349,120 + 21 x 29,909,248 + 20 x
+ *     8,651,776 = 20,848,027,484 bytes; with the top-k buffer 8192 x 512 x 4 = 16,777,216 and the MTP buffer 8192 x 4 x
+ *     4096 x 2 = 268,435,456 (285,212,672): 21,133,240,156 weights.
+ *   The profiling run: the workspace the larger of the attention's 4 x (262,144 + 128 + 8192) x 512 x 2 = 1,107,820,544
+ *     and the indexer's 10,485,760 keys (1,048,576 x 40 / 4) x (128 + 4) + 1 MiB = 1,385,168,896; the live tensors at the
+ *     attention: the streams 2 x 8192 x 4 x 4096 x 2 = 536,870,912, the input 8192 x 4096 x 2 = 67,108,864, qkv 8192 x
+ *     1536 x 2 = 25,165,824, q 8192 x 8 x 512 x 2 = 67,108,864, o_padded 8192 x 64 x 512 x 2 = 536,870,912, the
+ *     indexer's 512 MiB dummy: 1,769,996,288 (the MoE's 1,082,130,432 and the sampler's 1024 x 129,280 x 6 =
+ *     794,296,320 are less); peak 21,133,240,156 + 1,385,168,896 + 1,769,996,288 = 24,288,405,340.
+ *   One request of 1024 + 256 = 1280 tokens: compressed pages cdiv(1280, 256) = 5 x 1,002,240 = 5,011,200; sliding
+ *     pages 43 x (cdiv(min(127 + 8192, 1280), 64) + 1 = 21) x 37,440 = 33,808,320; states 21 x (cdiv(1280, 4) + 1 = 321)
+ *     x (32,832 + 8,640) + 20 x (cdiv(1280, 8) + 1 = 161) x 32,832 = 385,281,792: 424,101,312 bytes a request. */
+static void test_serve(void **state)
+{
+    (void)state;
+    vc_hf_v4_vllm v;
+    cJSON *cfg = edited(slurp(HF "deepseek-v4-flash-fp8.json"), NULL);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    rd r = {cfg, &err, "deepseek_v4", false, 1, NULL};
+    const vc_hf_v4_rank h200 = {8, 64, 0, 4}; /* Hopper: Mxfp4MoEMethod's TRITON backend */
+    assert_int_equal(vc__hf_deepseek_v4_vllm(&r, &h200, 8192, 1048576, &v), 0);
+    assert_int_equal(v.experts, INT64_C(43) * 432537600);
+    assert_int_equal(v.weights, INT64_C(20848027484));
+    /* fp8 experts (expert_dtype "fp8", Fp8MoEMethod): 256 x (fp8(512, 4096) + fp8(4096, 256)) a layer */
+    cJSON_AddStringToObject(cfg, "expert_dtype", "fp8");
+    assert_int_equal(vc__hf_deepseek_v4_vllm(&r, &h200, 8192, 1048576, &v), 0);
+    assert_int_equal(v.experts, INT64_C(43) * 256 * (2097664 + 1048832));
+    cJSON_Delete(cfg);
+    const char *run = HF "deepseek-v4-flash-fp8.json --serve --gpu h200 --tp 8 --gpus 8";
+    assert_int_equal(cli_json_num(run, "serve", "weights"), INT64_C(21133240156));
+    assert_int_equal(cli_json_num(run, "serve", "profile_peak"), INT64_C(24288405340));
+    assert_int_equal(cli_json_num(run, "serve", "request_tokens"), 1280);
+    char a[512];
+    snprintf(a, sizeof a, "%s -f json", run);
+    cJSON *j = cJSON_Parse(cli_output(a));
+    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(j, "serve");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(sv, "deepseek_v4");
+    static const struct { const char *key; int64_t want; } fig[] = {
+        {"sliding_only_layers", 2}, {"csa_layers", 21}, {"hca_layers", 20},
+        {"csa_bytes_per_block", 46080}, {"hca_bytes_per_block", 1728}, /* 180 and 6.75 bytes a token */
+        {"sliding_bytes_per_request", 33808320}, {"state_bytes_per_request", 385281792},
+        {"bytes_per_request", 424101312}, {"buffers", 285212672}, {"workspace", 1385168896},
+        {"activations", 1769996288},
+    };
+    for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(d, fig[i].key);
+        if (!cJSON_IsNumber(x) || (int64_t)x->valuedouble != fig[i].want)
+            fail_msg("deepseek_v4.%s: expected %lld", fig[i].key, (long long)fig[i].want);
+    }
+    /* the pool over one request's pages: concurrency = kv_cache / 424,101,312, the tokens and blocks they hold */
+    const int64_t kv = (int64_t)cJSON_GetObjectItemCaseSensitive(sv, "kv_cache")->valuedouble;
+    assert_true(kv > 0);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "concurrency")->valuedouble, kv / 424101312);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "tokens")->valuedouble, kv / 424101312 * 1280);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "blocks")->valuedouble, kv / 424101312 * 5);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "page_bytes")->valuedouble, 1002240);
+    /* the CUDA graphs: their 1 MiB-a-graph floor taken off (50 + 50 graphs past each mode's first) */
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(sv, "cuda_graphs");
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(g, "subtracted")->valuedouble, INT64_C(100) << 20);
+    cJSON_Delete(j);
+
+    /* each option DeepSeek-V4's serving does not take, named (exit 2) */
+    static const fam_refusal opts[] = {
+        {"--serve --gpu h200 --block-size 64", "block-size: vLLM sets DeepSeek-V4's block sizes itself"},
+        {"--serve --gpu h200 --kv-cache-dtype bf16", "DeepseekV4 only supports fp8 kv-cache format"},
+        {"--serve --gpu h200 -p fp16", "DeepSeek-V4 under vLLM is modelled in bf16 alone"},
+        {"--serve --gpu h200 --cuda-graph-memory estimate", "estimate: not derived for this model"},
+        {"--serve --gpu mi300x", "DeepSeek-V4 on ROCm takes other paths"},
+        {"--serve --gpu h200 --tp 3 --gpus 3", "vLLM cannot split DeepSeek-V4's num_attention_heads that many ways"},
+        {"--serve --gpu h200 --tp 16 --gpus 16", "vLLM cannot split DeepSeek-V4's o_groups that many ways"},
+        {"--serve --gpu h200 --prompt 1048576", "pass the model's length, 1048576"},
+        {"--serve --gpu h100-80gb", "no memory is left for the KV cache"},
+    };
+    fam_refuse_options(HF "deepseek-v4-flash-fp8.json", opts, sizeof opts / sizeof opts[0]);
+    static const fam_refusal keys[] = {
+        {"\"quantization_config\": {\"scale_fmt\": \"ue8m0\", \"quant_method\": \"awq\"}", "quantization_config.quant_method"},
+        {"\"quantization_config\": {\"scale_fmt\": \"ue8m0\", \"weight_block_size\": [64, 64]}",
+         "quantization_config.weight_block_size"},
+        {"\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"expert_dtype\": \"int4\"", "expert_dtype"},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) { /* the config's keys vLLM reads, under --serve */
+        char path[] = "/tmp/vc_famXXXXXX", body[1024];
+        snprintf(body, sizeof body, "{\"model_type\": \"deepseek_v4\", \"num_hidden_layers\": 2, \"compress_ratios\": "
+                 "[4, 128], \"max_position_embeddings\": 4096, %s}", keys[i].in);
+        fam_write(path, body);
+        snprintf(a, sizeof a, "%s --serve --gpu h200", path);
+        assert_usage(a, keys[i].want);
+        remove(path);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bad_keys),
         cmocka_unit_test(test_vllm),
+        cmocka_unit_test(test_serve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
