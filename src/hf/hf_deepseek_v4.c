@@ -1,9 +1,11 @@
 /*
- * hf_deepseek_v4.c — DeepSeek-V4 (model_type "deepseek_v4", issue 31: DeepSeek-V4-Flash, DeepSeek-V4-Pro): a count-only
- * family. DeepseekV4Config's keys are read and checked (each bad or inconsistent one names its key) and
+ * hf_deepseek_v4.c — DeepSeek-V4 (model_type "deepseek_v4", issue 31: DeepSeek-V4-Flash, DeepSeek-V4-Pro).
+ * DeepseekV4Config's keys are read and checked (each bad or inconsistent one names its key) and
  * DeepseekV4ForCausalLM's parameters counted exactly, as sum(p.numel() for p in model.parameters()) gives them; its
- * memory is not modelled (the compressed attention's caches and block biases, the hyper-connections' hc_mult residual
- * streams, the hash-MoE), so vc_hf_build (hf.c) refuses every estimate with the count in its one line.
+ * memory under transformers is not modelled (the compressed attention's caches and block biases, the hyper-connections'
+ * hc_mult residual streams, the hash-MoE), so vc_hf_build (hf.c) refuses -m train / infer / generate with the count in
+ * its one line. vLLM's engine (--serve) is derived from vLLM's source: vc__hf_deepseek_v4_vllm below (the weights per
+ * rank, the caches' pages, the buffers), served by src/engine/serve_dsv4.c.
  *
  * Sources:
  *  - huggingface/transformers models/deepseek_v4/configuration_deepseek_v4.py @ 015c078164151a049126942989817713e83a8f3e:
