@@ -397,10 +397,11 @@ static void test_serve(void **state)
         {"--serve --gpu h200 --block-size 64", "block-size: vLLM sets DeepSeek-V4's block sizes itself"},
         {"--serve --gpu h200 --kv-cache-dtype bf16", "DeepseekV4 only supports fp8 kv-cache format"},
         {"--serve --gpu h200 -p fp16", "DeepSeek-V4 under vLLM is modelled in bf16 alone"},
+        {"--serve --gpu h200 --weights fp8", "weights: DeepSeek-V4's weights are what its quantization_config loads"},
         {"--serve --gpu h200 --cuda-graph-memory estimate", "estimate: not derived for this model"},
         {"--serve --gpu mi300x", "DeepSeek-V4 on ROCm takes other paths"},
         {"--serve --gpu h200 --tp 3 --gpus 3", "vLLM cannot split DeepSeek-V4's num_attention_heads that many ways"},
-        {"--serve --gpu h200 --tp 16 --gpus 16", "vLLM cannot split DeepSeek-V4's o_groups that many ways"},
+        {"--serve --gpu h200 --tp 16 --gpus 16", "vLLM cannot split DeepSeek-V4's o_groups that many ways"}, /* 8 groups */
         {"--serve --gpu h200 --prompt 1048576", "pass the model's length, 1048576"},
         {"--serve --gpu h100-80gb", "no memory is left for the KV cache"},
     };

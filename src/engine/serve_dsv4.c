@@ -82,9 +82,6 @@ static vc_status refusals(const vc_options *o, const vc_serve_options *so, const
     if (given & VC_DSV4_WEIGHTS)
         return vc_set_error(err, VC_ERR_USAGE, O("weights"), "DeepSeek-V4's weights are what its quantization_config "
                             "loads (DeepseekV4FP8Config: fp8 blocks, MXFP4 or fp8 experts by expert_dtype)");
-    if (o->ep > 1)
-        return vc_set_error(err, VC_ERR_USAGE, O("ep"), "DeepSeek-V4's expert parallelism (--enable-expert-parallel, "
-                            "MegaMoE) is not modelled under " O("serve") "; " O("tp") " splits every expert");
     if (gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA"))
         return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "%s: DeepSeek-V4 on ROCm takes other paths (no aux streams, "
                             "rocm_inv_rope_einsum: deepseek_v4.py, deepseek_v4_attention.py), not modelled",
