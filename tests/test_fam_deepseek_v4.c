@@ -3,7 +3,9 @@
  * family. The exact parameter count of DeepseekV4ForCausalLM (sum(p.numel() for p in model.parameters()), buffers
  * excluded) by hand from the __init__s of modeling_deepseek_v4.py @ 019760818965c71b0a4d38e95820ee0b6cee4240 and
  * DeepseekV4Config (configuration_deepseek_v4.py @ 015c078164151a049126942989817713e83a8f3e); every memory mode
- * refused with the count in its one line; each bad key named. No replica: nothing of its memory is estimated.
+ * but --serve refused with the count in its one line; each bad key named. No replica (the transformers model is not
+ * estimated). What vLLM caches (vc__hf_deepseek_v4_vllm) is checked by hand in test_vllm, its --serve
+ * (src/engine/serve_dsv4.c: the weights per rank, the profiling run, the pool, the pages per request) in test_serve.
  *
  * The buffers, not counted: the rotary embeddings' {main,compress}_inv_freq and _original_inv_freq (the model's and
  * every compressor's and indexer's), DeepseekV4TopKRouter.e_score_correction_bias [E], DeepseekV4HashRouter.tid2eid
@@ -24,9 +26,8 @@
 
 #define HF VC_TEST_DATA "/hf/"
 
-/* vc__hf_deepseek_v4_count over the config string js with the keys of the object edit (NULL: none) set over its
- * own: the count, or -1 with the key the error names in *key */
-static int64_t v4_count(const char *js, const char *edit, char *key, size_t n)
+/* The config string js with the keys of the object edit (NULL: none) set over its own */
+static cJSON *edited(const char *js, const char *edit)
 {
     cJSON *cfg = cJSON_Parse(js);
     assert_non_null(cfg);
@@ -37,6 +38,14 @@ static int64_t v4_count(const char *js, const char *edit, char *key, size_t n)
         cJSON_AddItemToObject(cfg, e->string, cJSON_Duplicate(e, true));
     }
     cJSON_Delete(ed);
+    return cfg;
+}
+
+/* vc__hf_deepseek_v4_count over the config string js with the keys of edit set over its own: the count, or -1 with
+ * the key the error names in *key */
+static int64_t v4_count(const char *js, const char *edit, char *key, size_t n)
+{
+    cJSON *cfg = edited(js, edit);
     vc_error err;
     memset(&err, 0, sizeof err);
     rd r = {cfg, &err, "deepseek_v4", false, 1, NULL};
@@ -135,14 +144,18 @@ static void test_checkpoints(void **state)
 static void test_refused(void **state)
 {
     (void)state;
-    static const char *const modes[] = {"", " -m train", " -m infer", " -m generate", " --serve --gpu h100-80gb",
-                                        " -f json", " --lora 8"};
+    static const char *const modes[] = {"", " -m train", " -m infer", " -m generate", " -f json", " --lora 8"};
     char a[512];
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         snprintf(a, sizeof a, HF "deepseek-v4-flash.json%s", modes[i]);
         assert_usage(a, "deepseek_v4: the compressed attention (CSA/HCA), hyper-connections and hash-MoE are not "
-                        "modelled yet; the parameter count is exact: 284332230231 parameters");
+                        "modelled for training or transformers' inference; the parameter count is exact: 284332230231 "
+                        "parameters (DeepseekV4ForCausalLM's named_parameters(), buffers excluded); --serve estimates "
+                        "vLLM's engine for it");
     }
+    /* --serve reads V4-Flash-Base's config, which has no quantization_config: vLLM's attention reads its scale_fmt */
+    assert_usage(HF "deepseek-v4-flash.json --serve --gpu h100-80gb",
+                 "quantization_config: vLLM's DeepseekV4Attention reads quantization_config[\"scale_fmt\"]");
     assert_usage(HF "deepseek-v4-pro.json", "the parameter count is exact: 1572997179491 parameters");
     vc_model *m = NULL;
     vc_error err;
@@ -207,6 +220,209 @@ static void test_bad_keys(void **state)
                      cli, sizeof cli / sizeof cli[0]);
 }
 
+/* vc__hf_deepseek_v4_vllm over the config string js with the keys of edit set over its own, at 8192 batched tokens
+ * and max_model_len 1048576 (vLLM's default, max_position_embeddings): 0, or -1 with the key named in *key */
+static int v4_vllm(const char *js, const char *edit, vc_hf_v4_vllm *out, char *key, size_t n)
+{
+    cJSON *cfg = edited(js, edit);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    rd r = {cfg, &err, "deepseek_v4", false, 1, NULL};
+    const vc_hf_v4_rank one = {1, 0, 0, 2};
+    int rc = vc__hf_deepseek_v4_vllm(&r, &one, 8192, 1048576, out);
+    if (rc) snprintf(key, n, "%s", CLI_PATH(&err));
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+/* DeepSeek-V4-Flash's fp8 checkpoint's quantization_config as its model card gives it (not read from the Hub here: no
+ * network; vLLM reads scale_fmt alone) */
+#define V4_QC "{\"quantization_config\": {\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": " \
+              "\"fp8\", \"scale_fmt\": \"ue8m0\", \"weight_block_size\": [128, 128]}}"
+
+/* vLLM's caches by hand from the spec classes (sources in hf_deepseek_v4.c), pages rounded up to 576 bytes:
+ *   every layer's sliding-window cache: 64 tokens x 584 bytes = 37,376 -> 65 x 576 = 37,440;
+ *   per 256 tokens of context: a CSA layer's latent 256 / 4 = 64 entries x 584 = 37,376 -> 37,440 and its indexer's
+ *   keys 64 x (128 fp8 + 128 / 128 x 4 scale bytes = 132) = 8,448 -> 15 x 576 = 8,640 (46,080: 180 bytes a token);
+ *   an HCA layer's latent 256 / 128 = 2 x 584 = 1,168 -> 3 x 576 = 1,728 (6.75 bytes a token);
+ *   the compressors' float32 states: CSA 4 rows x 2 x 2 x 512 x 4 = 32,768 -> 57 x 576 = 32,832, HCA 8 rows x 2 x 512 x
+ *   4 = 32,768 -> 32,832, the indexer's 4 x 2 x 2 x 128 x 4 = 8,192 -> 8,640;
+ *   the buffers at 8192 tokens: top-k 8192 x index_topk x 4, MTP 8192 x hc_mult 4 x hidden x 2;
+ *   the profiling workspace: 4 x (cdiv(1048576, 4) + 128 + 8192 = 270,464) x 512 x 2 = 1,107,820,544. */
+static void test_vllm(void **state)
+{
+    (void)state;
+    vc_hf_v4_vllm v;
+    char key[128] = "";
+    assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-flash.json"), V4_QC, &v, key, sizeof key), 0);
+    /* compress_ratios[:43]: 0, 0, then 4 / 128 alternating */
+    assert_int_equal(v.layers[0], 2);
+    assert_int_equal(v.layers[1], 21);
+    assert_int_equal(v.layers[2], 20);
+    assert_int_equal(v.block_size, 256);
+    assert_int_equal(v.window, 128);
+    assert_int_equal(v.page_swa, 37440);
+    assert_int_equal(v.page_compressed[1], 37440);
+    assert_int_equal(v.page_compressed[2], 1728);
+    assert_int_equal(v.page_indexer, 8640);
+    assert_int_equal(v.page_state[1], 32832);
+    assert_int_equal(v.page_state[2], 32832);
+    assert_int_equal(v.page_indexer_state, 8640);
+    /* 21 x 46,080 + 20 x 1,728 = 1,002,240 bytes per 256 tokens: 3,915 bytes a token of context */
+    assert_int_equal(v.per_block, 1002240);
+    assert_int_equal(v.topk_buffer, INT64_C(8192) * 512 * 4);
+    assert_int_equal(v.mtp_buffer, INT64_C(8192) * 4 * 4096 * 2);
+    assert_int_equal(v.prefill_workspace, INT64_C(1107820544));
+    /* V4-Pro: compress_ratios[:61] 128, 128, then 4 / 128 alternating: 30 CSA, 31 HCA layers, none sliding-only;
+     * 30 x 46,080 + 31 x 1,728 = 1,435,968 per 256 tokens; top-k 1024 wide, MTP 4 x 7168 */
+    assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-pro.json"), V4_QC, &v, key, sizeof key), 0);
+    assert_int_equal(v.layers[0], 0);
+    assert_int_equal(v.layers[1], 30);
+    assert_int_equal(v.layers[2], 31);
+    assert_int_equal(v.per_block, 1435968);
+    assert_int_equal(v.topk_buffer, INT64_C(8192) * 1024 * 4);
+    assert_int_equal(v.mtp_buffer, INT64_C(8192) * 4 * 7168 * 2);
+    assert_int_equal(v.prefill_workspace, INT64_C(1107820544));
+    /* HCA layers alone: the workspace's compressed keys are cdiv(1048576, 128) = 8192: 4 x (8192 + 128 + 8192) x 1024 */
+    assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-flash.json"),
+                             "{\"num_hidden_layers\": 2, \"compress_ratios\": [128, 0], \"quantization_config\": "
+                             "{\"scale_fmt\": \"ue8m0\"}}", &v, key, sizeof key), 0);
+    assert_int_equal(v.prefill_workspace, INT64_C(4) * (8192 + 128 + 8192) * 1024);
+    assert_int_equal(v.per_block, 1728);
+
+    /* refused, naming the key: what vLLM reads that the config lacks or that its kernels do not take */
+    static const struct { const char *edit, *key; } bad[] = {
+        {"{\"hidden_act\": \"silu\"}", "quantization_config"}, /* V4-Flash-Base's config: no quantization_config */
+        {"{\"quantization_config\": {\"quant_method\": \"fp8\"}}", "quantization_config"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"compress_ratios\": null, \"layer_types\": null}",
+         "compress_ratios"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"head_dim\": 256}", "head_dim"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"qk_rope_head_dim\": 32}", "qk_rope_head_dim"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"index_head_dim\": 64}", "index_head_dim"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"compress_ratios\": [0, 8]}", "compress_ratios"},
+        {"{\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"vocab_size\": 0}", "vocab_size"}, /* the count's */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        key[0] = 0;
+        assert_int_equal(v4_vllm(slurp(HF "deepseek-v4-flash.json"), bad[i].edit, &v, key, sizeof key), -1);
+        if (strcmp(key, bad[i].key)) fail_msg("%s: named %s, expected %s", bad[i].edit, key, bad[i].key);
+    }
+}
+
+/* DeepSeek-V4-Flash under vLLM --serve on 8 x H200 (tests/data/hf/deepseek-v4-flash-fp8.json: deepseek-v4-flash.json's
+ * keys with the fp8 checkpoint's quantization_config as its model card gives it, V4_QC above: written here, not the
+ * Hub's file; no expert_dtype: vLLM's default "fp4", MXFP4 experts), every figure by hand from the shapes in vLLM's
+ * source (src/hf/hf_deepseek_v4.c vc__hf_deepseek_v4_vllm's and src/engine/serve_dsv4.c's sources). One rank of 8:
+ * fp8(out, in) = out x in + cdiv(out, 128) x cdiv(in, 128) x 4 (Fp8LinearMethod's fp8 weight and float32 block scales).
+ *   model: embed_tokens + lm_head 2 x (129,280 / 8 = 16,160) x 4096 x 2 = 264,765,440, norm 4096 x 2 = 8,192, hc_head
+ *     (4 x 16,384 + 4 + 1) x 4 = 262,164: 265,035,796;
+ *   per layer, attention: attn_sink max(64 / 8, 64) x 4 = 256, fused_wqa_wkv fp8(1536, 4096) = 6,291,456 + 12 x 32 x 4
+ *     = 6,292,992, q_norm 2,048, kv_norm 1,024, wq_b fp8(4096, 1024) = 4,194,304 + 32 x 8 x 4 = 4,195,328, wo_a
+ *     fp8(1024, 4096) = 4,195,328, wo_b fp8(4096, 1024) = 4,195,328: 18,882,304;
+ *   attn_norm 8,192 + hc_attn / hc_ffn 2 x (24 x 16,384 + 24 + 3) x 4 = 3,145,944: 3,154,136;
+ *   MoE beside the experts: norm_gate 8,192 + 256 x 4096 x 2 = 2,097,152, shared gate_up fp8(512, 4096) = 2,097,152
+ *     + 4 x 32 x 4 = 2,097,664, down fp8(4096, 256) = 1,048,576 + 32 x 2 x 4 = 1,048,832: 5,251,840;
+ *   routed experts (Mxfp4MoEMethod on Hopper's Triton backend: I / 8 = 256, a multiple of 64, H 4096 kept; float32
+ *     biases): 256 x (512 x (2048 + 128) + 4096 x (128 + 8) + (512 + 4096) x 4) = 256 x 1,689,600 = 432,537,600;
+ *   routing: tid2eid 3 x 129,280 x 6 x 4 = 9,308,160 (num_hash_layers 3), e_score_correction_bias 40 x 256 x 4 =
+ *     40,960: 9,349,120;
+ *   a CSA layer's compressor: ape 4 x 1024 x 4 = 16,384, fused_wkv_wgate 2048 x 4096 x 2 = 16,777,216, norm 1,024:
+ *     16,794,624; its indexer: wq_b fp8(8192, 1024) = 8,388,608 + 64 x 8 x 4 = 8,390,656, weights_proj 64 x 4096 x 2 =
+ *     524,288, k_norm 2 x 128 x 4 = 1,024, its compressor 4 x 256 x 4 + 512 x 4096 x 2 + 256 = 4,198,656: 13,114,624;
+ *     29,909,248 a CSA layer; an HCA layer's compressor 128 x 512 x 4 + 1024 x 4096 x 2 + 1,024 = 8,651,776;
+ *   265,035,796 + 43 x (18,882,304 + 3,154,136 + 5,251,840 + 432,537,600) + 9,349,120 + 21 x 29,909,248 + 20 x
+ *     8,651,776 = 20,848,027,484 bytes; with the top-k buffer 8192 x 512 x 4 = 16,777,216 and the MTP buffer 8192 x 4 x
+ *     4096 x 2 = 268,435,456 (285,212,672): 21,133,240,156 weights.
+ *   The profiling run: the workspace the larger of the attention's 4 x (262,144 + 128 + 8192) x 512 x 2 = 1,107,820,544
+ *     and the indexer's 10,485,760 keys (1,048,576 x 40 / 4) x (128 + 4) + 1 MiB = 1,385,168,896; the live tensors at the
+ *     attention: the streams 2 x 8192 x 4 x 4096 x 2 = 536,870,912, the input 8192 x 4096 x 2 = 67,108,864, qkv 8192 x
+ *     1536 x 2 = 25,165,824, q 8192 x 8 x 512 x 2 = 67,108,864, o_padded 8192 x 64 x 512 x 2 = 536,870,912, the
+ *     indexer's 512 MiB dummy: 1,769,996,288 (the MoE's 1,082,130,432 and the sampler's 1024 x 129,280 x 6 =
+ *     794,296,320 are less); peak 21,133,240,156 + 1,385,168,896 + 1,769,996,288 = 24,288,405,340.
+ *   One request of 1024 + 256 = 1280 tokens: compressed pages cdiv(1280, 256) = 5 x 1,002,240 = 5,011,200; sliding
+ *     pages 43 x (cdiv(min(127 + 8192, 1280), 64) + 1 = 21) x 37,440 = 33,808,320; states 21 x (cdiv(1280, 4) + 1 = 321)
+ *     x (32,832 + 8,640) + 20 x (cdiv(1280, 8) + 1 = 161) x 32,832 = 385,281,792: 424,101,312 bytes a request. */
+static void test_serve(void **state)
+{
+    (void)state;
+    vc_hf_v4_vllm v;
+    cJSON *cfg = edited(slurp(HF "deepseek-v4-flash-fp8.json"), NULL);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    rd r = {cfg, &err, "deepseek_v4", false, 1, NULL};
+    const vc_hf_v4_rank h200 = {8, 64, 0, 4}; /* Hopper: Mxfp4MoEMethod's TRITON backend */
+    assert_int_equal(vc__hf_deepseek_v4_vllm(&r, &h200, 8192, 1048576, &v), 0);
+    assert_int_equal(v.experts, INT64_C(43) * 432537600);
+    assert_int_equal(v.weights, INT64_C(20848027484));
+    /* fp8 experts (expert_dtype "fp8", Fp8MoEMethod): 256 x (fp8(512, 4096) + fp8(4096, 256)) a layer */
+    cJSON_AddStringToObject(cfg, "expert_dtype", "fp8");
+    assert_int_equal(vc__hf_deepseek_v4_vllm(&r, &h200, 8192, 1048576, &v), 0);
+    assert_int_equal(v.experts, INT64_C(43) * 256 * (2097664 + 1048832));
+    cJSON_Delete(cfg);
+    const char *run = HF "deepseek-v4-flash-fp8.json --serve --gpu h200 --tp 8 --gpus 8";
+    assert_int_equal(cli_json_num(run, "serve", "weights"), INT64_C(21133240156));
+    assert_int_equal(cli_json_num(run, "serve", "profile_peak"), INT64_C(24288405340));
+    assert_int_equal(cli_json_num(run, "serve", "request_tokens"), 1280);
+    char a[512];
+    snprintf(a, sizeof a, "%s -f json", run);
+    cJSON *j = cJSON_Parse(cli_output(a));
+    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(j, "serve");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(sv, "deepseek_v4");
+    static const struct { const char *key; int64_t want; } fig[] = {
+        {"sliding_only_layers", 2}, {"csa_layers", 21}, {"hca_layers", 20},
+        {"csa_bytes_per_block", 46080}, {"hca_bytes_per_block", 1728}, /* 180 and 6.75 bytes a token */
+        {"sliding_bytes_per_request", 33808320}, {"state_bytes_per_request", 385281792},
+        {"bytes_per_request", 424101312}, {"buffers", 285212672}, {"workspace", 1385168896},
+        {"activations", 1769996288},
+    };
+    for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(d, fig[i].key);
+        if (!cJSON_IsNumber(x) || (int64_t)x->valuedouble != fig[i].want)
+            fail_msg("deepseek_v4.%s: expected %lld", fig[i].key, (long long)fig[i].want);
+    }
+    /* the pool over one request's pages: concurrency = kv_cache / 424,101,312, the tokens and blocks they hold */
+    const int64_t kv = (int64_t)cJSON_GetObjectItemCaseSensitive(sv, "kv_cache")->valuedouble;
+    assert_true(kv > 0);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "concurrency")->valuedouble, kv / 424101312);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "tokens")->valuedouble, kv / 424101312 * 1280);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "blocks")->valuedouble, kv / 424101312 * 5);
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(sv, "page_bytes")->valuedouble, 1002240);
+    /* the CUDA graphs: their 1 MiB-a-graph floor taken off (50 + 50 graphs past each mode's first) */
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(sv, "cuda_graphs");
+    assert_int_equal((int64_t)cJSON_GetObjectItemCaseSensitive(g, "subtracted")->valuedouble, INT64_C(100) << 20);
+    cJSON_Delete(j);
+
+    /* each option DeepSeek-V4's serving does not take, named (exit 2) */
+    static const fam_refusal opts[] = {
+        {"--serve --gpu h200 --block-size 64", "block-size: vLLM sets DeepSeek-V4's block sizes itself"},
+        {"--serve --gpu h200 --kv-cache-dtype bf16", "DeepseekV4 only supports fp8 kv-cache format"},
+        {"--serve --gpu h200 -p fp16", "DeepSeek-V4 under vLLM is modelled in bf16 alone"},
+        {"--serve --gpu h200 --weights fp8", "weights: DeepSeek-V4's weights are what its quantization_config loads"},
+        {"--serve --gpu h200 --cuda-graph-memory estimate", "estimate: not derived for this model"},
+        {"--serve --gpu mi300x", "DeepSeek-V4 on ROCm takes other paths"},
+        {"--serve --gpu h200 --tp 3 --gpus 3", "vLLM cannot split DeepSeek-V4's num_attention_heads that many ways"},
+        {"--serve --gpu h200 --tp 16 --gpus 16", "vLLM cannot split DeepSeek-V4's o_groups that many ways"}, /* 8 groups */
+        {"--serve --gpu h200 --prompt 1048576", "pass the model's length, 1048576"},
+        {"--serve --gpu h100-80gb", "no memory is left for the KV cache"},
+    };
+    fam_refuse_options(HF "deepseek-v4-flash-fp8.json", opts, sizeof opts / sizeof opts[0]);
+    static const fam_refusal keys[] = {
+        {"\"quantization_config\": {\"scale_fmt\": \"ue8m0\", \"quant_method\": \"awq\"}", "quantization_config.quant_method"},
+        {"\"quantization_config\": {\"scale_fmt\": \"ue8m0\", \"weight_block_size\": [64, 64]}",
+         "quantization_config.weight_block_size"},
+        {"\"quantization_config\": {\"scale_fmt\": \"ue8m0\"}, \"expert_dtype\": \"int4\"", "expert_dtype"},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) { /* the config's keys vLLM reads, under --serve */
+        char path[] = "/tmp/vc_famXXXXXX", body[1024];
+        snprintf(body, sizeof body, "{\"model_type\": \"deepseek_v4\", \"num_hidden_layers\": 2, \"compress_ratios\": "
+                 "[4, 128], \"max_position_embeddings\": 4096, %s}", keys[i].in);
+        fam_write(path, body);
+        snprintf(a, sizeof a, "%s --serve --gpu h200", path);
+        assert_usage(a, keys[i].want);
+        remove(path);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +430,8 @@ int main(void)
         cmocka_unit_test(test_checkpoints),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bad_keys),
+        cmocka_unit_test(test_vllm),
+        cmocka_unit_test(test_serve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1194,6 +1194,15 @@ typedef struct {
      * attention-free: one block of every layer's state a request, block_size the request's tokens), 3 ShortConv
      * layers (lfm2, lfm2_moe: conv state (conv_L_cache - 1, hidden)) */
     int64_t state_mamba;
+    /* DeepSeek-V4 (deepseek_v4; src/engine/serve_dsv4.c), all 0 for another model: v4_layers the sliding-only, CSA
+     * (compress ratio 4) and HCA (128) layers; v4_block_bytes[k] one layer of kind k's fp8_ds_mla pages per 256 tokens
+     * of context (CSA: latent + indexer keys; HCA: latent; sliding-only: none); v4_swa_request every layer's
+     * sliding-window pages and v4_state_request the compressors' state pages one request holds (bounded by the window,
+     * not its length); v4_request_bytes one request's pages of every kind (concurrency = kv_cache / it); v4_buffers
+     * the top-k and MTP hidden buffers allocated with the model (in weights); v4_workspace the profiling run's kept
+     * workspace and v4_activations its live tensors at the worst point (both in profile_peak) */
+    int64_t v4_layers[3], v4_block_bytes[3], v4_swa_request, v4_state_request, v4_request_bytes;
+    int64_t v4_buffers, v4_workspace, v4_activations;
 } vc_serve_result;
 /* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */
 #define VC_CUDA_GRAPH_MEMORY_ESTIMATE (-2)

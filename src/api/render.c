@@ -146,6 +146,15 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                     : r->state_mamba      ? "mamba_state+paged_kv"
                                           : "deltanet_state+paged_kv",
                     r->state_layers, r->state_bytes);
+        if (r->v4_request_bytes > 0) /* DeepSeek-V4's pages by layer kind (src/engine/serve_dsv4.c) */
+            fprintf(f, ", \"kv_cache_kind\": \"deepseek_v4\",\n    \"deepseek_v4\": {\"sliding_only_layers\": %" PRId64
+                       ", \"csa_layers\": %" PRId64 ", \"hca_layers\": %" PRId64 ", \"csa_bytes_per_block\": %" PRId64
+                       ", \"hca_bytes_per_block\": %" PRId64 ", \"sliding_bytes_per_request\": %" PRId64
+                       ", \"state_bytes_per_request\": %" PRId64 ", \"bytes_per_request\": %" PRId64
+                       ", \"buffers\": %" PRId64 ", \"workspace\": %" PRId64 ", \"activations\": %" PRId64 "}",
+                    r->v4_layers[0], r->v4_layers[1], r->v4_layers[2], r->v4_block_bytes[1], r->v4_block_bytes[2],
+                    r->v4_swa_request, r->v4_state_request, r->v4_request_bytes, r->v4_buffers, r->v4_workspace,
+                    r->v4_activations);
         if (r->cross_layers > 0) /* an encoder-decoder (whisper: src/engine/serve_encdec.c) */
             fprintf(f, ",\n    \"encoder_decoder\": {\"encoder_peak\": %" PRId64 ", \"decoder_peak\": %" PRId64
                        ", \"dummy_clips\": %" PRId64 ", \"encoder_outputs\": %" PRId64 ", \"self_attention_layers\": %" PRId64
@@ -246,11 +255,16 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         if (r->graphs_estimate > 0)
             snprintf(e, sizeof e, "estimated %s: activations at %" PRId64 " tokens %s + cuBLAS workspace %s + %" PRId64
                      " graphs x 1 MiB", a, r->graphs_largest_piecewise, x, w, r->graphs_floor >> 20);
-        else { /* an encoder-decoder's FULL_DECODE_ONLY graphs (src/engine/serve_encdec.c): not estimated */
+        else { /* an encoder-decoder's FULL_DECODE_ONLY graphs (src/engine/serve_encdec.c), DeepSeek-V4's (serve_dsv4.c): not estimated */
             format_bytes(r->graphs_floor, a, sizeof a);
-            snprintf(e, sizeof e, "not estimated for an encoder-decoder's decode-only graphs, at least %s", a);
+            snprintf(e, sizeof e, "not estimated for %s, at least %s",
+                     r->v4_request_bytes ? "DeepSeek-V4, whose forward is not built"
+                                         : "an encoder-decoder's decode-only graphs", a);
         }
-        if (r->graphs_profiled && o->cuda_graph_memory < 0 && r->graphs_estimate > 0) { /* vLLM's default: serve.c */
+        if (r->graphs_profiled && o->cuda_graph_memory < 0 && r->v4_request_bytes > 0) { /* DeepSeek-V4: the floor (serve.c) */
+            fprintf(f, "  %-22s %12s  (%s: vLLM's measure, %s; the floor taken off the pool, a lower bound of vLLM's)\n",
+                    "CUDA graphs", a, g, e);
+        } else if (r->graphs_profiled && o->cuda_graph_memory < 0 && r->graphs_estimate > 0) { /* vLLM's default: serve.c */
             fprintf(f, "  %-22s %12s  (%s: vLLM's measure, %s; taken off the pool, as vLLM does by default)\n",
                     "CUDA graphs", a, g, e);
         } else if (r->graphs_profiled && o->cuda_graph_memory == 0) { /* vLLM before v0.21.0, or its variable 0 */
@@ -291,6 +305,22 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         fprintf(f, "  %-22s %12s  (%" PRId64 " Gated DeltaNet layers: conv + recurrent state, %s per request and "
                    "layer, one block each; the attention layers' K/V paged)\n", "cache kind", "DeltaNet state",
                 r->state_layers, a);
+    }
+    if (r->v4_request_bytes > 0) { /* DeepSeek-V4's fp8_ds_mla pages by layer kind (src/engine/serve_dsv4.c) */
+        char w[32], x[32], y[32];
+        format_bytes(r->v4_swa_request, w, sizeof w);
+        format_bytes(r->v4_state_request, x, sizeof x);
+        format_bytes(r->v4_request_bytes, y, sizeof y);
+        fprintf(f, "  %-22s %12s  (%" PRId64 " CSA layers x %.2f B/token (latent + indexer keys), %" PRId64 " HCA layers x "
+                   "%.2f B/token; every layer's %s window pages and the compressor states: %s + %s a request, %s in all)\n",
+                "cache kind", "DeepSeek-V4", r->v4_layers[1], (double)r->v4_block_bytes[1] / (double)r->block_size,
+                r->v4_layers[2], (double)r->v4_block_bytes[2] / (double)r->block_size,
+                r->v4_layers[0] ? "sliding" : "sliding-window", w, x, y);
+        format_bytes(r->v4_buffers, w, sizeof w);
+        format_bytes(r->v4_workspace, x, sizeof x);
+        format_bytes(r->v4_activations, y, sizeof y);
+        fprintf(f, "  %-22s %12s  (top-k and MTP buffers %s, in the weights; workspace %s and live tensors %s, in the "
+                   "profiling run)\n", "DeepSeek-V4 extras", "", w, x, y);
     }
     if (r->cross_layers > 0) /* an encoder-decoder: two KV cache groups (src/engine/serve_encdec.c) */
         fprintf(f, "  %-22s %12s  (%" PRId64 " self-attention layers + %" PRId64 " cross-attention layers of %" PRId64

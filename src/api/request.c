@@ -28,6 +28,7 @@
 #include "recipe.h"
 #include "release.h"
 #include "model.h"
+#include "serve_dsv4.h"
 #include "util.h"
 
 /* A usage error: the message (marks and all) as given; what the user typed
@@ -1516,6 +1517,23 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto fail;
         }
         if (o->mode == VC_MODE_GENERATE) q->hf.seq = o->prompt;
+        if (q->serve && resp->have_gpu) { /* DeepSeek-V4: vLLM's engine from the config alone (src/engine/serve_dsv4.c) */
+            bool served;
+            const unsigned refuse = (q->given[VC_OPT_BLOCK_SIZE] ? VC_DSV4_BLOCK_SIZE : 0u) |
+                                    (q->prec_given ? VC_DSV4_PRECISION : 0u) | (q->given[VC_OPT_WEIGHTS] ? VC_DSV4_WEIGHTS : 0u);
+            st = vc__serve_dsv4_file(q->model, o, &resp->so, &resp->gpu, refuse, &resp->sr, &served, resp->wdesc,
+                                     sizeof resp->wdesc, err);
+            if (st) {
+                lib_err(q, err, st);
+                goto fail;
+            }
+            if (served) {
+                o->precision = VC_PREC_BF16;
+                resp->rep.weights = resp->wdesc;
+                resp->kind = VC_RESP_SERVE;
+                goto done;
+            }
+        }
         vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS], o->mode == VC_MODE_GENERATE && !q->serve, q->serve};
         st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, q->serve, /* --serve: vLLM's split */
                                        q->serve && resp->have_gpu ? vc__vllm_mxfp4_align(&resp->gpu) : 0, &m, err);

@@ -521,6 +521,15 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
  * is an object, else root */
 struct cJSON;
 const struct cJSON *vc__vllm_text_config(const struct cJSON *root);
+/* serve.c, for a model served from its config alone (serve_dsv4.c): vLLM's derived max_model_len of a config's root
+ * (0: none; *key the config key it came from, *scaled when a rope factor multiplied it); vc_serve's option checks and
+ * batch defaults into r; and, with r's weights and profile_peak set, the pool (requested, snapshot, non-torch increase,
+ * CUDA graphs: their 1 MiB-a-graph floor, not estimated, kv_cache) for activations of act and a model of width hidden */
+double vc__vllm_max_model_len_cfg(const struct cJSON *root, const char **key, bool *scaled);
+vc_status vc__serve_begin(const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu, vc_serve_result *r,
+                          vc_error *err);
+vc_status vc__serve_pool(vc_dtype act, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
+                         unsigned uses, int64_t hidden, vc_serve_result *r, vc_error *err);
 /* --serve (serve_mm.c): a multimodal model's encoder profiling: r's mm_ fields from its config, the GPU and
  * the activations' dtype; r->max_num_batched_tokens and max_num_seqs set */
 vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,

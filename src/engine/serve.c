@@ -158,13 +158,11 @@ static const char *const vllm_len_keys[] = {"max_position_embeddings", "n_positi
                                             "model_max_length", "max_target_positions", "max_sequence_length",
                                             "max_seq_length", "seq_len"};
 
-static double vllm_max_model_len(const vc_model *m, const char **key, bool *scaled)
+/* ... of a config's root (serve_dsv4.c reads a config with no model built: plan.h) */
+double vc__vllm_max_model_len_cfg(const cJSON *root, const char **key, bool *scaled)
 {
     *key = NULL;
     *scaled = false;
-    if (!m->gen_json || !m->text) return m->max_positions > 0 ? (double)m->max_positions : 0;
-    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
-    if (!root) return 0;
     const cJSON *tc = vc__vllm_text_config(root);
     double len = 0;
     for (size_t i = 0; i < sizeof vllm_len_keys / sizeof *vllm_len_keys; i++) {
@@ -195,6 +193,17 @@ static double vllm_max_model_len(const vc_model *m, const char **key, bool *scal
         }
     }
     if (len > 0 && cJSON_IsNumber(mml) && mml->valuedouble > len) len = mml->valuedouble; /* allowed up to it */
+    return len;
+}
+
+static double vllm_max_model_len(const vc_model *m, const char **key, bool *scaled)
+{
+    *key = NULL;
+    *scaled = false;
+    if (!m->gen_json || !m->text) return m->max_positions > 0 ? (double)m->max_positions : 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    const double len = vc__vllm_max_model_len_cfg(root, key, scaled);
     cJSON_Delete(root);
     return len;
 }
@@ -311,7 +320,7 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
  *    largest capture first) as their bytes there (vc__serve_graphs_why). */
 static bool vllm_v2_runner(const vc_model *m)
 {
-    if (!m->gen_json || !m->text || m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE) return false;
+    if (!m || !m->gen_json || !m->text || m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE) return false;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return false;
     bool v2 = false;
@@ -465,7 +474,22 @@ static const struct { int sm; int64_t symm[9], ca[9]; } vllm_ar_sizes[] = {
  *    RCCL rings and trees in the non-torch increase (serve_nccl.c).
  * Not counted: RCCL's MSCCL connections (nccl.c "Not counted"), the
  * non-torch increase's rocBLAS and kernels (context.c: not modelled on AMD). */
-static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options *o, const vc_gpu_spec *gpu, unsigned uses,
+/* hidden_size of the config vLLM reads (0 when not known): the profiling run's all-reduce is tokens x hidden */
+static int64_t vllm_hidden(const vc_model *m)
+{
+    int64_t hidden = 0;
+    cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
+    const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(vc__vllm_text_config(root), "hidden_size") : NULL;
+    const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
+    if (!h && cJSON_IsString(mt) && !strcmp(mt->valuestring, "whisper")) /* WhisperConfig.attribute_map: hidden_size is
+                                                                              * d_model (src/engine/serve_encdec.c) */
+        h = cJSON_GetObjectItemCaseSensitive(root, "d_model");
+    if (cJSON_IsNumber(h) && h->valuedouble >= 1 && h->valuedouble < 1e9) hidden = (int64_t)h->valuedouble;
+    cJSON_Delete(root);
+    return hidden;
+}
+
+static vc_status vllm_snapshot(int64_t hidden, vc_dtype act, const vc_options *o, const vc_gpu_spec *gpu, unsigned uses,
                                vc_serve_result *r, vc_error *err)
 {
     vc_options c = *o;
@@ -521,15 +545,7 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
             ca_max = max;
         }
         /* the profiling run's all-reduce: the custom all-reduce's, the symmetric memory's, else NCCL's */
-        int64_t hidden = 0, size;
-        cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
-        const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(vc__vllm_text_config(root), "hidden_size") : NULL;
-        const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
-        if (!h && cJSON_IsString(mt) && !strcmp(mt->valuestring, "whisper")) /* WhisperConfig.attribute_map: hidden_size is
-                                                                                  * d_model (src/engine/serve_encdec.c) */
-            h = cJSON_GetObjectItemCaseSensitive(root, "d_model");
-        if (cJSON_IsNumber(h) && h->valuedouble >= 1 && h->valuedouble < 1e9) hidden = (int64_t)h->valuedouble;
-        cJSON_Delete(root);
+        int64_t size;
         if (__builtin_mul_overflow(r->max_num_batched_tokens, (int64_t)vc_dtype_size(act), &size) ||
             __builtin_mul_overflow(size, hidden, &size))
             size = INT64_MAX;
@@ -998,14 +1014,9 @@ static vc_status dsa_memory(const vc_hf_dsa *d, double max_len, vc_serve_result 
     return VC_OK;
 }
 
-vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
-                   vc_serve_result *r, vc_error *err)
+/* vc_serve's checks of its options (serve_dsv4.c's too: vc__serve_begin) */
+static vc_status serve_check(const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu, vc_error *err)
 {
-    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
-    memset(r, 0, sizeof *r);
-    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
-    vc_status in_st = vc__options_in(&o, &full_o, err);
-    if (in_st) return in_st;
     if (!gpu || gpu->total <= 0) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "needs " O("gpu") " (the card vLLM runs on)");
     if (!(so->gpu_memory_utilization > 0 && so->gpu_memory_utilization <= 1))
         return vc_set_error(err, VC_ERR_USAGE, O("gpu_memory_utilization"), "expected a fraction in (0, 1]");
@@ -1015,7 +1026,112 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (so->max_num_batched_tokens < 0 || so->max_num_batched_tokens > VC_MAX_DIM_SIZE || so->max_num_seqs < 0 ||
         so->max_num_seqs > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "expected 1 to 2^40");
-    vc_status st = vc__check_options(o, err);
+    return vc__check_options(o, err);
+}
+
+/* vLLM's batch settings, the defaults filled in, into r */
+static vc_status serve_batch(const vc_serve_options *so, const vc_gpu_spec *gpu, vc_serve_result *r, vc_error *err)
+{
+    /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
+     * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
+     * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */
+    bool big = gpu->total >= (INT64_C(70) << 30) && !(gpu->preset && strstr(gpu->preset->name, "a100"));
+    r->max_num_batched_tokens = so->max_num_batched_tokens ? so->max_num_batched_tokens : big ? 8192 : 2048;
+    r->max_num_seqs = so->max_num_seqs ? so->max_num_seqs : big ? 1024 : 256;
+    if (!so->max_num_seqs && r->max_num_seqs > r->max_num_batched_tokens) r->max_num_seqs = r->max_num_batched_tokens;
+    /* vllm-project/vllm @ 01230b40, vllm/config/scheduler.py SchedulerConfig.verify_max_model_len (from
+     * __post_init__): max_num_batched_tokens < max_num_seqs is a ValueError. Its other check,
+     * max_num_batched_tokens < max_model_len, applies only with chunked prefill off, and V1 turns it on
+     * for every generating model (arg_utils.py _set_default_args: enable_chunked_prefill = True) */
+    if (r->max_num_batched_tokens < r->max_num_seqs)
+        return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"),
+                            "%lld is less than " OV("max_num_seqs", "%lld") ": vLLM refuses to start (SchedulerConfig: "
+                            "max_num_batched_tokens must be greater than or equal to max_num_seqs)",
+                            (long long)r->max_num_batched_tokens, (long long)r->max_num_seqs);
+    return VC_OK;
+}
+
+vc_status vc__serve_begin(const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu, vc_serve_result *r,
+                          vc_error *err)
+{
+    vc_status st = serve_check(o, so, gpu, err);
+    return st ? st : serve_batch(so, gpu, r, err);
+}
+
+/* The pool vLLM sizes once the weights and the profiling run's peak are in r (Worker.determine_available_memory, the
+ * sources above): the requested share, the non-torch increase, what the snapshot holds, the CUDA graphs, and
+ * kv_cache. m NULL: a model vramcalc does not build (serve_dsv4.c), whose graph capture is not estimated (the 1 MiB-a-graph
+ * floor is taken off instead, a lower bound of vLLM's measure); wh: whisper's two phases (serve_encdec.c). */
+static vc_status vllm_pool(const vc_model *m, vc_dtype act, const vc_options *o, const vc_serve_options *so,
+                           const vc_gpu_spec *gpu, unsigned uses, int64_t hidden, bool wh, vc_serve_result *r, vc_error *err)
+{
+    vc_status st;
+    r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
+    char a[32], b[32];
+    if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
+    if ((st = vllm_snapshot(hidden, act, o, gpu, uses, r, err))) return st;
+    vllm_graphs(m, o, gpu, r);
+    /* vLLM's estimate, derived (serve_graphs.c); whisper's FULL_DECODE_ONLY graphs (serve_encdec.c) are not */
+    if (m && !wh && (st = vc__serve_graphs_estimate(m, o, r, err))) return st;
+    if (!m && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE)
+        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "estimate: not derived for this model, whose "
+                            "forward vramcalc does not build (DeepSeek-V4: src/engine/serve_dsv4.c); give vLLM's logged figure");
+    if (wh && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE)
+        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "estimate: not derived for an encoder-decoder, whose "
+                            "graphs vLLM captures for decode batches only (FULL_DECODE_ONLY); give vLLM's logged figure");
+    const bool graphs_given = o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE;
+    if (graphs_given && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
+        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
+                            r->graphs_why == VC_SERVE_GRAPHS_EAGER      ? "under " O("enforce_eager") " (no graph is captured)"
+                            : r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "for this model: the V2 model runner's estimate is 0"
+                                                                       : "on this GPU's vendor (it profiles graphs on CUDA only)");
+    /* a given measure, else vLLM's default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 since v0.21.0, and with
+     * estimate): the derived estimate wherever vLLM measures them; 0 where it does not (enforce_eager, not CUDA, the V2
+     * runner) and where vramcalc does not derive it (whisper's decode-only graphs: graphs_estimate 0) */
+    if (o->cuda_graph_memory >= 0) r->graphs_subtracted = o->cuda_graph_memory;
+    else if (r->graphs_profiled) r->graphs_subtracted = m ? r->graphs_estimate : r->graphs_floor; /* no model: the floor */
+    const int64_t held = r->snapshot_context + r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem;
+    if (gpu->total - held < r->requested) {
+        gib(gpu->total - held, a, sizeof a);
+        gib(r->requested, b, sizeof b);
+        return vc_set_error(err, VC_ERR_USAGE, O("gpu_memory_utilization"),
+                            "vLLM refuses to start: free memory at its snapshot (%s of %s, less the CUDA context%s) is less than "
+                            OV("gpu_memory_utilization", "%g") " of it (%s)", a, gpu->name,
+                            o->tp > 1 ? ", NCCL and the all-reduce buffers" : "", so->gpu_memory_utilization, b);
+    }
+    /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
+    /* determine_available_memory @ 9aaf83ef: ... - cudagraph_memory_estimate_applied (given, or estimated) */
+    if (__builtin_sub_overflow(r->requested - r->profile_peak - r->non_torch, r->graphs_subtracted, &r->kv_cache))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("cuda_graph_memory"), "passes 2^63 bytes");
+    if (r->kv_cache <= 0) {
+        gib(r->profile_peak + r->non_torch + r->graphs_subtracted, a, sizeof a);
+        gib(r->requested, b, sizeof b);
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"),
+                            "the weights, vLLM's profiling run%s take %s in %s, more than "
+                            OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache",
+                            !r->graphs_subtracted       ? " and its non-torch memory"
+                            : o->cuda_graph_memory >= 0 ? " and its non-torch memory (with " O("cuda_graph_memory") ")"
+                                                        : ", its non-torch memory and its CUDA graphs (estimated)",
+                            a, vc_precision_name(o->precision), so->gpu_memory_utilization, gpu->name, b);
+    }
+    return VC_OK;
+}
+
+vc_status vc__serve_pool(vc_dtype act, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
+                         unsigned uses, int64_t hidden, vc_serve_result *r, vc_error *err)
+{
+    return vllm_pool(NULL, act, o, so, gpu, uses, hidden, false, r, err);
+}
+
+vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
+                   vc_serve_result *r, vc_error *err)
+{
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
+    memset(r, 0, sizeof *r);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
+    vc_status st = serve_check(o, so, gpu, err);
     if (st) return st;
     if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below); the MambaMixer2 layers
@@ -1107,22 +1223,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         dev_o.device = gpu->preset;
         o = &dev_o;
     }
-    /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
-     * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
-     * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */
-    bool big = gpu->total >= (INT64_C(70) << 30) && !(gpu->preset && strstr(gpu->preset->name, "a100"));
-    r->max_num_batched_tokens = so->max_num_batched_tokens ? so->max_num_batched_tokens : big ? 8192 : 2048;
-    r->max_num_seqs = so->max_num_seqs ? so->max_num_seqs : big ? 1024 : 256;
-    if (!so->max_num_seqs && r->max_num_seqs > r->max_num_batched_tokens) r->max_num_seqs = r->max_num_batched_tokens;
-    /* vllm-project/vllm @ 01230b40, vllm/config/scheduler.py SchedulerConfig.verify_max_model_len (from
-     * __post_init__): max_num_batched_tokens < max_num_seqs is a ValueError. Its other check,
-     * max_num_batched_tokens < max_model_len, applies only with chunked prefill off, and V1 turns it on
-     * for every generating model (arg_utils.py _set_default_args: enable_chunked_prefill = True) */
-    if (r->max_num_batched_tokens < r->max_num_seqs)
-        return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"),
-                            "%lld is less than " OV("max_num_seqs", "%lld") ": vLLM refuses to start (SchedulerConfig: "
-                            "max_num_batched_tokens must be greater than or equal to max_num_seqs)",
-                            (long long)r->max_num_batched_tokens, (long long)r->max_num_seqs);
+    if ((st = serve_batch(so, gpu, r, err))) return st;
     /* the requests' length is the max_model_len they need: at most the model's (vllm_max_model_len) */
     const char *len_key;
     bool scaled;
@@ -1221,51 +1322,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->profile_lm = r->profile_peak;
     if (r->mm_encoder_peak > r->profile_peak) r->profile_peak = r->mm_encoder_peak;
     if (wh && (st = vc__serve_encdec_profile(m, o, &sim, act, r, err))) return st; /* whisper's two phases */
-    r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
-    char a[32], b[32];
-    if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
-    if ((st = vllm_snapshot(m, act, o, gpu, uses, r, err))) return st;
-    vllm_graphs(m, o, gpu, r);
-    /* vLLM's estimate, derived (serve_graphs.c); whisper's FULL_DECODE_ONLY graphs (serve_encdec.c) are not */
-    if (!wh && (st = vc__serve_graphs_estimate(m, o, r, err))) return st;
-    if (wh && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE)
-        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "estimate: not derived for an encoder-decoder, whose "
-                            "graphs vLLM captures for decode batches only (FULL_DECODE_ONLY); give vLLM's logged figure");
-    const bool graphs_given = o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE;
-    if (graphs_given && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
-        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
-                            r->graphs_why == VC_SERVE_GRAPHS_EAGER      ? "under " O("enforce_eager") " (no graph is captured)"
-                            : r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "for this model: the V2 model runner's estimate is 0"
-                                                                       : "on this GPU's vendor (it profiles graphs on CUDA only)");
-    /* a given measure, else vLLM's default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 since v0.21.0, and with
-     * estimate): the derived estimate wherever vLLM measures them; 0 where it does not (enforce_eager, not CUDA, the V2
-     * runner) and where vramcalc does not derive it (whisper's decode-only graphs: graphs_estimate 0) */
-    if (o->cuda_graph_memory >= 0) r->graphs_subtracted = o->cuda_graph_memory;
-    else if (r->graphs_profiled) r->graphs_subtracted = r->graphs_estimate;
-    const int64_t held = r->snapshot_context + r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem;
-    if (gpu->total - held < r->requested) {
-        gib(gpu->total - held, a, sizeof a);
-        gib(r->requested, b, sizeof b);
-        return vc_set_error(err, VC_ERR_USAGE, O("gpu_memory_utilization"),
-                            "vLLM refuses to start: free memory at its snapshot (%s of %s, less the CUDA context%s) is less than "
-                            OV("gpu_memory_utilization", "%g") " of it (%s)", a, gpu->name,
-                            o->tp > 1 ? ", NCCL and the all-reduce buffers" : "", so->gpu_memory_utilization, b);
-    }
-    /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
-    /* determine_available_memory @ 9aaf83ef: ... - cudagraph_memory_estimate_applied (given, or estimated) */
-    if (__builtin_sub_overflow(r->requested - r->profile_peak - r->non_torch, r->graphs_subtracted, &r->kv_cache))
-        return vc_set_error(err, VC_ERR_OVERFLOW, O("cuda_graph_memory"), "passes 2^63 bytes");
-    if (r->kv_cache <= 0) {
-        gib(r->profile_peak + r->non_torch + r->graphs_subtracted, a, sizeof a);
-        gib(r->requested, b, sizeof b);
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"),
-                            "the weights, vLLM's profiling run%s take %s in %s, more than "
-                            OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache",
-                            !r->graphs_subtracted       ? " and its non-torch memory"
-                            : o->cuda_graph_memory >= 0 ? " and its non-torch memory (with " O("cuda_graph_memory") ")"
-                                                        : ", its non-torch memory and its CUDA graphs (estimated)",
-                            a, vc_precision_name(o->precision), so->gpu_memory_utilization, gpu->name, b);
-    }
+    if ((st = vllm_pool(m, act, o, so, gpu, uses, vllm_hidden(m), wh, r, err))) return st;
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
     if (v32) /* UniformTypeKVCacheSpecs: each layer's indexer key page beside its latent page (dsa_memory's sources) */

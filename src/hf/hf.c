@@ -1901,8 +1901,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         int64_t n;
         if (vc__hf_deepseek_v4_count(&r, &n)) return err->code;
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "deepseek_v4: the compressed attention (CSA/HCA), "
-                            "hyper-connections and hash-MoE are not modelled yet; the parameter count is exact: %lld "
-                            "parameters (DeepseekV4ForCausalLM's named_parameters(), buffers excluded)", (long long)n);
+                            "hyper-connections and hash-MoE are not modelled for training or transformers' inference; "
+                            "the parameter count is exact: %lld parameters (DeepseekV4ForCausalLM's named_parameters(), "
+                            "buffers excluded); " O("serve") " estimates vLLM's engine for it (src/engine/serve_dsv4.c)",
+                            (long long)n);
     }
     /* clip (hf_clip.c): CLIPConfig checked (the legacy *_config_dict keys, projection_dim, both sub-configs) and
      * counted before the towers are read */

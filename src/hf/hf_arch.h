@@ -748,6 +748,34 @@ int vc__hf_deepseek_v4_count(rd *r, int64_t *params);
 /* An int key of a count-only family's config object r->cfg (cls the config class the error names): def when absent,
  * else an integer in [lo, MAX_SIZE] (hf_deepseek_v4.c; 0, or -1 with r->err naming the key) */
 int vc__hf_count_int(rd *r, const char *key, int64_t def, int64_t lo, const char *cls, int64_t *out);
+/* What vLLM (vllm-project/vllm, sources in hf_deepseek_v4.c) allocates for DeepSeek-V4 beside its weights, per rank
+ * (nothing of it is split by tensor parallelism): layers[0..2] the sliding-only, CSA (compress ratio 4) and HCA (128)
+ * layers of compress_ratios; the pages of the fp8_ds_mla cache, each rounded up to 576 bytes: page_swa every layer's
+ * sliding-window cache (64 tokens, window tokens kept), page_compressed[1] / [2] a CSA / HCA layer's compressed latent
+ * and page_indexer a CSA layer's indexer keys per block_size (256) tokens of context (per_block: all of them, all
+ * layers), page_state[1] / [2] and page_indexer_state the compressors' float32 state pages (sliding windows of 8 and
+ * 128 tokens); topk_buffer and mtp_buffer the model's int32 top-k indices and bf16 MTP hidden buffer at
+ * max_num_batched_tokens; prefill_workspace the profiling run's largest bf16 gather workspace at max_model_len. Served
+ * by src/engine/serve_dsv4.c (--serve). */
+typedef struct {
+    int64_t layers[3], block_size, window, page_swa, page_compressed[3], page_indexer, page_state[3], page_indexer_state;
+    int64_t per_block, topk_buffer, mtp_buffer, prefill_workspace;
+    /* one tensor-parallel rank's weights as vLLM loads them (vc_hf_v4_rank's split), bytes: all of them, and of it the
+     * routed experts; index_head_dim, hidden_size, heads, head_dim, q_lora_rank, o_groups, o_lora_rank, experts,
+     * top-k, moe_intermediate_size, vocab_size of the config (serve_dsv4.c sizes the profiling run's tensors with them) */
+    int64_t weights, experts;
+    int64_t ihd, hidden, heads, head_dim, q_lora, o_groups, o_lora, n_experts, topk, inter, vocab, hc;
+} vc_hf_v4_vllm;
+/* the rank: tensor_parallel_size, the MXFP4 backend's round-up of a rank's intermediate size and of hidden_size (0 or 1:
+ * none), and the bytes of an element of the experts' kept biases (src/policy/quant.c mxfp4_vllm_tensors) */
+typedef struct {
+    int64_t tp, ipad, hpad, bias_bytes;
+} vc_hf_v4_rank;
+/* hf_deepseek_v4.c: vc_hf_v4_vllm of the config r->cfg (checked and counted first) for the rank, 0; else -1 with r->err
+ * naming the key (compress_ratios and quantization_config are required: vLLM reads them), or O("tp") where vLLM cannot
+ * split the model that many ways */
+int vc__hf_deepseek_v4_vllm(rd *r, const vc_hf_v4_rank *rank, int64_t max_num_batched_tokens, int64_t max_model_len,
+                            vc_hf_v4_vllm *out);
 /* hf_clip.c (issue 31, towers): CLIPConfig's keys checked (text_config.* / vision_config.* named), CLIPModel's
  * parameters counted exactly into *params and projection_dim into *proj (0: counted; else err's code, naming the key);
  * vc_hf_build then reads the towers with the clip row and vc__hf_clip_vision (hf.c) */
