@@ -404,6 +404,12 @@ static void test_serve(void **state)
         {"--serve --gpu h200 --tp 16 --gpus 16", "vLLM cannot split DeepSeek-V4's o_groups that many ways"}, /* 8 groups */
         {"--serve --gpu h200 --prompt 1048576", "pass the model's length, 1048576"},
         {"--serve --gpu h100-80gb", "no memory is left for the KV cache"},
+        {"--serve --gpu h200", "take 149.44 GiB in bf16"}, /* one rank: the fit check in its one precision */
+        /* read by the other families' serving, not by this one's (serve_dsv4.c refusals): refused, never ignored */
+        {"--serve --gpu h200 --moe-imbalance 2", "moe-imbalance: DeepSeek-V4's serving is computed from its config"},
+        {"--serve --gpu h200 --experts-implementation per_expert", "experts-implementation: DeepSeek-V4's serving"},
+        {"--serve --gpu h200 --transformers 4.57", "transformers: DeepSeek-V4's serving is computed"},
+        {"--serve --gpu h200 --torch 2.6", "torch: DeepSeek-V4's serving is computed"},
     };
     fam_refuse_options(HF "deepseek-v4-flash-fp8.json", opts, sizeof opts / sizeof opts[0]);
     static const fam_refusal keys[] = {

@@ -1520,7 +1520,11 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         if (q->serve && resp->have_gpu) { /* DeepSeek-V4: vLLM's engine from the config alone (src/engine/serve_dsv4.c) */
             bool served;
             const unsigned refuse = (q->given[VC_OPT_BLOCK_SIZE] ? VC_DSV4_BLOCK_SIZE : 0u) |
-                                    (q->prec_given ? VC_DSV4_PRECISION : 0u) | (q->given[VC_OPT_WEIGHTS] ? VC_DSV4_WEIGHTS : 0u);
+                                    (q->prec_given ? VC_DSV4_PRECISION : 0u) | (q->given[VC_OPT_WEIGHTS] ? VC_DSV4_WEIGHTS : 0u) |
+                                    (q->given[VC_OPT_MOE_IMBALANCE] ? VC_DSV4_MOE_IMBALANCE : 0u) |
+                                    (q->given[VC_OPT_EXPERTS] ? VC_DSV4_EXPERTS : 0u) |
+                                    (q->given[VC_OPT_TRANSFORMERS] ? VC_DSV4_TRANSFORMERS : 0u) |
+                                    (q->given[VC_OPT_TORCH] ? VC_DSV4_TORCH : 0u);
             st = vc__serve_dsv4_file(q->model, o, &resp->so, &resp->gpu, refuse, &resp->sr, &served, resp->wdesc,
                                      sizeof resp->wdesc, err);
             if (st) {

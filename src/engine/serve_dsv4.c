@@ -82,6 +82,17 @@ static vc_status refusals(const vc_options *o, const vc_serve_options *so, const
     if (given & VC_DSV4_WEIGHTS)
         return vc_set_error(err, VC_ERR_USAGE, O("weights"), "DeepSeek-V4's weights are what its quantization_config "
                             "loads (DeepseekV4FP8Config: fp8 blocks, MXFP4 or fp8 experts by expert_dtype)");
+    /* what the other families' serving reads and this one does not: refused, never ignored (the --torch row's
+     * cuBLAS workspace goes into the CUDA graphs' estimate, not made here; the experts are vLLM's fused MoE) */
+    static const struct {
+        unsigned bit;
+        const char *opt;
+    } unread[] = {{VC_DSV4_MOE_IMBALANCE, O("moe_imbalance")}, {VC_DSV4_EXPERTS, O("experts_implementation")},
+                  {VC_DSV4_TRANSFORMERS, O("transformers")}, {VC_DSV4_TORCH, O("torch")}};
+    for (size_t i = 0; i < sizeof unread / sizeof unread[0]; i++)
+        if (given & unread[i].bit)
+            return vc_set_error(err, VC_ERR_USAGE, unread[i].opt, "DeepSeek-V4's serving is computed from its config and "
+                                "vLLM's source alone (src/engine/serve_dsv4.c): nothing there depends on it");
     if (gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA"))
         return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "%s: DeepSeek-V4 on ROCm takes other paths (no aux streams, "
                             "rocm_inv_rope_einsum: deepseek_v4.py, deepseek_v4_attention.py), not modelled",
@@ -171,7 +182,9 @@ vc_status vc__serve_dsv4_file(const char *path, const vc_options *o, const vc_se
         const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
         if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "deepseek_v4")) {
             *served = true;
-            st = vc__serve_dsv4(cfg, o, so, gpu, given, r, err);
+            vc_options ob = *o; /* its only precision (refusals below): the fit check's messages say bf16 */
+            if (!(given & VC_DSV4_PRECISION)) ob.precision = VC_PREC_BF16;
+            st = vc__serve_dsv4(cfg, &ob, so, gpu, given, r, err);
             const cJSON *ed = cJSON_GetObjectItemCaseSensitive(cfg, "expert_dtype"); /* checked by vc__serve_dsv4 */
             snprintf(desc, desc_n, "fp8 blocks, %s experts (DeepseekV4FP8Config)",
                      cJSON_IsString(ed) && !strcmp(ed->valuestring, "fp8") ? "fp8" : "MXFP4");

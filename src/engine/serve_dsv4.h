@@ -13,6 +13,10 @@ struct cJSON;
 #define VC_DSV4_BLOCK_SIZE 1u /* --block-size */
 #define VC_DSV4_PRECISION 2u  /* --precision */
 #define VC_DSV4_WEIGHTS 4u    /* --weights */
+#define VC_DSV4_MOE_IMBALANCE 8u /* --moe-imbalance */
+#define VC_DSV4_EXPERTS 16u   /* --experts-implementation */
+#define VC_DSV4_TRANSFORMERS 32u /* --transformers */
+#define VC_DSV4_TORCH 64u     /* --torch */
 
 /* vLLM's engine for the deepseek_v4 config cfg on one rank of o->tp (o->prompt + o->new_tokens a request), into r;
  * VC_ERR_USAGE naming the option vLLM or vramcalc cannot take, VC_ERR_MODEL naming the config key */
