@@ -328,6 +328,7 @@ static void test_sum_refusals(void **state)
     assert_usage(HF "llama-3.1-8b.json --loss sum --recipe trl:sft",
                  "--loss sum is the simplest loop's model(ids).logits.sum(), no labels: not with --recipe");
     assert_usage(HF "llama-3.1-8b.json --loss sum --tp 2", "--loss: sum with --tp is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --loss sum --compile", "--loss sum with --compile is not modelled");
     assert_usage(HF "llama-3.1-8b.json --loss sum -p amp-bf16", "--loss: sum under autocast (amp-bf16) is not modelled");
     assert_usage(HF "llama-3.1-8b.json --loss sum --lora 8 --lora-targets q_proj,lm_head",
                  "--loss: sum: the LM head lm_head has adapters");
