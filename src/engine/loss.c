@@ -52,8 +52,9 @@ bool vc_head_grad_expanded(const vc_build *b, vc_t w)
 {
     /* The head's backward mm receives SumBackward0's stride-0 gradient [B x L, V] (matmul's fold of the 3-D
      * logits: UnsafeViewBackward0's reshape of the expanded gradient stays a view, strides (0, 0)). MmBackward0
-     * (derivatives.yaml mm: mm_mat1_backward / mm_mat2_backward, torch/csrc/autograd/FunctionsManual.cpp) runs
-     * grad.t().mm(self) for the column-major weight.t(), then grad.mm(mat2.t()); each mm on CUDA goes through
+     * (derivatives.yaml mm: mm_mat1_backward / mm_mat2_backward, torch/csrc/autograd/FunctionsManual.cpp: their
+     * column-major branch read in a stored copy, not at a pinned commit; the order as torch 1.13's profiler shows it)
+     * runs grad.t().mm(self) for the column-major weight.t(), then grad.mm(mat2.t()); each mm on CUDA goes through
      * addmm_out_cuda_impl's cublasCommonArgs (aten/src/ATen/native/cuda/Blas.cpp @ 960a68465f6172d22bff1a58a61f942363ff0931),
      * whose prepare_matrix_for_cublas finds the stride-0 operand neither non-overlapping-and-dense nor
      * (transposed-)contiguous (a stride 0 is not 1) and takes tensor.clone(at::MemoryFormat::Contiguous): a
