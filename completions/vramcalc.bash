@@ -26,7 +26,7 @@ _vramcalc() {
         --grad-ckpt-kind) COMPREPLY=($(compgen -W 'reentrant non-reentrant' -- "$cur")); return ;;
         --act-offload) COMPREPLY=($(compgen -W 'none streams sync' -- "$cur")); return ;;
         --zero-grad) COMPREPLY=($(compgen -W 'none zero' -- "$cur")); return ;;
-        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll grpo nll' -- "$cur")); return ;;
+        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll grpo nll sum' -- "$cur")); return ;;
         --liger-kernels) return ;;
         --loss-chunks) return ;;
         --beta) return ;;

@@ -30,7 +30,7 @@ complete -c vramcalc -l zero-grad -x -a 'none zero' -d 'optimizer.zero_grad: non
 complete -c vramcalc -l optim-in-bwd -d 'the optimizer steps inside backward, one parameter at a time from its...'
 complete -c vramcalc -l first-step -d 'also the run'\''s first steps, beside the steady state'\''s figures'
 complete -c vramcalc -l hold-output -d 'the loop keeps the model'\''s output'
-complete -c vramcalc -l loss -x -a 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll grpo nll' -d 'config.json: the causal-LM loss, hf, liger, cce, chunked, mean, dpo,...'
+complete -c vramcalc -l loss -x -a 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll grpo nll sum' -d 'config.json: the causal-LM loss, hf, liger, cce, chunked, mean, dpo,...'
 complete -c vramcalc -l liger -d 'config.json: Liger-Kernel'\''s patch set as TRL'\''s and transformers'\''...'
 complete -c vramcalc -l liger-kernels -x -d 'with --liger: the kernels switched on, every other keyword of...'
 complete -c vramcalc -l packing -d 'config.json: the --batch sequences of --seq tokens packed into one...'

@@ -217,6 +217,9 @@ bool vc_checkpointed(const vc_build *b);
 /* PEFT's disable_adapter is on (--loss dpo's reference forward, src/engine/plan.c
  * vc__emit_reference): an adapter layer returns its base layer's output alone. */
 bool vc_adapters_disabled(const vc_build *b);
+/* --loss sum (src/engine/loss.c): this Linear, on weight parameter w, is the LM head whose backward mm receives
+ * SumBackward0's stride-0 gradient and copies it contiguous (a backward temporary of its output's size). */
+bool vc_head_grad_expanded(const vc_build *b, vc_t w);
 /* The model's LoRA settings (r 0: none). */
 const vc_lora *vc_lora_of(const vc_build *b);
 /* A PEFT method's row (src/model/peft.c): what it adds to a target Linear. */

@@ -125,6 +125,8 @@ vc_t vc__op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t
     if (ib >= 0 && !same_numel(vc_numel_of(b, bias), yn)) vc_op_grad_reduce_rows(o, ib, vc_n_sample(rows), out);
     if (ib >= 0) vc_op_gemm_lt(o); /* addmm with the 1-D bias: the cuBLASLt epilogue */
     else vc_op_gemm(o);
+    /* --loss sum: prepare_matrix_for_cublas's contiguous copy of the stride-0 gradient in each backward mm */
+    if (vc_head_grad_expanded(b, w0)) vc_op_btemp(o, yn, vc_dt_of(b, y));
     vc_op_end(o);
     if (bias >= 0 && fold_copy) { /* output.add_(bias): grad of bias via sum_to */
         o = vc_op_begin(b, "add_");

@@ -41,6 +41,7 @@ static void test_names(void **state)
     assert_int_equal(vc_loss_impl_from_name("cce"), VC_LOSS_IMPL_CCE);
     assert_int_equal(vc_loss_impl_from_name("chunked"), VC_LOSS_IMPL_CHUNKED);
     assert_int_equal(vc_loss_impl_from_name("mean"), VC_LOSS_IMPL_MEAN);
+    assert_int_equal(vc_loss_impl_from_name("sum"), VC_LOSS_IMPL_SUM);
     assert_int_equal(vc_loss_impl_from_name("Liger"), -1);
     assert_int_equal(vc_loss_impl_from_name("fused-linear-ce"), -1);
     assert_int_equal(vc_loss_impl_from_name(""), -1);
@@ -54,8 +55,8 @@ static void test_names(void **state)
 static void test_cli_refusals(void **state)
 {
     (void)state;
-    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo, nll)");
-    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo, nll)");
+    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo, nll, sum)");
+    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger, cce, chunked, mean, dpo, dpo-precomputed, orpo, kto, chunked-nll, grpo, nll, sum)");
     /* --loss chunked: torchtune runs no autocast, has no soft-capping after its output
      * projection, no LoRA on it here, and gathers DTensor logits under tensor parallelism */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss-chunks 4", "--loss-chunks is torchtune's num_output_chunks: it needs --loss chunked");
@@ -270,6 +271,70 @@ static void test_tiny_bytes_mean(void **state)
     vc_result_free(&r);
 }
 
+/* --loss sum ("logits_sum": model(ids).logits.sum()) on Embedding(100, 32) then the head Linear(32, 100), 64 tokens,
+ * batch 1, fp32, sgd (bytes, each rounded up to 512). Forward: weights 12800 + 12800 = 25600, ids 512, the
+ * embedding's output [64, 32] 8192 (the head's mm saves it), the logits [64, 100] 25600, the loss 512: 60416 at sum,
+ * which saves nothing (the logits go). Backward: the root gradient 512; SumBackward0 hands the head a stride-0 view
+ * of it (no allocation); the head's MmBackward0 makes grad_weight [100, 32] 12800 and grad_input [64, 32] 8192, and
+ * each of its two mm calls copies the stride-0 gradient contiguous (prepare_matrix_for_cublas; CPU addmm_impl_cpu_
+ * too): [64, 100] fp32 25600, one at a time. There: 25600 + 512 + 8192 + 512 + 512 + 12800 + 8192 + 25600 = 81920,
+ * temporaries 512 + 512 + 8192 + 25600 = 34816 (root, loss, grad_input, the copy), gradients 12800. With
+ * --workspace 0 the copy (inside the mm kernel, where the CPU harness reads nothing) is left out and the peak is the
+ * embedding's backward: weights 25600 + the head's .grad 12800 + the embedding's weight gradient 12800 + ids 512 +
+ * loss 512 + root 512 + grad_input 8192 = 60928. --loss mean holds MeanBackward0's new [64, 100] gradient through
+ * the head's backward instead: 81920 with or without workspace (the same bytes, a tensor between operators). */
+static void test_tiny_bytes_sum(void **state)
+{
+    (void)state;
+    static const char json64[] =
+        "{\"input\": {\"shape\": [64], \"dtype\": \"int64\"}, \"loss\": \"logits_sum\", \"layers\": ["
+        "{\"type\": \"Embedding\", \"name\": \"emb\", \"num_embeddings\": 100, \"embedding_dim\": 32},"
+        "{\"type\": \"Linear\", \"name\": \"lm_head\", \"in_features\": 32, \"out_features\": 100, \"bias\": false}]}";
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 512;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(json64, NULL, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 81920);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r.peak.temporaries, 34816);
+    assert_int_equal(r.peak.gradients, 12800);
+    vc_result_free(&r);
+    o.workspace = 0;
+    assert_int_equal(estimate(json64, NULL, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 60928);
+    assert_int_equal(r.peak.gradients, 25600);
+    vc_result_free(&r);
+    char mean[sizeof json64 + 8];
+    const char *k = strstr(json64, "logits_sum");
+    assert_non_null(k);
+    snprintf(mean, sizeof mean, "%.*slogits_mean%s", (int)(k - json64), json64, k + strlen("logits_sum"));
+    for (int w = 0; w < 2; w++) {
+        o.workspace = w ? 512 : 0;
+        assert_int_equal(estimate(mean, NULL, &o, &r, &err), VC_OK);
+        assert_int_equal(r.memory.peak_allocated, 81920);
+        vc_result_free(&r);
+    }
+}
+
+/* --loss sum's refusals: exit 2, one line naming the option. */
+static void test_sum_refusals(void **state)
+{
+    (void)state;
+    assert_usage(HF "llama-3.1-8b.json --loss sum --packing",
+                 "--loss sum is the simplest loop's model(ids).logits.sum(), no labels: not with --packing");
+    assert_usage(HF "llama-3.1-8b.json --loss sum --recipe trl:sft",
+                 "--loss sum is the simplest loop's model(ids).logits.sum(), no labels: not with --recipe");
+    assert_usage(HF "llama-3.1-8b.json --loss sum --tp 2", "--loss: sum with --tp is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --loss sum --compile", "--loss sum with --compile is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --loss sum -p amp-bf16", "--loss: sum under autocast (amp-bf16) is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --loss sum --lora 8 --lora-targets q_proj,lm_head",
+                 "--loss: sum: the LM head lm_head has adapters");
+    assert_usage(HF "llama-3.1-8b.json --loss sum --liger", "--liger: applies the fused linear cross-entropy");
+}
+
 /* Llama-3.1-8B (tests/data/hf/llama-3.1-8b.json), bf16, batch 1, 8192 tokens, adam: the
  * peak moves from the HF loss's backward to Liger's forward, where it holds (bytes):
  *   V x H = 128256 x 4096 = 525,336,576 elements: grad_weight bf16 1,050,673,152 (the
@@ -345,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_names),         cmocka_unit_test(test_cli_refusals),
         cmocka_unit_test(test_tiny_bytes),    cmocka_unit_test(test_tiny_bytes_cce),
         cmocka_unit_test(test_tiny_bytes_chunked), cmocka_unit_test(test_tiny_bytes_mean),
+        cmocka_unit_test(test_tiny_bytes_sum), cmocka_unit_test(test_sum_refusals),
         cmocka_unit_test(test_llama8b_bytes),
         cmocka_unit_test(test_measured),
     };

@@ -294,11 +294,11 @@ VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded 
  * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
  * ("cut_cross_entropy"), chunked = torchtune's chunked output projection and
  * CEWithChunkedOutputLoss ("chunked_ce", loss_chunks chunks), mean = the simplest loop's
- * outputs.logits.mean() ("logits_mean"), chunked-nll = TRL SFTTrainer's default loss_type "chunked_nll"
+ * outputs.logits.mean() ("logits_mean"), sum = outputs.logits.sum() ("logits_sum"), chunked-nll = TRL SFTTrainer's default loss_type "chunked_nll"
  * ("chunked_nll": 256-token chunks, each under a checkpoint), a row each of src/engine/loss.c's table. */
 #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean") \
     X(DPO, "dpo") X(DPO_PRECOMPUTED, "dpo-precomputed") X(ORPO, "orpo") X(KTO, "kto") \
-    X(CHUNKED_NLL, "chunked-nll") X(GRPO, "grpo") X(NLL, "nll")
+    X(CHUNKED_NLL, "chunked-nll") X(GRPO, "grpo") X(NLL, "nll") X(SUM, "sum")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */

@@ -769,6 +769,14 @@ static vc_status check_request(vc_request *q, vc_error *err)
                          kto ? "the batch's halves are its desirable and undesirable examples; give " O("batch")
                              : "it would count sequences, not pairs; give " O("batch") " as 2 x the pairs");
     }
+    if (q->hf.loss == VC_LOSS_IMPL_SUM && o->compile) /* src/engine/loss.c emit_logits_sum */
+        return usage(err, OV("loss", "sum") " with " O("compile") " is not modelled: what Inductor makes of sum's "
+                     "expanded gradient before the LM head's matmuls was not derived");
+    if (q->hf.loss == VC_LOSS_IMPL_SUM && (q->recipe > 0 || o->packing))
+        return usage(err, OV("loss", "sum") " is the simplest loop's model(ids).logits.sum(), no labels: not with %s, %s",
+                     q->recipe > 0 ? O("recipe") : O("packing"),
+                     q->recipe > 0 ? "a library's training loop computing its own loss"
+                                   : "TRL's and torchtune's packed batches, which their losses read through labels");
     if (q->hf.loss == VC_LOSS_IMPL_GRPO) {
         /* TRL's GRPOTrainer step (src/engine/grpo.c; trl/trainer/grpo_trainer.py and grpo_config.py @f2cd5771):
          * per_device_train_batch_size (--batch) completions per micro-step, gradient_accumulation_steps

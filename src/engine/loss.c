@@ -48,6 +48,29 @@ static void emit_logits_mean(vc_build *b)
     vc_op_end(o);
 }
 
+bool vc_head_grad_expanded(const vc_build *b, vc_t w)
+{
+    /* The head's backward mm receives SumBackward0's stride-0 gradient [B x L, V] (matmul's fold of the 3-D
+     * logits: UnsafeViewBackward0's reshape of the expanded gradient stays a view, strides (0, 0)). MmBackward0
+     * (derivatives.yaml mm: mm_mat1_backward / mm_mat2_backward, torch/csrc/autograd/FunctionsManual.cpp: their
+     * column-major branch read in a stored copy, not at a pinned commit; the order as torch 1.13's profiler shows it)
+     * runs grad.t().mm(self) for the column-major weight.t(), then grad.mm(mat2.t()); each mm on CUDA goes through
+     * addmm_out_cuda_impl's cublasCommonArgs (aten/src/ATen/native/cuda/Blas.cpp @ 960a68465f6172d22bff1a58a61f942363ff0931),
+     * whose prepare_matrix_for_cublas finds the stride-0 operand neither non-overlapping-and-dense nor
+     * (transposed-)contiguous (a stride 0 is not 1) and takes tensor.clone(at::MemoryFormat::Contiguous): a
+     * [B x L, V] copy in the logits' dtype, alive for that mm call only (the two calls' copies one after the
+     * other). torch 1.13's CPU addmm_impl_cpu_ (aten/src/ATen/native/LinearAlgebra.cpp) clones it the same way
+     * (seen with torch.profiler: aten::clone [V, B x L] and [B x L, V] inside each aten::mm), inside the mm kernel,
+     * where the CPU harness reads nothing (bench/accuracy/README.md "The readings"): like the CUDA kernels'
+     * scratch, the copy is left out with --workspace 0. w: the mm's weight, the head's own (not its adapters'). */
+    const vc_model *m = b->m;
+    if (!b->train || m->loss != VC_LOSS_LOGITS_SUM || b->o.workspace == 0 || b->cur_inst < 0) return false;
+    int h = vc__loss_head(m);
+    if (h < 0 || h != b->cur_inst) return false;
+    const vc_inst *head = &m->inst[h];
+    return head->out == m->output && head->np > 0 && b->par_t[head->params[0]] == w;
+}
+
 /* The int64 targets [rows] per sample, made once before the steps and resident like
  * the input batch (docs/contract.md §6); with `shift`, transformers' causal-LM label
  * shift after them (ForCausalLMLoss in loss/loss_utils.py, and LigerForCausalLMLoss in
@@ -276,6 +299,45 @@ static bool head_ok(vc_build *b, const char *what, const char *reads)
         }
     }
     return true;
+}
+
+/* --loss sum: the simplest loop's loss = model(ids).logits.sum() (no labels: *ForCausalLM.forward returns
+ * logits = self.lm_head(hidden_states[:, slice_indices, :]) in the model's dtype, the loss only `if labels is not
+ * None`; transformers @ d0fed636, as emit_ce reads it). sum keeps the dtype and saves nothing. Its backward
+ * (tools/autograd/derivatives.yaml, pytorch/pytorch @ d327a787: sum, self: grad.expand_symint(self.sym_sizes()))
+ * is a stride-0 view of the 0-d root gradient, no allocation: the logits' gradient shares the root's storage
+ * (VC_GRAD_PASS). What consumes it: soft-capping's ops (Gemma-2's tanh and scales) make new gradients as for any
+ * loss; a plain LM head's matmul gets the view itself, and its mm copies it (vc_head_grad_expanded, layers/ops.c
+ * vc__op_linear). Unlike MeanBackward0 (grad.expand(sizes) / numel: the division makes a new logits-sized
+ * tensor, emit_logits_mean), nothing logits-sized exists between the loss and the head's backward.
+ * Refused: autocast (aten/src/ATen/autocast_mode.cpp's fp32_set_opt_dtype ops, sum among them: sum(dtype=float32),
+ * its fp32 gradient cast back to the logits' dtype by the engine's validate_outputs: not replicated) and a head with
+ * adapters or quantized weights (what reaches their matmuls was not derived). */
+static void emit_logits_sum(vc_build *b)
+{
+    const vc_model *m = b->m;
+    if (b->amp_dt != VC_DT_F32) {
+        fail(b, "sum under autocast (%s) is not modelled: autocast runs sum with dtype float32 (its fp32_set_opt_dtype "
+                "ops), whose gradient autograd casts back to the logits' dtype; use fp32, bf16, fp16 or mixed-*",
+             vc_precision_name(b->o.precision));
+        return;
+    }
+    int h = vc__loss_head(m);
+    for (int i = 0; h >= 0 && i < m->inst[h].np; i++) {
+        const vc_param_entry *p = &m->par[m->inst[h].params[i]];
+        if (p->flags & VC_PARAM_ADAPTER || p->fmt != VC_WEIGHTS_DENSE) {
+            fail(b, "sum: the LM head %s %s: the expanded gradient's path through it is not modelled%s",
+                 m->inst[h].name ? m->inst[h].name : m->inst[h].path,
+                 p->flags & VC_PARAM_ADAPTER ? "has adapters" : "is quantized",
+                 p->flags & VC_PARAM_ADAPTER ? "; leave it out of " O("lora_targets") : "");
+            return;
+        }
+    }
+    vc_t y = b->val_t[m->output];
+    vc_op *o = vc_op_begin(b, "sum");
+    vc_op_grad(o, vc_op_in(o, y), VC_GRAD_PASS);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt);
+    vc_op_end(o);
 }
 
 /* Liger-Kernel's fused linear cross-entropy as its transformers integration runs it
@@ -1759,6 +1821,11 @@ static const vc_loss_row rows[] = {
                          "ForCausalLMLoss, then compute_loss's no-grad entropy and token accuracy over outputs.logits, "
                          "held until it returns", true, true, false, emit_trl_nll,
                          "TRL's metrics over a tensor-parallel rank's vocabulary shard are not modelled (" OV("loss", "hf") ")"},
+    [VC_LOSS_LOGITS_SUM] = {"logits_sum", "sum", "outputs.logits.sum() in the logits' dtype, as the simplest training "
+                            "loops take it: a stride-0 gradient the LM head's matmuls copy", false, true, false,
+                            emit_logits_sum,
+                            "a tensor-parallel rank holds a vocabulary shard of the logits; their sum over the whole "
+                            "vocabulary is not modelled (" OV("loss", "hf") ")"},
     /* src/engine/grpo.c: the row runs the whole forward itself (vc__loss_forward_end), the reference's before the
      * policy's, each with its LM head on the completion's positions (logits_to_keep) */
     [VC_LOSS_GRPO] = {"grpo", "grpo", "TRL's GRPOTrainer step: the completions generated with the KV cache, the "

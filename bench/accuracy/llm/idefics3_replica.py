@@ -327,18 +327,7 @@ def build_image(cfg, attn_impl=None):
     model.vision_model = Vision()
     model.connector = Connector()
     model.embed_tokens = Embed(model.embed_tokens)
-    for p in list(model.vision_model.parameters()) + list(model.connector.parameters()):
-        p.requires_grad_(False)
-    inner = model.forward
-
-    def forward(*args, **kwargs):
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            model.embed_tokens.keep = None
-
-    model.forward = forward
-    return model
+    return R.frozen_image_parts(model, model.vision_model, model.connector)
 
 
 def counts(path):

@@ -82,11 +82,12 @@ def parse_args(argv):
                     "cross-entropy); llama, mistral, qwen2, qwen3, gemma2, gemma3_text, mixtral, qwen3_moe")
     ap.add_argument("--liger-kernels", default="", help="with --liger: the kernels switched on (liger_patch_replica.py "
                     "KERNELS), every other keyword of apply_liger_kernel_to_<family> False")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto",
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "sum", "dpo", "dpo-precomputed", "orpo", "kto",
                                                          "chunked-nll", "grpo", "nll"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
-                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
+                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; "
+                    "sum: model(ids).logits.sum(), no labels; dpo: TRL's "
                     "DPOTrainer._compute_loss (dpo_replica.py; --batch counts the 2 x pairs sequences), with a "
                     "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
                     "precompute_ref_log_probs=True, no reference; orpo: TRL's ORPOTrainer step (orpo_replica.py; "
@@ -828,11 +829,11 @@ def main(argv):
                 loss = loss_fn(outputs, labels)
                 del outputs
                 return loss
-            if args.loss == "mean":
-                # the simplest loop: out = model(input_ids); loss = out.logits.mean() (no labels:
-                # lm_head's output in the model's dtype)
+            if args.loss in ("mean", "sum"):
+                # the simplest loop: out = model(input_ids); loss = out.logits.mean() (or .sum())
+                # (no labels: lm_head's output in the model's dtype)
                 logits = model(input_ids)[1]
-                loss = logits.mean()
+                loss = logits.mean() if args.loss == "mean" else logits.sum()
                 if args.hold_output:
                     held.append(logits)
                 del logits

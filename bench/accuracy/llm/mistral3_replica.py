@@ -372,18 +372,7 @@ def build_image(cfg, attn_impl=None):
     model.vision_tower = Vision()
     model.multi_modal_projector = Projector()
     model.embed_tokens = Embed(model.embed_tokens)
-    for p in list(model.vision_tower.parameters()) + list(model.multi_modal_projector.parameters()):
-        p.requires_grad_(False)
-    inner = model.forward
-
-    def forward(*args, **kwargs):
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            model.embed_tokens.keep = None
-
-    model.forward = forward
-    return model
+    return R.frozen_image_parts(model, model.vision_tower, model.multi_modal_projector)
 
 
 def flatten(raw):

@@ -1130,3 +1130,23 @@ def apply_lora(model, r=8, lora_alpha=16, lora_dropout=0.0, targets=("q_proj", "
     if model.gradient_checkpointing and input_require_grads:
         model.get_input_embeddings().register_forward_hook(lambda m, i, o: o.requires_grad_(True))
     return model
+
+
+def frozen_image_parts(model, *parts):
+    """The tail of an image model's build whose embed_tokens wrapper runs the image part (idefics3_replica.py,
+    mistral3_replica.py build_image): the parts (the tower, the projector) frozen, requires_grad_(False) on each
+    parameter; the model's forward wrapped to drop embed_tokens.keep (the image part's locals, which the
+    *Model.forward holds until it returns) as it returns. Returns the model."""
+    for part in parts:
+        for p in part.parameters():
+            p.requires_grad_(False)
+    inner = model.forward
+
+    def forward(*args, **kwargs):
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            model.embed_tokens.keep = None
+
+    model.forward = forward
+    return model

@@ -2432,6 +2432,18 @@ def cases():
         ("generate", "glm4v_small", 2, 64, 16, "fp32", False, 0),
         ("generate", "glm4v_small", 1, 128, 8, "bf16", False, 0),
     ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    # --loss sum (issue 26): model(ids).logits.sum(), the simplest loop (measure_llm.py --loss sum). SumBackward0's
+    # stride-0 gradient reaches the LM head's mm, whose contiguous copy of it is inside the mm kernel (not read by the
+    # harness, --workspace 0); gemma2_small's soft-capping makes new gradients before its head; gemma2/gemma3/qwen3
+    # tie the head to the embedding; the LoRA case's head is frozen. Every third held out.
+    train_cases(out, [
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("qwen3_small", 2, 64, "adamw", "bf16", False, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", False, 0),
+        ("gemma3_small", 2, 64, "adam", "fp32", True, 0),
+        ("llama_vocab8k", 1, 96, "adamw", "fp32", False, 8),
+    ], loss="sum")
     return out
 
 
