@@ -679,6 +679,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
     }
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_read(r, a, o, split); /* mistral3 (hf_pixtral.c) */
     if (a->f->vision == VIS_IDEFICS3) return vc__hf_idefics3_read(r, a, o, split); /* smolvlm, idefics3 (hf_idefics3.c) */
+    if (a->f->vision == VIS_INTERNVL) return vc__hf_internvl_read(r, a, o); /* internvl (hf_internvl.c) */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     if (cJSON_IsNull(v)) v = NULL; /* Qwen2_5_VLConfig: vision_config None is the class's defaults */
     if (v && !cJSON_IsObject(v)) {
@@ -1320,6 +1321,10 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     vw w = {r, arr};
     if (!a->f->vision) return NULL;
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_write(r, arr, a); /* mistral3 (hf_pixtral.c) */
+    if (a->f->vision == VIS_INTERNVL) { /* internvl (hf_internvl.c): the weights, loaded and not run */
+        vc__hf_internvl_write(r, arr, a);
+        return NULL;
+    }
     if (a->f->vision == VIS_IDEFICS3) { /* smolvlm, idefics3 (hf_idefics3.c): the weights, or the tower run on tiles */
         if (t->patches > 0) return write_siglip(&w, t, SIG_IDEFICS3);
         vc__hf_idefics3_write(r, arr, a);
