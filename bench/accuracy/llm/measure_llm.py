@@ -259,6 +259,9 @@ def main(argv):
     if raw.get("model_type") in ("smolvlm", "idefics3"):  # text_config's keys, the tower's beside (idefics3_replica.py)
         import idefics3_replica
         raw = idefics3_replica.flatten(raw)
+    if raw.get("model_type") == "internvl":  # InternVLConfig: text_config's keys, the tower's beside (internvl_replica.py)
+        import internvl_replica
+        raw = internvl_replica.flatten(raw)
     if raw.get("model_type") == "mllama":  # MllamaConfig: text_config's keys with their defaults, the tower's beside (mllama_replica.py)
         import mllama_replica
         raw = mllama_replica.flatten(raw)
@@ -401,6 +404,9 @@ def main(argv):
         import idefics3_replica
         # with --image: the tower and connector run frozen (idefics3_replica.build_image)
         model = (idefics3_replica.build_image if args.image else idefics3_replica.build)(cfg, args.attn)
+    elif cfg.model_type == "internvl":  # on text: Qwen2's / Qwen3's LM, the tower and projector loaded (internvl_replica.py)
+        import internvl_replica
+        model = internvl_replica.build(cfg, args.attn)
     elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
         import mllama_replica
         model = mllama_replica.build(cfg, args.attn)

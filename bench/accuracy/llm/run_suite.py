@@ -2416,6 +2416,23 @@ def cases():
     for i, (b, s, p, img) in enumerate([(1, 32, "fp32", True), (2, 16, "bf16", False), (1, 48, "bf16", True)]):
         out.append(dict(config="configs/paligemma2_small.json", mode="infer", batch=b, seq=s, precision=p,
                         held_out=(i % 3 == 2), **(dict(image="224x224", images=1) if img else {})))
+    # issue 31 (towers): InternVLForConditionalGeneration on text alone (internvl_replica.py, modeling_internvl.py @
+    # 2fd44548: Qwen2Model / Qwen3Model on embed_tokens(input_ids), lm_head, ForCausalLMLoss; InternVLVisionModel and
+    # the projector built trainable, never run). internvl_small (InternVL3's qwen2 text, untied, attention_bias),
+    # internvl35_small (InternVL3.5's qwen3 text, tied; the tower's qk norm, rms_norm, mask token, final layernorm).
+    # Train fp32 / bf16 / checkpointed / LoRA r=8 on o_proj,down_proj (PEFT's mapping, peft @ 00073fe8, has no
+    # internvl; the tower has neither module), SGD at batch 4, generate. Every third held out.
+    mode_cases(out, [
+        ("train", "internvl_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "internvl_small", 2, 64, "adamw", "bf16", False, 0),
+        ("train", "internvl_small", 2, 64, "adamw", "fp32", True, 0),
+        ("train", "internvl_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "internvl_small", 4, 48, "sgd", "fp32", False, 0),
+        ("generate", "internvl_small", 1, 32, 8, "fp32", False, 0),
+        ("train", "internvl35_small", 2, 64, "adamw", "fp32", False, 0),
+        ("generate", "internvl35_small", 2, 32, 12, "bf16", False, 0),
+        ("train", "internvl35_small", 2, 48, "sgd", "bf16", True, 0),
+    ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0))
     return out
 
 
