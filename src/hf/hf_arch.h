@@ -643,8 +643,9 @@ int vc__hf_idefics3_unmodelled(const char *fam, vc_hf_split split, bool serve, v
 void vc__hf_idefics3_write(rd *r, cJSON *arr, const arch *a);
 /* hf_internvl.c: internvl's vision_config (InternVLVisionConfig) and InternVLConfig's projector keys read and checked into
  * a->vis (errors name vision_config.KEY or the key; text_config.model_type other than the row's, a tie_word_embeddings
- * that disagrees with text_config's refused); --image / --images refused naming the option. -1 with r->err. */
-int vc__hf_internvl_read(rd *r, arch *a, const vc_hf_options *o);
+ * that disagrees with text_config's refused); --image / --images turned into the processor's tiles and tokens. -1 with
+ * r->err. */
+int vc__hf_internvl_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
 /* hf_internvl.c: --serve and --tp refused naming the option (0 when none is asked). */
 int vc__hf_internvl_unmodelled(vc_hf_split split, bool serve, vc_error *err);
 /* hf_internvl.c: InternVLVisionModel's and InternVLMultiModalProjector's weights appended to arr as frozen VisionWeights

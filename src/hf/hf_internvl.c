@@ -40,8 +40,26 @@
  * self.vision_model, which InternVLModel @ 2fd44548 lacks; vision_feature_select_strategy "full": the CLS row makes
  * patches + 1 rows, which reshape(batch, side, side, -1) cannot view), a non-square image_size / patch_size, a
  * downsample_ratio whose inverse is not an integer (pixel_shuffle's channels / ratio^2 would not be the projector's
- * hidden x int(1 / ratio)^2). Refused naming the option: --image / --images (InternVLVisionModel's run, the pixel
- * shuffle and GotOcr2ImageProcessor's tiles are not modelled), --serve (vLLM's internvl.py not read), --tp.
+ * hidden x int(1 / ratio)^2). Refused naming the option: --serve (vLLM's internvl.py not read), --tp.
+ *
+ * With --image WxH [--images N] (images_of below), read at huggingface/transformers:
+ *  - models/got_ocr2/image_processing_got_ocr2.py @ 0b97ca8d385723d268f5566778e458d0c51213d5:
+ *    get_all_supported_aspect_ratios, get_optimal_tiled_canvas, GotOcr2ImageProcessor.crop_image_to_patches (columns x
+ *    rows tiles of size, and the thumbnail when more than one), min_patches 1, max_patches 12 (the class's defaults).
+ *    The checkpoints' preprocessor_config.json is not read (vramcalc reads config.json only): its size is taken as
+ *    vision_config.image_size square (448 for the published InternVL3 / InternVL3.5 processors, as remembered);
+ *  - models/internvl/processing_internvl.py @ 024fd4ce2d70431f862b944832c3fde9f8303164: InternVLProcessorKwargs'
+ *    crop_to_patches True; _insert_media_placeholders: per image <img>, image_seq_length x tiles <IMG_CONTEXT>, </img>
+ *    (image_seq_length the processor's, taken as the config's image_seq_length, which must be a tile's features);
+ *  - modeling_internvl.py @ 2fd44548 (above): InternVLModel.forward: inputs_embeds = embed_tokens(input_ids) first,
+ *    get_image_features (the tiles one batch through InternVLVisionModel, [:, 1:], pixel_shuffle, the projector:
+ *    hf_vision.c write_internvl), then special_image_mask and masked_scatter (written as the Cat of the image rows and
+ *    the text's, one new tensor: hf_layers.c); generate(): pixel_values in the prefill only.
+ * The tower and projector run frozen, without an autograd graph (LLaMA-Factory's defaults, as the other VLM rows:
+ * hf_vision.c). What is not modelled: special_image_mask ([B, L] bool) and the boolean-index check's temporary
+ * (inputs_embeds[special_image_mask], the image rows' size), image_features kept in the output (image_hidden_states)
+ * to the forward's end, the reshape after [:, 1:] being a view for one tile (written as a copy, as for several);
+ * the tower's dropouts in training (refused unless 0), an image of more than 127 tiles per sample.
  */
 #include <math.h>
 #include <stdio.h>
@@ -113,7 +131,85 @@ static int pick(rd *r, const cJSON *obj, const char *key, const char *path, cons
                       n > 1 ? "\"" : "");
 }
 
-int vc__hf_internvl_read(rd *r, arch *a, const vc_hf_options *o)
+/* GotOcr2ImageProcessor's tiles of one W x H image, S x S each (image_processing_got_ocr2.py @ 0b97ca8d:
+ * get_optimal_tiled_canvas over get_all_supported_aspect_ratios(1, 12), sorted by columns x rows (a stable sort of the
+ * columns-then-rows loops); crop_image_to_patches: columns x rows tiles and the thumbnail when more than one) */
+static int64_t tiles_of(int64_t W, int64_t H, int64_t S)
+{
+    const double aspect = (double)W / (double)H, area = (double)W * (double)H;
+    double best = INFINITY;
+    int64_t cells = 1;
+    for (int64_t n = 1; n <= 12; n++)
+        for (int64_t gw = 1; gw <= n; gw++) {
+            if (n % gw) continue;
+            const int64_t gh = n / gw;
+            const double diff = fabs(aspect - (double)gw / (double)gh);
+            if (diff < best) {
+                best = diff;
+                cells = n;
+            } else if (diff == best && area > 0.5 * (double)S * (double)S * (double)n) {
+                cells = n; /* the tie favours more tiles until they cover twice the image's area */
+            }
+        }
+    return cells > 1 ? cells + 1 : 1;
+}
+
+/* a vision_config dropout the tower's run would apply in training: 0 (absent or null) only */
+static int no_dropout(rd *r, const cJSON *v, const char *key)
+{
+    const cJSON *x = v ? cJSON_GetObjectItemCaseSensitive(v, key) : NULL;
+    if (!x || cJSON_IsNull(x) || (cJSON_IsNumber(x) && x->valuedouble == 0)) return 0;
+    char path[64];
+    snprintf(path, sizeof path, "vision_config.%s", key);
+    return vc__hf_bad(r, path, "with " O("image") ": only 0 is modelled (the frozen tower's dropout in training is not)");
+}
+
+/* --image WxH / --images N: each image's tiles (tiles_of) run through the tower as one batch; per tile
+ * (side x downsample_ratio)^2 image features, and per image <img>, image_seq_length x tiles <IMG_CONTEXT>, </img>
+ * (processing_internvl.py @ 024fd4ce _insert_media_placeholders, crop_to_patches True by InternVLProcessorKwargs) */
+static int images_of(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split, int64_t seq_len, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (o->image_w <= 0) return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
+    const int64_t side = t->img / t->P, k = t->M;
+    if (side % k) /* pixel_shuffle's view(batch, width, int(height * ratio), ...) raises */
+        return vc__hf_bad(r, "downsample_ratio", "%.17g: the tower's %lld x %lld patches (vision_config.image_size %lld / "
+                          "patch_size %lld) are not a multiple of 1 / ratio: pixel_shuffle cannot view them", 1.0 / (double)k,
+                          (long long)side, (long long)side, (long long)t->img, (long long)t->P);
+    const int64_t per = (side / k) * (side / k);
+    if (seq_len != per) /* the processor's image_seq_length, as the config gives it */
+        return vc__hf_bad(r, "image_seq_length", "%lld: a tile gives (%lld / %lld)^2 = %lld image features, and "
+                          "InternVLModel.forward raises ValueError (image features and image tokens do not match) unless "
+                          "the processor puts as many image tokens a tile", (long long)seq_len, (long long)side,
+                          (long long)k, (long long)per);
+    if (no_dropout(r, v, "hidden_dropout_prob") || no_dropout(r, v, "attention_dropout") ||
+        no_dropout(r, v, "projection_dropout"))
+        return -1;
+    const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
+    t->act = A_GELU; /* InternVLVisionConfig.hidden_act "gelu" */
+    if (act && !cJSON_IsNull(act) && vc__hf_vision_act(r, v, "hidden_act", &t->act)) return -1;
+    t->images = o->images > 0 ? o->images : 1;
+    const int64_t each = tiles_of(o->image_w, o->image_h, t->img);
+    if (t->images > 127 || each * t->images > 127) /* the class rows' Cat (layers/layer.h VC_MAX_INPUTS) */
+        return vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? O("images") : O("image"), "%lld image(s) of %lld tiles: "
+                            "more than 127 tiles per sample are not modelled", (long long)t->images, (long long)each);
+    t->tiles = each * t->images;
+    int64_t sc;
+    if (__builtin_mul_overflow(side * side + 1, side * side + 1, &sc) || __builtin_mul_overflow(sc, t->NH * t->tiles, &sc) ||
+        sc > (INT64_C(1) << 56))
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lld tiles of %lld patches: the tower's attention would have "
+                            "more than 2^56 elements per sample", (long long)t->tiles, (long long)(side * side + 1));
+    t->patches = t->tiles * side * side;
+    t->h = t->w = t->img;
+    t->embeds = t->tiles * per;
+    t->tokens = t->embeds + 2 * t->images;
+    /* generate()'s decoding steps: prepare_inputs_for_generation passes pixel_values when cache_position[0] == 0 only
+     * (modeling_internvl.py @ 2fd44548): the tower written as for the prefill and not run (src/engine/generate.c) */
+    t->decode = split.image_decode != 0;
+    return 0;
+}
+
+int vc__hf_internvl_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
 {
     hf_vision *t = &a->vis;
     const cJSON *root = r->cfg;
@@ -209,10 +305,7 @@ int vc__hf_internvl_read(rd *r, arch *a, const vc_hf_options *o)
         tot > (INT64_C(1) << 56))
         return vc__hf_bad(r, "vision_config.num_hidden_layers", "%lld layers beside the language model's are more than 2^56 "
                           "parameters: byte counts would overflow 64-bit arithmetic", (long long)t->depth);
-    if (o && (o->image_w > 0 || o->images > 0))
-        return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "internvl: "
-                            "InternVLVisionModel's run on GotOcr2ImageProcessor's tiles and the pixel-shuffle projector "
-                            "are not modelled (the tower's weights are counted and loaded)");
+    if (o && (o->image_w > 0 || o->images > 0)) return images_of(r, a, o, split, seq_len, v);
     return 0;
 }
 
