@@ -2267,8 +2267,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.l4v.on || a.ml.on || ((a.f->vision == VIS_IDEFICS3 || a.f->vision == VIS_PIXTRAL) && !a.vis.patches) ||
-                          a.f->vision == VIS_INTERNVL ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || a.ml.on || ((a.f->vision == VIS_IDEFICS3 || a.f->vision == VIS_PIXTRAL ||
+                                             a.f->vision == VIS_INTERNVL) && !a.vis.patches)
+                        ? ": the vision tower's weights loaded, not run"
                     : a.f->vision ? ""
                                 : a.f->nested && !siglip ? ": the language model; the vision tower is not modelled" : "");
     if (siglip) { /* "inputs": pixel_values [num_channels, image_size, image_size] float32 (SiglipImageProcessor's,

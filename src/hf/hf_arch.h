@@ -275,7 +275,8 @@ enum {
     VIS_QWEN2,   /* Qwen2-VL: Qwen2VisionTransformerPretrainedModel + PatchMerger (LayerNorm, fc1 / fc2 MLP), run on --image */
     VIS_PALIGEMMA, /* paligemma: SiglipVisionModel (Gemma 3's, hf_vision.c) + PaliGemmaMultiModalProjector (a Linear) */
     VIS_IDEFICS3,  /* smolvlm, idefics3: the SigLIP-like vision transformer + the pixel-shuffle connector, run on --image (hf_idefics3.c) */
-    VIS_INTERNVL,  /* internvl: InternVLVisionModel + InternVLMultiModalProjector (pixel shuffle, LayerNorm, MLP), loaded (hf_internvl.c) */
+    VIS_INTERNVL,  /* internvl: InternVLVisionModel + InternVLMultiModalProjector (pixel shuffle, LayerNorm, MLP), run on --image
+                    * (hf_internvl.c, hf_vision.c write_internvl) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */

@@ -191,6 +191,8 @@ def build_image(cfg, attn_impl=None):
     D = C // NH
     tid = d.get("image_token_id", 151667)
     eps = (d.get("vision_config") or {}).get("layer_norm_eps") or 1e-6
+    import siglip_replica
+    act = siglip_replica._act((d.get("vision_config") or {}).get("hidden_act") or "gelu")  # C: hidden_act "gelu"
 
     def norm(n):  # M NORM2FN: nn.LayerNorm or InternVLVisionRMSNorm (LlamaRMSNorm's statements)
         return vctorch._LayerNorm2x(n, eps=eps) if k["norm_type"] == "layer_norm" else R.LlamaRMSNorm(n, eps)
@@ -243,7 +245,7 @@ def build_image(cfg, attn_impl=None):
             hidden_states = attention_output + hidden_states
             del attention_output
             layer_output = self.layernorm_after(hidden_states)
-            layer_output = self.mlp.fc2(F.gelu(self.mlp.fc1(layer_output)))  # ACT2FN["gelu"]
+            layer_output = self.mlp.fc2(act(self.mlp.fc1(layer_output)))  # ACT2FN[hidden_act]
             layer_output = self.lambda_2 * layer_output
             layer_output = layer_output + hidden_states
             return layer_output
