@@ -109,27 +109,29 @@ const hf_family vc__hf_families[] = {
      * intermediate_size 22016, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32 when absent
      * (null: the heads, __post_init__); Qwen2Attention (modeling_qwen2.py @ 00d4b3d2): head_dim
      * getattr(config, "head_dim", hidden_size // num_attention_heads), the config's head_dim when it has one */
-    {.model_type = "qwen2", .config_class = "Qwen2Config",
-     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 4096),
-              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),
-              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 32, .how = D_KV_NULL},
-              [K_INTER] = DEF("intermediate_size", 22016), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
-              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
-              [K_QKV_BIAS] = FIXED(1) /* Qwen2Attention: bias=True on q/k/v */,
-              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
-              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
-     LLAMA_BLOCK, .window = WIN_FROM_LAYER},
+#define QWEN2_KEYS                                                                                             \
+    LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 4096),                  \
+        [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 32),                 \
+        [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 32, .how = D_KV_NULL},                            \
+        [K_INTER] = DEF("intermediate_size", 22016), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},       \
+        [K_MAXPOS] = DEF("max_position_embeddings", 32768),                                                    \
+        [K_QKV_BIAS] = FIXED(1) /* Qwen2Attention: bias=True on q/k/v */,                                      \
+        [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),       \
+        [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)
+    {.model_type = "qwen2", .config_class = "Qwen2Config", .keys = {QWEN2_KEYS}, LLAMA_BLOCK, .window = WIN_FROM_LAYER},
     /* Qwen3Config (configuration_qwen3.py @ 008e5743): vocab_size 151936, hidden_size 4096, intermediate_size
      * 22016, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32 when absent (null: the heads,
      * __post_init__), head_dim 128 */
-    {.model_type = "qwen3", .config_class = "Qwen3Config",
-     .keys = {LLAMA_KEYS, LLAMA_SIZES(151936, 4096, 22016, 32, 32),
-              [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 32, .how = D_KV_NULL}, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
-              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
-              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
-              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
-              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
-     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = QK_PER_HEAD},
+#define QWEN3_KEYS                                                                                             \
+    LLAMA_KEYS, LLAMA_SIZES(151936, 4096, 22016, 32, 32),                                                      \
+        [K_KV_HEADS] = {.key = "num_key_value_heads", .def = 32, .how = D_KV_NULL},                            \
+        [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,                                  \
+        [K_MAXPOS] = DEF("max_position_embeddings", 32768),                                                    \
+        [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),                        \
+        [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),       \
+        [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)
+    {.model_type = "qwen3", .config_class = "Qwen3Config", .keys = {QWEN3_KEYS}, LLAMA_BLOCK, .window = WIN_FROM_LAYER,
+     .qk_norm = QK_PER_HEAD},
     /* GemmaConfig (configuration_gemma.py @ 008e5743; the class describes gemma-7b): vocab_size 256000,
      * hidden_size 3072, intermediate_size 24576, num_hidden_layers 28, num_attention_heads 16,
      * num_key_value_heads 16, head_dim 256, tie_word_embeddings True */
@@ -1530,6 +1532,19 @@ const hf_family vc__hf_families[] = {
               [K_QKV_BIAS] = FIXED(1), [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 1)},
      LLAMA_BLOCK, .place = PLACE_SANDWICH_GLM4, .mlp = MLP_GATED_FUSED, .interleaved_rope = true, .nested = "text_config",
      .nested_opt = true, .vision = VIS_GLM4V, .lora_targets = NULL},
+    /* InternVLConfig (configuration_internvl.py @ 04ea98d5: text_config["model_type"] defaults to "qwen2",
+     * CONFIG_MAPPING[...](**text_config)) and InternVLForConditionalGeneration (modeling_internvl.py @ 2fd44548:
+     * InternVLModel's language_model = AutoModel.from_config(text_config), lm_head): InternVL3 (text_config qwen2,
+     * Qwen2Config's defaults for what it lacks, the qwen2 row's) and InternVL3.5 (qwen3, the qwen3 row's); the vision
+     * tower and the projector counted and loaded frozen, never run without an image (hf_internvl.c: --image, --serve,
+     * --tp refused). PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no internvl: --lora-targets. */
+    {.model_type = "internvl", .config_class = "Qwen2Config (InternVLConfig.text_config)", .keys = {QWEN2_KEYS},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .nested = "text_config", .vision = VIS_INTERNVL, .lora_targets = NULL},
+    {.model_type = "internvl", .config_class = "Qwen3Config (InternVLConfig.text_config)", .keys = {QWEN3_KEYS},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = QK_PER_HEAD, .nested = "text_config", .vision = VIS_INTERNVL,
+     .text_type = "qwen3", .lora_targets = NULL},
+#undef QWEN2_KEYS
+#undef QWEN3_KEYS
 };
 /* CLIPVisionConfig (configuration_clip.py @ 01841b34: hidden_size 768, intermediate_size 3072, num_hidden_layers 12,
  * num_attention_heads 12, num_channels 3, image_size 224, patch_size 32, hidden_act quick_gelu, layer_norm_eps 1e-5,
@@ -1698,7 +1713,11 @@ static int liger_family(arch *a, const char *fam, const char *kernels, vc_error 
                                           /* glm4v: apply_liger_kernel_to_glm4v (Glm4vRMSNorm, the text MLPs'
                                            * LigerPhi3SwiGLUMLP, glm4v lce_forward) in a monkey_patch.py text read through
                                            * the code search (no pinned commit) */
-                                          "glm4v", NULL};
+                                          "glm4v",
+                                          /* internvl: MODEL_TYPE_TO_APPLY_LIGER_FN["internvl"] =
+                                           * apply_liger_kernel_to_internvl in the monkey_patch.py texts read through the
+                                           * code search (no pinned commit) */
+                                          "internvl", NULL};
     int g = 0; /* 1 swiglu, 2 geglu */
     for (int i = 0; !g && swiglu[i]; i++) g = strcmp(fam, swiglu[i]) ? 0 : 1;
     for (int i = 0; !g && geglu[i]; i++) g = strcmp(fam, geglu[i]) ? 0 : 2;
@@ -2043,6 +2062,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     if (a.f->vision == VIS_IDEFICS3 && vc__hf_idefics3_unmodelled(r.fam, split, vllm, err)) return err->code;
     if (a.f->vision == VIS_GLM4V && vc__hf_glm4v_unmodelled(r.fam, o, split, vllm, err)) return err->code; /* hf_glm4v.c */
+    if (a.f->vision == VIS_INTERNVL && vc__hf_internvl_unmodelled(split, vllm, err)) return err->code;
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_FALCON_H1 && vc__hf_falcon_h1_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
@@ -2273,7 +2293,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.l4v.on || a.ml.on || ((a.f->vision == VIS_IDEFICS3 || a.f->vision == VIS_PIXTRAL || a.f->vision == VIS_GLM4V) && !a.vis.patches) ? ": the vision tower's weights loaded, not run"
+             r.fam, a.l4v.on || a.ml.on || ((a.f->vision == VIS_IDEFICS3 || a.f->vision == VIS_PIXTRAL ||
+                                             a.f->vision == VIS_GLM4V || a.f->vision == VIS_INTERNVL) && !a.vis.patches)
+                        ? ": the vision tower's weights loaded, not run"
                     : a.f->vision ? ""
                                 : a.f->nested && !siglip ? ": the language model; the vision tower is not modelled" : "");
     if (siglip) { /* "inputs": pixel_values [num_channels, image_size, image_size] float32 (SiglipImageProcessor's,

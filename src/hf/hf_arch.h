@@ -276,6 +276,8 @@ enum {
     VIS_PALIGEMMA, /* paligemma: SiglipVisionModel (Gemma 3's, hf_vision.c) + PaliGemmaMultiModalProjector (a Linear) */
     VIS_IDEFICS3,  /* smolvlm, idefics3: the SigLIP-like vision transformer + the pixel-shuffle connector, run on --image (hf_idefics3.c) */
     VIS_GLM4V,     /* glm4v: Glm4vVisionModel (blocks, downsample Conv2d, Glm4vVisionPatchMerger), loaded, not run (hf_glm4v.c) */
+    VIS_INTERNVL,  /* internvl: InternVLVisionModel + InternVLMultiModalProjector (pixel shuffle, LayerNorm, MLP), run on --image
+                    * (hf_internvl.c, hf_vision.c write_internvl) */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
@@ -307,6 +309,11 @@ typedef struct {
     } px;
     int64_t tiles; /* VIS_IDEFICS3 with images: the processor's frames per sample (tiles and global images, hf_idefics3.c) */
     bool qkv_bias; /* VIS_GLM4V: vision_config.attention_bias (the blocks' attn.qkv bias, hf_glm4v.c) */
+    /* VIS_INTERNVL (hf_internvl.c): InternVLVisionConfig's attention_bias, use_qk_norm, norm_type "rms_norm",
+     * use_mask_token, use_absolute_position_embeddings, and not use_mean_pooling (the tower's final layernorm) */
+    struct {
+        bool bias, qk, rms, mask, abs_pos, final_ln;
+    } iv;
 } hf_vision;
 
 extern const hf_family vc__hf_families[];
@@ -500,7 +507,7 @@ typedef struct arch {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart, clip, m2m_100, smolvlm, idefics3, glm4v"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, glm4_moe_lite, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper, deepseek_v2, deepseek_v32, glm_moe_dsa, glm4, olmo3, starcoder2, qwen3_vl_moe, mpnet, mt5, bart, mistral3, ministral, minimax_m2, phimoe, granitemoe, granitemoeshared, granitemoehybrid, umt5, olmoe, mamba2, exaone4, seed_oss, ernie4_5, ernie4_5_moe, lfm2, cohere, cohere2, nemotron_h, vit, qwen2_vl, falcon_h1, lfm2_moe, arcee, hunyuan_v1_dense, hunyuan_v1_moe, dinov2, nemotron, apertus, siglip_vision_model, mllama, paligemma, siglip, marian, pegasus, deepseek_v4, ministral3, mbart, clip, m2m_100, smolvlm, idefics3, glm4v, internvl"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -648,6 +655,16 @@ int vc__hf_glm4v_text_read(rd *r, const arch *a);
 int vc__hf_glm4v_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err);
 /* hf_glm4v.c: Glm4vVisionModel's weights appended to arr as frozen VisionWeights layers. */
 void vc__hf_glm4v_write(rd *r, cJSON *arr, const arch *a);
+/* hf_internvl.c: internvl's vision_config (InternVLVisionConfig) and InternVLConfig's projector keys read and checked into
+ * a->vis (errors name vision_config.KEY or the key; text_config.model_type other than the row's, a tie_word_embeddings
+ * that disagrees with text_config's refused); --image / --images turned into the processor's tiles and tokens. -1 with
+ * r->err. */
+int vc__hf_internvl_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
+/* hf_internvl.c: --serve and --tp refused naming the option (0 when none is asked). */
+int vc__hf_internvl_unmodelled(vc_hf_split split, bool serve, vc_error *err);
+/* hf_internvl.c: InternVLVisionModel's and InternVLMultiModalProjector's weights appended to arr as frozen VisionWeights
+ * layers (loaded, not run). */
+void vc__hf_internvl_write(rd *r, cJSON *arr, const arch *a);
 /* hf_mllama.c: MllamaConfig's keys the row does not read (text_config.cross_attention_layers, vision_config's
  * MllamaVisionConfig) read into a->ml and checked (errors name text_config.KEY or vision_config.KEY); a->N becomes
  * the self-attention layers'; --image / --images, --tp and --serve refused naming the option. -1 with r->err. */

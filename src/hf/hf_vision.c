@@ -680,6 +680,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_read(r, a, o, split); /* mistral3 (hf_pixtral.c) */
     if (a->f->vision == VIS_IDEFICS3) return vc__hf_idefics3_read(r, a, o, split); /* smolvlm, idefics3 (hf_idefics3.c) */
     if (a->f->vision == VIS_GLM4V) return vc__hf_glm4v_read(r, a); /* glm4v (hf_glm4v.c) */
+    if (a->f->vision == VIS_INTERNVL) return vc__hf_internvl_read(r, a, o, split); /* internvl (hf_internvl.c) */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     if (cJSON_IsNull(v)) v = NULL; /* Qwen2_5_VLConfig: vision_config None is the class's defaults */
     if (v && !cJSON_IsObject(v)) {
@@ -1315,12 +1316,148 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
     return "visual.outputs";
 }
 
+/* InternVL (internvl, hf_internvl.c) with images: InternVLModel.get_image_features (modeling_internvl.py @ 2fd44548) on
+ * the processor's tiles, one batch ([tiles, C, S, S] in the model's dtype: get_image_features has no cast), frozen and
+ * run without autograd:
+ *  - InternVLVisionEmbeddings.forward: patch_embeddings.projection (an nn.Conv2d with kernel = stride = patch: one
+ *    Linear over each patch's values, the same weights and output), flatten(2).transpose(1, 2) (views),
+ *    cls_token.expand(tiles, -1, -1) and torch.cat((cls_tokens, embeddings), dim=1) (a new tensor: the Cat of tiles
+ *    class rows and the patches' rows, the same size), + position_embeddings (interpolate_pos_encoding returns the
+ *    parameter itself at the config's square size; broadcast over the tiles), dropout p 0 (the identity);
+ *  - InternVLVisionLayer x num_hidden_layers: layernorm_before (nn.LayerNorm, or InternVLVisionRMSNorm), attention
+ *    (q_proj / k_proj / v_proj, q_norm / k_norm InternVLVisionRMSNorm over the hidden size with use_qk_norm, reshape +
+ *    transpose, sdpa without a mask, not causal, its transpose + contiguous, reshape, projection_layer), lambda_1 *
+ *    (a new tensor), + hidden_states, layernorm_after, mlp (fc1, ACT2FN[hidden_act], fc2), lambda_2 *, + the first
+ *    sum; the tiles are sdpa's batch: one sample's tiles x heads heads over a tile's patches + 1 rows, as write_siglip;
+ *  - InternVLVisionModel.layernorm (nn.Identity with use_mean_pooling);
+ *  - vision_features[:, 1:, :] (a view), reshape(tiles, side, side, C) (a copy: written as one for one tile too,
+ *    where it is a view: side^2 x C elements), pixel_shuffle (view, permute + contiguous, view, permute +
+ *    contiguous: two copies), reshape (a view); InternVLMultiModalProjector (layer_norm, linear_1, GELU, linear_2). */
+static const char *write_internvl(vw *w, const hf_vision *t)
+{
+    const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, side = t->img / t->P, np = side * side, tiles = t->tiles;
+    const int64_t n = tiles * (np + 1), pd = t->cin * t->P * t->P, k = t->M, q = side / k;
+    cJSON *o = lay(w, "PixelValues", "pixel_values");
+    vnum(w, o, "num_patches", (double)(tiles * np));
+    vnum(w, o, "patch_dim", (double)pd);
+    vflag(w, o, "model_dtype", true);
+    o = vlinear(w, "model.vision_tower.embeddings.patch_embeddings.projection", "pixel_values", pd, C, true);
+    vflag(w, o, "quantizable", false); /* an nn.Conv2d: bitsandbytes leaves it */
+    int64_t d2[2] = {1, C}, d3[3] = {1, np + 1, C};
+    vshape(w, lay(w, "Parameter", "model.vision_tower.embeddings.cls_token"), "shape", 2, d2);
+    if (t->iv.mask) vweights(w, "model.vision_tower.embeddings.mask_token", C, 0, false, false); /* unused without bool_masked_pos */
+    o = lay(w, "Cat", "model.vision_tower.embeddings.cat");
+    cJSON *in = o ? cJSON_AddArrayToObject(o, "inputs") : NULL;
+    for (int64_t i = 0; in && i <= tiles; i++) {
+        cJSON *x = cJSON_CreateString(i < tiles ? "model.vision_tower.embeddings.cls_token"
+                                                : "model.vision_tower.embeddings.patch_embeddings.projection");
+        if (!x || !cJSON_AddItemToArray(in, x)) {
+            cJSON_Delete(x);
+            w->r->oom = true;
+        }
+    }
+    if (o && !in) w->r->oom = true;
+    vnum(w, o, "dim", 1);
+    const char *emb = "model.vision_tower.embeddings.cat";
+    if (t->iv.abs_pos) { /* [tiles, patches + 1, C] + position_embeddings [1, patches + 1, C] */
+        int64_t t3[3] = {tiles, np + 1, C};
+        vshape(w, lay(w, "Reshape", "model.vision_tower.embeddings.tiles"), "shape", 3, t3);
+        vshape(w, lay(w, "Parameter", "model.vision_tower.embeddings.position_embeddings"), "shape", 3, d3);
+        vins(w, lay(w, "Add", "model.vision_tower.embeddings.add"), "model.vision_tower.embeddings.tiles",
+             "model.vision_tower.embeddings.position_embeddings");
+        int64_t f2[2] = {n, C};
+        vshape(w, lay(w, "Reshape", "model.vision_tower.embeddings"), "shape", 2, f2);
+        emb = "model.vision_tower.embeddings";
+    }
+    cJSON *seq = lay(w, "Sequential", "model.vision_tower.encoder.layer");
+    vins(w, seq, emb, NULL);
+    if (t->depth > 1) vnum(w, seq, "repeat", (double)t->depth);
+    cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (!inner) {
+        w->r->oom = true;
+        return NULL;
+    }
+    vw b = {w->r, inner};
+    if (t->iv.rms) vrms(&b, "layernorm_before", NULL, C);
+    else vln(&b, "layernorm_before", NULL, C);
+    const char *qkv[3] = {"attention.q_proj", "attention.k_proj", "attention.v_proj"};
+    for (int i = 0; i < 3; i++) vlinear(&b, qkv[i], "layernorm_before", C, C, t->iv.bias);
+    if (t->iv.qk) {
+        vrms(&b, "attention.q_norm", "attention.q_proj", C);
+        vrms(&b, "attention.k_norm", "attention.k_proj", C);
+        qkv[0] = "attention.q_norm";
+        qkv[1] = "attention.k_norm";
+    }
+    if (tiles > 1) { /* the tiles as sdpa's batch (write_siglip) */
+        static const char *const tv[3] = {"attention.q_tiles", "attention.k_tiles", "attention.v_tiles"};
+        int64_t r2[2] = {np + 1, tiles * C};
+        for (int i = 0; i < 3; i++) {
+            o = lay(&b, "Reshape", tv[i]);
+            vins(&b, o, qkv[i], NULL);
+            vshape(&b, o, "shape", 2, r2);
+            qkv[i] = tv[i];
+        }
+    }
+    o = lay(&b, "RotaryAttention", "attention.attention");
+    if (o) {
+        cJSON *arr = cJSON_CreateStringArray(qkv, 3);
+        if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
+            cJSON_Delete(arr);
+            w->r->oom = true;
+        }
+    }
+    vnum(&b, o, "num_heads", (double)(NH * tiles));
+    vnum(&b, o, "num_kv_heads", (double)(NH * tiles));
+    vnum(&b, o, "head_dim", (double)D);
+    vnum(&b, o, "rotary_dim", 0);
+    vflag(&b, o, "causal", false);
+    if (tiles > 1) {
+        int64_t f2[2] = {n, C};
+        vshape(&b, lay(&b, "Reshape", "attention.reshape"), "shape", 2, f2); /* attn_output.reshape(b, s, C) */
+    }
+    vlinear(&b, "attention.projection_layer", NULL, C, C, true);
+    vshape(&b, lay(&b, "Parameter", "lambda_1"), "shape", 2, d2);
+    vins(&b, lay(&b, "Mul", "lambda_1.mul"), "attention.projection_layer", "lambda_1");
+    vins(&b, lay(&b, "Add", "attention_residual"), "lambda_1.mul", "input");
+    if (t->iv.rms) vrms(&b, "layernorm_after", NULL, C);
+    else vln(&b, "layernorm_after", NULL, C);
+    vlinear(&b, "mlp.fc1", NULL, C, t->I, true);
+    vact(&b, t->act, "mlp.activation_fn");
+    vlinear(&b, "mlp.fc2", NULL, t->I, C, true);
+    vshape(&b, lay(&b, "Parameter", "lambda_2"), "shape", 2, d2);
+    vins(&b, lay(&b, "Mul", "lambda_2.mul"), "mlp.fc2", "lambda_2");
+    vins(&b, lay(&b, "Add", "output_residual"), "lambda_2.mul", "attention_residual");
+    if (t->iv.final_ln) vln(w, "model.vision_tower.layernorm", NULL, C);
+    o = lay(w, "Slice", "model.vision_features"); /* vision_features[:, 1:, :]: the tiles' patch rows */
+    vnum(w, o, "dim", 1);
+    vnum(w, o, "start", (double)tiles);
+    /* reshape(tiles, side, side, C), pixel_shuffle's view(tiles, side, side / k, C k) */
+    int64_t d4[4] = {tiles, side, q, C * k}, p5[5] = {0, 1, 3, 2, 4}, r4[4] = {tiles, q, q, C * k * k};
+    vshape(w, lay(w, "Reshape", "model.pixel_shuffle.view"), "shape", 4, d4);
+    vshape(w, lay(w, "Permute", "model.pixel_shuffle.permute"), "dims", 5, p5);
+    vshape(w, lay(w, "Reshape", "model.pixel_shuffle.view2"), "shape", 4, r4); /* .contiguous().view(...): a copy */
+    vshape(w, lay(w, "Permute", "model.pixel_shuffle.permute2"), "dims", 5, p5);
+    int64_t f2[2] = {tiles * q * q, C * k * k};
+    vshape(w, lay(w, "Reshape", "model.pixel_shuffle.reshape"), "shape", 2, f2); /* .contiguous(), reshape: a copy */
+    vln(w, "model.multi_modal_projector.layer_norm", NULL, C * k * k);
+    vlinear(w, "model.multi_modal_projector.linear_1", NULL, C * k * k, t->out, true);
+    o = lay(w, "GELU", "model.multi_modal_projector.act");
+    vstr(w, o, "approximate", "none");
+    vlinear(w, "model.multi_modal_projector.linear_2", NULL, t->out, t->out, true);
+    return "model.multi_modal_projector.linear_2";
+}
+
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
 {
     const hf_vision *t = &a->vis;
     vw w = {r, arr};
     if (!a->f->vision) return NULL;
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_write(r, arr, a); /* mistral3 (hf_pixtral.c) */
+    if (a->f->vision == VIS_INTERNVL) { /* internvl (hf_internvl.c): the weights, or the tower run on the tiles */
+        if (t->patches > 0) return write_internvl(&w, t);
+        vc__hf_internvl_write(r, arr, a);
+        return NULL;
+    }
     if (a->f->vision == VIS_IDEFICS3) { /* smolvlm, idefics3 (hf_idefics3.c): the weights, or the tower run on tiles */
         if (t->patches > 0) return write_siglip(&w, t, SIG_IDEFICS3);
         vc__hf_idefics3_write(r, arr, a);

@@ -263,6 +263,9 @@ def main(argv):
     if raw.get("model_type") == "glm4v":  # Glm4vConfig: text_config's keys, the tower's beside (glm4v_replica.py)
         import glm4v_replica
         raw = glm4v_replica.flatten(raw)
+    if raw.get("model_type") == "internvl":  # InternVLConfig: text_config's keys, the tower's beside (internvl_replica.py)
+        import internvl_replica
+        raw = internvl_replica.flatten(raw)
     if raw.get("model_type") == "mllama":  # MllamaConfig: text_config's keys with their defaults, the tower's beside (mllama_replica.py)
         import mllama_replica
         raw = mllama_replica.flatten(raw)
@@ -349,7 +352,7 @@ def main(argv):
     elif args.mode == "infer" and cfg.model_type not in ("gemma4_text", "qwen3_vl_moe", "granitemoehybrid", "mamba2", "ernie4_5", "ernie4_5_moe",
                                                          "lfm2", "lfm2_moe", "nemotron_h", "falcon_h1", "deepseek_v32", "glm_moe_dsa", "glm4v") + near_llama_replica.FAMILIES and not (
             args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "qwen2_vl", "mistral3", "mllama",
-                                              "smolvlm", "idefics3")):
+                                              "smolvlm", "idefics3", "internvl")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
                          "(gemma4_replica.py), Qwen3-VL-MoE's on text (qwen3vl_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
                          "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
@@ -408,6 +411,10 @@ def main(argv):
     elif cfg.model_type == "glm4v":  # GLM-4.1V on text: Glm4's decoder with mrope, the tower frozen (glm4v_replica.py)
         import glm4v_replica
         model = glm4v_replica.build(cfg, args.attn)
+    elif cfg.model_type == "internvl":  # on text: Qwen2's / Qwen3's LM, the tower and projector loaded (internvl_replica.py)
+        import internvl_replica
+        # with --image: the tower and projector run frozen (internvl_replica.build_image)
+        model = (internvl_replica.build_image if args.image else internvl_replica.build)(cfg, args.attn)
     elif cfg.model_type == "mllama":  # Mllama on text: Llama's self-attention layers, the rest loaded (mllama_replica.py)
         import mllama_replica
         model = mllama_replica.build(cfg, args.attn)
@@ -569,6 +576,27 @@ def main(argv):
                                dtype=dtype)
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
                        "image_embeds": i3_embeds, "frames": i3_frames})
+    elif args.image and cfg.model_type == "internvl":
+        # GotOcr2ImageProcessor's tiles (internvl_replica.tiles), pixel_values [tiles, C, S, S] in the model's dtype;
+        # the prompt's image text first: per image <img> (a text id), its image-context tokens, </img>
+        import internvl_replica
+        W, Hh = (int(x) for x in args.image.lower().split("x"))
+        image_tokens, iv_embeds, iv_tiles = internvl_replica.image_tokens(cfg, W, Hh, args.images)
+        ivk = dict(internvl_replica.VISION)
+        ivk.update({n: x for n, x in (cfg.d.get("vision_config") or {}).items() if n in ivk and x is not None})
+
+        def i3_ids(ids):
+            tid, per = cfg.d.get("image_token_id", 151667), image_tokens // args.images
+            ids = torch.where(ids == tid, torch.full_like(ids, tid - 1 if tid + 1 >= V else tid + 1), ids)
+            for im in range(args.images):
+                ids[:, im * per + 1:(im + 1) * per - 1] = tid
+            return ids
+
+        def i3_pixels():
+            S = internvl_replica._side(ivk["image_size"])
+            return torch.randn(args.batch * iv_tiles, ivk["num_channels"], S, S, dtype=dtype)  # the batch's samples' tiles
+        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens,
+                       "image_embeds": iv_embeds, "tiles": iv_tiles})
     elif args.image and cfg.model_type == "mllama":
         # MllamaProcessor (mllama_replica.set_images): pixel_values padded to max_image_tiles, the masks; one
         # <|image|> token per image counted in --seq
@@ -637,7 +665,7 @@ def main(argv):
             input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
             input_ids[:, :image_tokens] = tid
             model.pixel_values = torch.randn(n_img, pk["num_channels"], pk["image_size"], pk["image_size"])
-        elif image_tokens and cfg.model_type in ("smolvlm", "idefics3"):  # idefics3_replica.build_image
+        elif image_tokens and cfg.model_type in ("smolvlm", "idefics3", "internvl"):  # idefics3_replica / internvl_replica .build_image
             input_ids = i3_ids(input_ids)
             model.embed_tokens.pixel_values = i3_pixels()
         elif image_tokens and cfg.model_type == "mistral3":  # mistral3_replica.py: the image's rows first
@@ -716,7 +744,7 @@ def main(argv):
                 input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
                 input_ids[:, :image_tokens] = tid  # the image tokens first, then bos and the text
                 model.pixel_values = torch.randn(n_img, pk["num_channels"], pk["image_size"], pk["image_size"])
-            elif image_tokens and cfg.model_type in ("smolvlm", "idefics3"):
+            elif image_tokens and cfg.model_type in ("smolvlm", "idefics3", "internvl"):
                 input_ids = i3_ids(input_ids)
                 model.embed_tokens.pixel_values = i3_pixels()
             elif image_tokens and cfg.model_type == "mistral3":
@@ -949,6 +977,12 @@ def main(argv):
             prompt_ids = i3_ids(prompt_ids)
             pixel_values = i3_pixels()
             model.embed_tokens.generating = True
+            P += image_tokens
+        elif image_tokens and cfg.model_type == "internvl":
+            # InternVLProcessor's input_ids (i3_ids) and pixel_values [tiles, C, S, S], kept in generate()'s
+            # model_kwargs, passed in the prefill alone (prepare_inputs_for_generation: cache_position[0] == 0)
+            prompt_ids = i3_ids(prompt_ids)
+            pixel_values = i3_pixels()
             P += image_tokens
         elif image_tokens and cfg.model_type == "mistral3":
             # PixtralProcessor's input_ids (mistral3_ids), pixel_values [images, C, h, w] float32 and image_sizes

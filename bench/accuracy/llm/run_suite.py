@@ -2444,6 +2444,46 @@ def cases():
         ("gemma3_small", 2, 64, "adam", "fp32", True, 0),
         ("llama_vocab8k", 1, 96, "adamw", "fp32", False, 8),
     ], loss="sum")
+    # issue 31 (towers): InternVLForConditionalGeneration on text alone (internvl_replica.py, modeling_internvl.py @
+    # 2fd44548: Qwen2Model / Qwen3Model on embed_tokens(input_ids), lm_head, ForCausalLMLoss; InternVLVisionModel and
+    # the projector built trainable, never run). internvl_small (InternVL3's qwen2 text, untied, attention_bias),
+    # internvl35_small (InternVL3.5's qwen3 text, tied; the tower's qk norm, rms_norm, mask token, final layernorm).
+    # Train fp32 / bf16 / checkpointed / LoRA r=8 on o_proj,down_proj (PEFT's mapping, peft @ 00073fe8, has no
+    # internvl; the tower has neither module), SGD at batch 4, generate. Every third held out.
+    mode_cases(out, [
+        ("train", "internvl_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "internvl_small", 2, 64, "adamw", "bf16", False, 0),
+        ("train", "internvl_small", 2, 64, "adamw", "fp32", True, 0),
+        ("train", "internvl_small", 2, 64, "adamw", "bf16", False, 8),
+        ("train", "internvl_small", 4, 48, "sgd", "fp32", False, 0),
+        ("generate", "internvl_small", 1, 32, 8, "fp32", False, 0),
+        ("train", "internvl35_small", 2, 64, "adamw", "fp32", False, 0),
+        ("generate", "internvl35_small", 2, 32, 12, "bf16", False, 0),
+        ("train", "internvl35_small", 2, 48, "sgd", "bf16", True, 0),
+    ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0))
+    # InternVL with an image (internvl_replica.build_image: GotOcr2ImageProcessor's tiles, image_processing_got_ocr2.py
+    # @ 0b97ca8d; InternVLModel.get_image_features, pixel_shuffle, the projector and masked_scatter, modeling_internvl.py
+    # @ 2fd44548; the tower and projector frozen). 64x32 -> a 2 x 1 grid and the thumbnail (3 tiles of 16 patches, 4
+    # tokens each, 14 tokens with <img> / </img>); 32x32 -> one tile; two 96x32 images -> 2 x 4 tiles. Train full /
+    # checkpointed / LoRA r=8 on o_proj,down_proj, fp32 / bf16, --mode infer, generate (pixel_values in the prefill).
+    # Every third held out.
+    mode_cases(out, [
+        ("train", "internvl_small", 1, 32, "adamw", "fp32", False, 0),
+        ("train", "internvl_small", 2, 32, "adamw", "bf16", False, 0),
+        ("train", "internvl_small", 1, 32, "adamw", "fp32", True, 0),
+        ("train", "internvl_small", 1, 48, "adamw", "bf16", False, 8),
+        ("infer", "internvl_small", 1, 32, None, "fp32", False, 0),
+        ("generate", "internvl_small", 1, 16, 4, "fp32", False, 0),
+        ("infer", "internvl35_small", 2, 16, None, "bf16", False, 0),
+        ("train", "internvl35_small", 1, 32, "sgd", "fp32", False, 0),
+        ("generate", "internvl35_small", 2, 16, 6, "bf16", False, 0),
+    ], lora_targets="o_proj,down_proj", train=dict(lora_dropout=0.0), image="64x32", images=1)
+    mode_cases(out, [
+        ("train", "internvl_small", 1, 32, "adamw", "fp32", False, 0),
+        ("infer", "internvl_small", 1, 32, None, "fp32", False, 0),
+        ("train", "internvl35_small", 1, 32, "adamw", "bf16", True, 0),
+    ], image="32x32", images=1)
+    mode_cases(out, [("train", "internvl_small", 1, 32, "adamw", "fp32", False, 0)], image="96x32", images=2)
     return out
 
 
