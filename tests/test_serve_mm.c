@@ -444,6 +444,98 @@ static void gemma4(void **state)
     vc_model_free(m);
 }
 
+/* PaliGemma (vllm-project/vllm vllm/model_executor/models/paligemma.py @ fd472a64: _process_image_input runs
+ * SiglipVisionModel, then PaliGemmaMultiModalProjector's nn.Linear(vision hidden_size, projection_dim), and
+ * get_multimodal_embeddings scales by hidden_size**-0.5; the newest stored text's PaliGemmaProcessingInfo allows
+ * {"image": 1} a prompt and its PaliGemmaDummyInputsBuilder's image is vision_config.image_size squared):
+ * paligemma-3b-pt-224 on an H100 with vLLM's defaults (8192 batched tokens, 1024 sequences), bf16. An item is
+ * SiglipEncoderInfo's (224 // 14)^2 = 256 tokens (the config's num_image_tokens too); the budget counts
+ * mm_counts = 1 image: 256 a item, budget max(8192, 256) = 8192, per prompt max(1, min(1, 1280 // 256)) = 1,
+ * items max(1, min(8192 // 256, 1024 x 1)) = 32. Outputs 32 x 256 x 2048 (projection_dim, the text hidden_size)
+ * x 2 B = 33,554,432 B; pixel values 32 x 3 x 224 x 224 x 2 B = 9,633,792 B. The encoder phase per patch (SigLIP
+ * hidden 1152, intermediate 4304, as Gemma 3's above): the pixel values 3 x 14 x 14 x 2 = 1176 B and the MLP's
+ * activation_fn, 3 x 1152 x 2 + 2 x 4304 x 2 = 24128 B; the projector (image_features 1152 x 2 + the Linear's
+ * 2048 x 2 = 6400 B, then the two [.., 2048] of the scaling, 8192 B) is below: 25304 B x 8192 patches =
+ * 207,290,368 B above the weights. PaliGemma 2 (paligemma2-3b-pt-224: projection_dim 2304, the same tower): outputs
+ * 32 x 256 x 2304 x 2 B = 37,748,736 B, the same encoder phase (its projector's 1176 + 2 x 2304 x 2 = 10392 B
+ * below); its Gemma 2 layers alternate sliding (4096) and full attention, served as the text model's are. */
+static void paligemma(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    static const struct { const char *cfg; int64_t out; } c[] = {
+        {"paligemma-3b-pt-224.json", INT64_C(33554432)},
+        {"paligemma2-3b-pt-224.json", INT64_C(37748736)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF "%s", c[i].cfg);
+        vc_model *m = load_file(path);
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_encoder, 1);
+        assert_int_equal(r.mm_item_tokens, 256);
+        assert_int_equal(r.mm_item_width, 224);
+        assert_int_equal(r.mm_budget, 8192);
+        assert_int_equal(r.mm_items, 32);
+        assert_int_equal(r.mm_outputs, c[i].out);
+        assert_int_equal(r.mm_inputs, INT64_C(9633792));
+        assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(207290368));
+        assert_int_equal(r.profile_peak, r.profile_lm > r.mm_encoder_peak ? r.profile_lm : r.mm_encoder_peak);
+        assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch - r.graphs_estimate);
+        vc_model_free(m);
+    }
+}
+
+/* SmolVLM (vLLM's SmolVLMForConditionalGeneration: idefics3.py's Idefics3ProcessingInfo, the newest stored text):
+ * the dummy image is max_image_size["longest_edge"] squared (512 for SmolVLM-256M, vision_config.image_size here),
+ * resized to size["longest_edge"] = 4 x 512 = 2048 (the published processor's): grid ceil(2048 / 512) = 4 x 4 and
+ * get_num_patches 4 x 4 + 1 = 17 frames; image_seq_len int((512 // 16)^2 / 4^2) = 64: 17 x 64 = 1088 image tokens
+ * (select_text(..., embed_text=image_token)). No get_mm_max_tokens_per_item: the budget counts 999 dummy images,
+ * 999 x 1088 = 1,086,912 (max(8192, that)), per prompt max(1, min(999, 1280 // 1,086,912)) = 1, items
+ * max(1, min(1, 1024)) = 1. Outputs 1088 x 576 (text hidden_size) x 2 B = 1,253,376 B; inputs pixel_values
+ * 17 x 3 x 512 x 512 x 2 B = 26,738,688 B and pixel_attention_mask 17 x 512 x 512 bool = 4,456,448 B: 31,195,136 B.
+ * SmolVLM2-2.2B (image_size 384, patch 14, scale_factor 3): image_seq_len int(27^2 / 9) = 81, 17 x 81 = 1377 tokens,
+ * budget 999 x 1377 = 1,375,623, one item; outputs 1377 x 2048 x 2 B = 5,640,192 B; inputs 17 x 384 x 384 x
+ * (3 x 2 + 1) B = 17,547,264 B. The tower's run is not modelled (mm_encoder 2, no encoder phase). */
+static void smolvlm(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    static const struct { const char *cfg; int64_t side, tokens, out, in; } c[] = {
+        {"smolvlm-256m-instruct.json", 512, 1088, INT64_C(1253376), INT64_C(31195136)},
+        {"smolvlm2-2.2b-instruct.json", 384, 1377, INT64_C(5640192), INT64_C(17547264)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF "%s", c[i].cfg);
+        vc_model *m = load_file(path);
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_encoder, 2);
+        assert_int_equal(r.mm_item_tokens, c[i].tokens);
+        assert_int_equal(r.mm_item_width, c[i].side);
+        assert_int_equal(r.mm_item_height, c[i].side);
+        assert_int_equal(r.mm_budget, 999 * c[i].tokens);
+        assert_int_equal(r.mm_items, 1);
+        assert_int_equal(r.mm_outputs, c[i].out);
+        assert_int_equal(r.mm_inputs, c[i].in);
+        assert_int_equal(r.mm_encoder_peak, -1);
+        assert_int_equal(r.profile_peak, r.profile_lm);
+        vc_model_free(m);
+    }
+    /* the CLI says the tower's run is not in the peak */
+    const char *out = cli_output(HF "smolvlm-256m-instruct.json --serve --gpu h100-80gb");
+    assert_non_null(strstr(out, "1 dummy item of 1088 tokens, 512x512"));
+    assert_non_null(strstr(out, "not modelled for this family"));
+}
+
 /* A text-only model has no encoder profiling */
 static void others(void **state)
 {
@@ -470,6 +562,8 @@ int main(void)
         cmocka_unit_test(measured),
         cmocka_unit_test(llama4),
         cmocka_unit_test(gemma4),
+        cmocka_unit_test(paligemma),
+        cmocka_unit_test(smolvlm),
         cmocka_unit_test(others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,6 +205,7 @@ typedef struct {
     int64_t k;               /* vLLM's tensor-parallel ranks (--tp) sharing the tower (Gemma 3's, Llama 4's), 0 or 1: none */
     int64_t e;               /* the activations' bytes */
     bool flash, native;      /* FLASH_ATTN (else TORCH_SDPA); RMSNorm / SiluAndMul forward_native */
+    bool pali;               /* PaliGemma's projector (siglip_tower) rather than Gemma 3's */
 } tower;
 
 static int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -304,10 +305,18 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
     p = mx(p, pix + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
     p = mx(p, pix + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
     int64_t per_tok = u * p;
-    /* the projector per output token: the features and their reshaped copy (u patches), the pooled row,
-     * GemmaRMSNorm's float32 temporaries, its output and the matmul's */
-    per_tok = mx(per_tok, u * (pix + 2 * C * e) + C * e + 8 * C);
-    per_tok = mx(per_tok, u * (pix + 2 * C * e) + 2 * C * e + Ht * e);
+    if (t->pali) {
+        /* PaliGemma (paligemma.py @ fd472a64, u = 1): _process_image_input's image_features (the tower's output) and
+         * multi_modal_projector's nn.Linear output [.., Ht]; then, image_features freed as _process_image_input
+         * returns, get_multimodal_embeddings' vision_embeddings * hidden_size**-0.5, a new [.., Ht] */
+        per_tok = mx(per_tok, pix + C * e + Ht * e);
+        per_tok = mx(per_tok, pix + 2 * Ht * e);
+    } else {
+        /* the projector per output token: the features and their reshaped copy (u patches), the pooled row,
+         * GemmaRMSNorm's float32 temporaries, its output and the matmul's */
+        per_tok = mx(per_tok, u * (pix + 2 * C * e) + C * e + 8 * C);
+        per_tok = mx(per_tok, u * (pix + 2 * C * e) + 2 * C * e + Ht * e);
+    }
     /* the embeddings: patch_embedding, a Conv2dLayer (vllm/model_executor/layers/conv.py @ 045d7575): under
      * forward_native (custom ops off) _forward_mulmat, x.unfold.unfold.permute(...).reshape(-1, input_size), a
      * copy of the pixel values, then F.linear; forward_cuda F.conv2d (its workspace not modelled); then
@@ -388,6 +397,20 @@ static int64_t gemma4_tower(int64_t F, int64_t b, int64_t N, int64_t pd, int64_t
     return __builtin_add_overflow(held, peak, &peak) ? -1 : peak;
 }
 
+/* GPUModelRunner's dummy batch size (the header's MultiModalBudget): Tb the tokens the budget counts per item, limit the
+ * modality's allowed limit per prompt (get_supported_mm_limits capped by limit_mm_per_prompt's default of 999); *budget
+ * the encoder budget, max(max_num_batched_tokens, Tb) under the defaults. Returns the items: max(1, min(budget // Tb,
+ * max_num_seqs x per prompt)), per prompt max(1, min(limit, max_model_len // Tb)). */
+static int64_t dummy_items(const vc_serve_result *r, int64_t Tb, int64_t limit, int64_t max_model_len, int64_t *budget)
+{
+    *budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
+    int64_t per_prompt = max_model_len / Tb < limit ? max_model_len / Tb : limit;
+    if (per_prompt < 1) per_prompt = 1;
+    int64_t items = *budget / Tb;
+    if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
+    return items < 1 ? 1 : items;
+}
+
 vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,
                        vc_error *err)
 {
@@ -406,7 +429,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
      * Qwen2VisionTransformer (LayerNorm, QuickGELU) is not derived (mm_encoder 2: its peak not counted) */
     const bool q2 = !strcmp(type, "qwen2_vl");
     const bool q25 = q2 || !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe"),
-               q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v);
+               q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v),
+               pali = !strcmp(type, "paligemma");
     /* Llama 4: Llama4Config.__post_init__ builds Llama4VisionConfig() when vision_config is missing or null */
     const bool l4 = !strcmp(type, "llama4");
     int64_t l4_tiles = 0, l4_tt = 0, l4_pin = 0, l4_pout = 0;
@@ -464,12 +488,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         int64_t max_model_len;
         if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
             return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
-        const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
-        int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
-        if (per_prompt < 1) per_prompt = 1;
-        int64_t items = budget / T;
-        if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
-        if (items < 1) items = 1;
+        int64_t budget;
+        const int64_t items = dummy_items(r, T, 999, max_model_len, &budget);
         const int64_t e = vc_dtype_size(act);
         int64_t out, in;
         if (__builtin_mul_overflow(items, 32 * soft * Ht * e, &out) ||
@@ -514,6 +534,62 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
             return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
         return VC_OK;
     }
+    /* SmolVLM / Idefics3 (vLLM's SmolVLMForConditionalGeneration, smolvlm.py: Idefics3ForConditionalGeneration with
+     * SmolVLMProcessingInfo, an Idefics3ProcessingInfo whose processor and image tokens are SmolVLM's; the same dummy
+     * inputs and multimodal processor). Read in vllm-project/vllm's vllm/model_executor/models/idefics3.py, the newest
+     * stored text (its embed_input_ids / TensorSchema API; the index names no commit for it; the stored text at
+     * c0988dfd1f3e9e1b4c84990a538b8f311ea19ab5 is the older registry API, the same counts: _get_max_num_image_patch,
+     * get_max_idefics3_image_tokens):
+     *   - Idefics3ProcessingInfo.get_supported_mm_limits {"image": None}: the limit is limit_mm_per_prompt's 999;
+     *   - Idefics3DummyInputsBuilder.get_dummy_mm_data: images of the image processor's max_image_size["longest_edge"]
+     *     squared; _get_image_feature_grid_size resizes one to size["longest_edge"] (_get_resize_output_image_size) and,
+     *     past max_image_size, grid ceil(h / max) x ceil(w / max); get_num_patches grid_w x grid_h + 1 (the global
+     *     image); get_num_image_tokens num_patches x processor.image_seq_len. The processor's size and max_image_size
+     *     are taken as src/hf/hf_idefics3.c takes them (the published processors: max_image_size vision_config
+     *     .image_size L, size 4 L): a 4 x 4 grid, 17 frames of L x L; image_seq_len = int((image_size // patch_size)^2
+     *     / scale_factor^2) (Idefics3Model.__init__, the processor's the same): SmolVLM-256M 17 x 64 = 1088 tokens;
+     *   - _get_prompt_updates: PromptUpdateDetails.select_text(image_repl, embed_text=image_token): the embeddings are
+     *     the image tokens only (the <fake_token_around_image>, <row_i_col_j> and <global-img> tokens are text);
+     *   - no get_mm_max_tokens_per_item: the budget counts the 999 dummy images' embeddings (as for Llama 4, the
+     *     header): one dummy item;
+     *   - _get_mm_fields_config: pixel_values and pixel_attention_mask flat_from_sizes over num_patches: [17, 3, L, L]
+     *     in the model's dtype and [17, L, L] bool (not a floating output: not cast) an item on the GPU, num_patches
+     *     (one int64 an item, not counted);
+     *   - the outputs: _process_image_input's connector output [17 x image_seq_len, text hidden_size] an item.
+     * The tower's run (Idefics2VisionTransformer, vllm idefics2_vision_model.py; Idefics3Model.image_pixels_to_features'
+     * copies) is not modelled: mm_encoder 2. A side of image_size // patch_size patches that scale_factor does not divide
+     * fails in pixel_shuffle's views: not derived (mm_encoder -1). */
+    if (!strcmp(type, "smolvlm") || !strcmp(type, "idefics3")) {
+        const cJSON *vc = cJSON_IsObject(v) ? v : NULL;
+        /* SmolVLMVisionConfig's / Idefics3VisionConfig's defaults and scale_factor as src/hf/hf_idefics3.c reads them */
+        const int64_t L = num(vc, "image_size", 224), P = num(vc, "patch_size", 32), cin = num(vc, "num_channels", 3),
+                      s = num(root, "scale_factor", 2), Ht = num(vc__vllm_text_config(root), "hidden_size", 0);
+        cJSON_Delete(root);
+        const int64_t side = P > 0 ? L / P : 0;
+        if (side < 1 || s < 1 || side % s || Ht < 1 || cin < 1 || L > (1 << 16) || Ht > (1 << 24) || cin > 64) {
+            r->mm_encoder = -1;
+            return VC_OK;
+        }
+        const int64_t frames = 4 * 4 + 1, T = frames * (side * side / (s * s));
+        int64_t max_model_len, budget;
+        if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
+            return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
+        const int64_t items = dummy_items(r, 999 * T, 999, max_model_len, &budget);
+        const int64_t e = vc_dtype_size(act);
+        int64_t out, in;
+        if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, Ht * e, &out) ||
+            __builtin_mul_overflow(items, frames * L * L * (cin * e + 1), &in))
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
+        r->mm_encoder = 2;
+        r->mm_items = items;
+        r->mm_item_tokens = T;
+        r->mm_item_width = r->mm_item_height = L;
+        r->mm_budget = budget;
+        r->mm_outputs = out;
+        r->mm_inputs = in;
+        r->mm_encoder_peak = -1;
+        return VC_OK;
+    }
     /* Mistral 3 (vllm-project/vllm @ 02677fd9d49b6b4b3082967642a0d1ff45c36c0a vllm/model_executor/models/mistral3.py):
      * Mistral3ProcessingInfo.get_image_size_with_most_features is longest_edge squared (the processor's
      * image_processor.size["longest_edge"]: the published preprocessor_config.json's 1540, vision_config.image_size
@@ -547,12 +623,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         int64_t max_model_len;
         if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
             return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
-        const int64_t Tb = 999 * T, budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
-        int64_t per_prompt = max_model_len / Tb < 999 ? max_model_len / Tb : 999;
-        if (per_prompt < 1) per_prompt = 1;
-        int64_t items = budget / Tb;
-        if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
-        if (items < 1) items = 1;
+        int64_t budget;
+        const int64_t items = dummy_items(r, 999 * T, 999, max_model_len, &budget);
         const int64_t e = vc_dtype_size(act);
         int64_t out, in, px;
         if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, Ht * e, &out) ||
@@ -569,7 +641,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_encoder_peak = -1;
         return VC_OK;
     }
-    if (!q25 && !q3vl && !q35 && !g3 && !l4) { /* another model with a vision tower: not derived */
+    if (!q25 && !q3vl && !q35 && !g3 && !l4 && !pali) { /* another model with a vision tower: not derived */
         r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
         cJSON_Delete(root);
         return VC_OK;
@@ -605,6 +677,22 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         t.u = T > 0 ? side * side / T : 0;
         t.out = hidden;
         r->mm_item_width = r->mm_item_height = img; /* the processor's resize of the dummy image */
+    } else if (pali) {
+        /* PaliGemma: read_siglip's keys (src/hf/hf_vision.c; PaliGemmaConfig with vision_config None builds
+         * SiglipVisionConfig(hidden_size 1152, intermediate_size 4096, patch_size 14, num_hidden_layers 27,
+         * num_attention_heads 16), a dict gets SiglipVisionConfig's defaults); T the header's 256 at 224 / 14 */
+        const bool pd = !cJSON_IsObject(v);
+        patch = num(v, "patch_size", pd ? 14 : 16);
+        const int64_t img = num(v, "image_size", 224);
+        t.C = num(v, "hidden_size", pd ? 1152 : 768), t.I = num(v, "intermediate_size", pd ? 4096 : 3072);
+        t.NH = num(v, "num_attention_heads", pd ? 16 : 12), t.depth = num(v, "num_hidden_layers", pd ? 27 : 12);
+        side = patch > 0 ? img / patch : 0;
+        T = side * side;
+        t.pd = num(v, "num_channels", 3) * patch * patch;
+        t.u = 1;
+        t.out = hidden;
+        t.pali = true;
+        r->mm_item_width = r->mm_item_height = img;
     } else {
         /* the keys as src/hf/hf_vision.c read and checked them when the model loaded, with the classes' defaults */
         patch = num(v, "patch_size", q25 ? 14 : 16);
@@ -641,13 +729,10 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
     /* the tokens per item the budget counts (Tb): T, or for Llama 4 (no get_mm_max_tokens_per_item) the sum over
      * the dummy inputs of get_mm_max_toks_per_item's mm_counts, the limit of 999 images (the header) */
+    /* PaliGemma (the header): one image a prompt, get_mm_max_toks_per_item's mm_counts 1: T */
     const int64_t Tb = l4 ? 999 * T : T;
-    const int64_t budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
-    int64_t per_prompt = max_model_len / Tb < 999 ? max_model_len / Tb : 999;
-    if (per_prompt < 1) per_prompt = 1;
-    int64_t items = budget / Tb;
-    if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
-    if (items < 1) items = 1;
+    int64_t budget;
+    const int64_t items = dummy_items(r, Tb, pali ? 1 : 999, max_model_len, &budget);
     int64_t out, in;
     if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, hidden, &out) ||
         __builtin_mul_overflow(out, 1 + t.deep, &out) || __builtin_mul_overflow(out, t.e, &out) ||
@@ -666,7 +751,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     int64_t tiles = 0;
     if (l4 && __builtin_mul_overflow(items, l4_tiles, &tiles)) tiles = INT64_MAX;
     const int64_t peak = l4   ? llama4_tower(&t, tiles, side * side, l4_tt, l4_pin, l4_pout, hidden)
-                         : g3 ? siglip_tower(&t, items, side * side, hidden)
+                         : g3 || pali ? siglip_tower(&t, items, side * side, hidden)
                               : qwen_tower(&t, q3vl || q35, items * T);
     if (peak < 0)
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
