@@ -444,10 +444,11 @@ static void gemma4(void **state)
     vc_model_free(m);
 }
 
-/* PaliGemma (vllm-project/vllm vllm/model_executor/models/paligemma.py @ fd472a64: _process_image_input runs
- * SiglipVisionModel, then PaliGemmaMultiModalProjector's nn.Linear(vision hidden_size, projection_dim), and
- * get_multimodal_embeddings scales by hidden_size**-0.5; the newest stored text's PaliGemmaProcessingInfo allows
- * {"image": 1} a prompt and its PaliGemmaDummyInputsBuilder's image is vision_config.image_size squared):
+/* PaliGemma (vllm/model_executor/models/paligemma.py as 1CatAI/1Cat-vLLM @ 92a785cb holds it, upstream's V1 text;
+ * vllm-project/vllm @ fd472a64 the same modules: _process_image_input runs SiglipVisionModel, then
+ * PaliGemmaMultiModalProjector's nn.Linear(vision hidden_size, projection_dim), and embed_multimodal scales by
+ * hidden_size**-0.5; PaliGemmaProcessingInfo.get_supported_mm_limits {"image": 1} and PaliGemmaDummyInputsBuilder's
+ * image vision_config.image_size squared):
  * paligemma-3b-pt-224 on an H100 with vLLM's defaults (8192 batched tokens, 1024 sequences), bf16. An item is
  * SiglipEncoderInfo's (224 // 14)^2 = 256 tokens (the config's num_image_tokens too); the budget counts
  * mm_counts = 1 image: 256 a item, budget max(8192, 256) = 8192, per prompt max(1, min(1, 1280 // 256)) = 1,
@@ -488,9 +489,26 @@ static void paligemma(void **state)
         assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch - r.graphs_estimate);
         vc_model_free(m);
     }
+    /* Measured: bench/accuracy/llm/vllm_vision_replica.py's siglip() with PaliGemma's projector and scaling (the script
+     * cites the modules), `/usr/bin/python3 bench/accuracy/llm/vllm_vision_replica.py
+     * bench/accuracy/llm/configs/paligemma_vl_small.json --items 2 --precision P` (224 x 224 images, 256 patches;
+     * SigLIP hidden 64, intermediate 160; text hidden_size 512, so embed_multimodal's scaling is the worst op):
+     * 1,650,688 B in bf16 and 3,301,376 B in fp32 above the weights, at aten::mul (the pixel values, the projector's
+     * output and its scaled copy: 256 x (1176 + 2 x 512 x 2) = 825,344 B an image in bf16). Per image, vramcalc's
+     * figure at its 32 dummy images is these halves. */
+    static const struct { vc_precision p; int64_t measured; } g[] = {{VC_PREC_BF16, 1650688}, {VC_PREC_FP32, 3301376}};
+    vc_model *m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/paligemma_vl_small.json");
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        o.precision = g[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 32);
+        assert_int_equal(r.mm_encoder_peak - r.weights, g[i].measured / 2 * 32);
+    }
+    vc_model_free(m);
 }
 
-/* SmolVLM (vLLM's SmolVLMForConditionalGeneration: idefics3.py's Idefics3ProcessingInfo, the newest stored text):
+/* SmolVLM (vLLM's SmolVLMForConditionalGeneration: idefics3.py's Idefics3ProcessingInfo as 1CatAI/1Cat-vLLM @ 92a785cb
+ * holds it, upstream's V1 text):
  * the dummy image is max_image_size["longest_edge"] squared (512 for SmolVLM-256M, vision_config.image_size here),
  * resized to size["longest_edge"] = 4 x 512 = 2048 (the published processor's): grid ceil(2048 / 512) = 4 x 4 and
  * get_num_patches 4 x 4 + 1 = 17 frames; image_seq_len int((512 // 16)^2 / 4^2) = 64: 17 x 64 = 1088 image tokens

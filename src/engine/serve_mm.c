@@ -81,6 +81,20 @@
  *   num_channels, image_size, image_size] (flat_from_sizes);
  *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
  *   outputs [tokens, text hidden_size] per item.
+ * PaliGemma, PaliGemma 2 (vllm/model_executor/models/paligemma.py as 1CatAI/1Cat-vLLM @
+ *   92a785cb21e2b2acbd4be1dfd87e799c9c632a37 holds it, a fork's copy of upstream's V1 text; upstream's own stored text,
+ *   vllm-project/vllm @ fd472a64727c1ccf0a487d630a141e91c82214e5, is V0's, the same tower, projector and scaling):
+ *   PaliGemmaProcessingInfo.get_supported_mm_limits {"image": 1}, get_num_image_tokens the SigLIP encoder info's
+ *   (image_size // patch_size)^2 (256 at 224 / 14); no get_mm_max_tokens_per_item, so the budget counts the dummy
+ *   inputs' embeddings at mm_counts = the allowed limit, one image: 256 (_get_prompt_updates:
+ *   PromptUpdateDetails.select_token_id(image_tokens + [bos], embed_token_id=image_token_id)); per prompt 1.
+ *   PaliGemmaDummyInputsBuilder: images of vision_config.image_size squared; pixel_values MultiModalFieldConfig
+ *   .batched("image"): [items, 3, image_size, image_size] in the model's dtype. _process_image_input:
+ *   vision_tower(pixel_values.to(dtype)) (SiglipVisionModel, vision_use_head false in the published configs, as
+ *   Gemma 3's), multi_modal_projector (nn.Linear(vision hidden, projection_dim) with bias); embed_multimodal:
+ *   vision_embeddings * hidden_size**-0.5: the outputs [256, projection_dim = text hidden_size] an item.
+ *   The language model is vLLM's GemmaForCausalLM or Gemma2ForCausalLM (text_config.model_type), served as the
+ *   text rows are (serve.c: Gemma 2's sliding layers in their own KV cache group).
  * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py; the
  *   same processing info and dummy inputs at 01bae2190e1c298115941f50bd6ed508216f24e7; both read max_soft_tokens
  *   and the video num_frames hint, #41799 / #41837, neither given here):
@@ -306,9 +320,9 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
     p = mx(p, pix + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
     int64_t per_tok = u * p;
     if (t->pali) {
-        /* PaliGemma (paligemma.py @ fd472a64, u = 1): _process_image_input's image_features (the tower's output) and
+        /* PaliGemma (paligemma.py, the header's; u = 1): _process_image_input's image_features (the tower's output) and
          * multi_modal_projector's nn.Linear output [.., Ht]; then, image_features freed as _process_image_input
-         * returns, get_multimodal_embeddings' vision_embeddings * hidden_size**-0.5, a new [.., Ht] */
+         * returns, embed_multimodal's vision_embeddings * hidden_size**-0.5, a new [.., Ht] */
         per_tok = mx(per_tok, pix + C * e + Ht * e);
         per_tok = mx(per_tok, pix + 2 * Ht * e);
     } else {
@@ -536,10 +550,11 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     }
     /* SmolVLM / Idefics3 (vLLM's SmolVLMForConditionalGeneration, smolvlm.py: Idefics3ForConditionalGeneration with
      * SmolVLMProcessingInfo, an Idefics3ProcessingInfo whose processor and image tokens are SmolVLM's; the same dummy
-     * inputs and multimodal processor). Read in vllm-project/vllm's vllm/model_executor/models/idefics3.py, the newest
-     * stored text (its embed_input_ids / TensorSchema API; the index names no commit for it; the stored text at
-     * c0988dfd1f3e9e1b4c84990a538b8f311ea19ab5 is the older registry API, the same counts: _get_max_num_image_patch,
-     * get_max_idefics3_image_tokens):
+     * inputs and multimodal processor). Read in vllm/model_executor/models/idefics3.py as 1CatAI/1Cat-vLLM @
+     * 92a785cb21e2b2acbd4be1dfd87e799c9c632a37 holds it (a fork's copy of upstream's current V1 text: TensorSchema,
+     * BaseDummyOptions; upstream vllm-project/vllm's own stored text, c0988dfd1f3e9e1b4c84990a538b8f311ea19ab5, is the
+     * older V0 registry API with the same counts: _get_max_num_image_patch, get_max_idefics3_image_tokens; smolvlm.py
+     * was not read at a commit):
      *   - Idefics3ProcessingInfo.get_supported_mm_limits {"image": None}: the limit is limit_mm_per_prompt's 999;
      *   - Idefics3DummyInputsBuilder.get_dummy_mm_data: images of the image processor's max_image_size["longest_edge"]
      *     squared; _get_image_feature_grid_size resizes one to size["longest_edge"] (_get_resize_output_image_size) and,

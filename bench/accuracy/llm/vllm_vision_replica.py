@@ -83,7 +83,7 @@ def main(argv):
     tr.start(install=True)
     with open(args.config) as f:
         cfg = json.load(f)
-    if cfg.get("model_type") == "gemma3":
+    if cfg.get("model_type") in ("gemma3", "paligemma"):
         return siglip(args, cfg, tr, torch, F)
     if cfg.get("model_type") == "llama4":
         return llama4(args, cfg, tr, torch, F)
@@ -354,13 +354,20 @@ def siglip(args, cfg, tr, torch, F):
     SiglipMLP, SiglipVisionTransformer: post_layernorm), vllm/model_executor/layers/conv.py @ 045d7575
     Conv2dLayer._forward_mulmat (forward_native under custom_ops "none"), gemma3_mm.py @ e5fa9450
     Gemma3MultiModalProjector (GemmaRMSNorm.forward_static under forward_native) and _process_image_input;
-    MMEncoderAttention's flash kernel replaced by its output and softmax_lse filled one query row at a time."""
+    MMEncoderAttention's flash kernel replaced by its output and softmax_lse filled one query row at a time.
+    PaliGemma (model_type paligemma): the same tower, then vllm/model_executor/models/paligemma.py as
+    1CatAI/1Cat-vLLM @ 92a785cb21e2b2acbd4be1dfd87e799c9c632a37 holds it (upstream's V1 text):
+    _process_image_input (_image_pixels_to_features, PaliGemmaMultiModalProjector's nn.Linear with bias) and
+    embed_multimodal's vision_embeddings * hidden_size**-0.5."""
     v = cfg["vision_config"]
     dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
     C, H, I, depth = v["hidden_size"], v["num_attention_heads"], v["intermediate_size"], v["num_hidden_layers"]
     P, img, cin = v["patch_size"], v["image_size"], v.get("num_channels", 3)
+    pali = cfg.get("model_type") == "paligemma"
     Ht, mm = cfg["text_config"]["hidden_size"], cfg.get("mm_tokens_per_image", 256)
     D, side, B = C // H, img // P, args.items
+    if pali:
+        mm = side * side  # SiglipEncoderInfo.get_num_image_tokens: (image_size // patch_size)^2
     S, tps = side * side, int(mm ** 0.5)
     k = side // tps
     eps = v.get("layer_norm_eps", 1e-6)
@@ -374,7 +381,7 @@ def siglip(args, cfg, tr, torch, F):
         return call
 
     W = {"patch": w(C, cin, P, P), "patchb": w(C), "pos": w(S, C), "post": w(C), "postb": w(C),
-         "soft": w(C), "proj": w(C, Ht)}
+         "soft": w(C), "proj": w(C, Ht), "lin": w(Ht, C), "linb": w(Ht)}
     position_ids = torch.arange(S).expand((1, -1))
     layers = [{"ln1": w(C), "ln1b": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "o": w(C, C), "ob": w(C),
                "ln2": w(C), "ln2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
@@ -463,8 +470,15 @@ def siglip(args, cfg, tr, torch, F):
         before = tr.O.opobs_current()
         tr.O.opobs_reset_peak()
         pixel_values = torch.randn(B, cin, img, img, dtype=dt)  # the dummy batch, in the model's dtype
-        image_features = tower(pixel_values)  # Gemma3ForConditionalGeneration._process_image_input
-        image_embeds = projector(image_features)
+        if pali:
+            def process_image_input(pv):  # PaliGemmaForConditionalGeneration._process_image_input
+                image_features = tower(pv)  # _image_pixels_to_features: .to(dtype) a no-op
+                return module(lambda x: F.linear(x, W["lin"], W["linb"]))(image_features)  # multi_modal_projector
+            vision_embeddings = process_image_input(pixel_values)  # embed_multimodal
+            image_embeds = vision_embeddings * (cfg.get("hidden_size", Ht) ** -0.5)
+        else:
+            image_features = tower(pixel_values)  # Gemma3ForConditionalGeneration._process_image_input
+            image_embeds = projector(image_features)
         peak = tr.O.opobs_peak()
         where = tr.O.opobs_peak_where().decode()
     print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "items": B,
