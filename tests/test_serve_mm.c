@@ -200,11 +200,13 @@ static void qwen3(void **state)
  * 64 x 64 = 4096 patches of 14 x 14, 16 per token (the projector's 4 x 4 average pool). Budget max(8192, 256)
  * = 8192; per prompt min(999, 1280 // 256) = 5; items min(8192 // 256, 1024 x 5) = 32. Outputs 32 x 256 x 2560
  * x 2 B = 41,943,040 B; pixel values 32 x 3 x 896 x 896 x 2 B = 154,140,672 B. The encoder phase per patch
- * (SigLIP hidden 1152, intermediate 4304): the pixel values 3 x 14 x 14 x 2 = 1176 B and the worst op, the
- * MLP's activation_fn in SiglipEncoderLayer: the layer's input (held by SiglipEncoder's loop), the attention
- * block's sum, layer_norm2's output 3 x 1152 x 2 + fc1's output and the activation's 2 x 4304 x 2 = 24128 B
- * (the attention's worst, x, layer_norm1, qkv, its output and out_proj's, 7 x 1152 x 2 = 16128 B, is
- * below): 25304 B x 131072 patches = 3,316,645,888 B above the weights. */
+ * (SigLIP hidden 1152, intermediate 4304): the pixel values 3 x 14 x 14 x 2 = 1176 B, the embeddings' output
+ * 1152 x 2 = 2304 B (siglip.py @ 0c028ba4: SiglipVisionTransformer.forward's hidden_states and SiglipEncoder.forward's
+ * hidden_states_pool = [inputs_embeds] hold it from the second layer on) and the worst op, the MLP's activation_fn in
+ * SiglipEncoderLayer: the layer's input (held by SiglipEncoder's loop), the attention block's sum, layer_norm2's
+ * output 3 x 1152 x 2 + fc1's output and the activation's 2 x 4304 x 2 = 24128 B (the attention's worst, x,
+ * layer_norm1, qkv, its output and out_proj's, 7 x 1152 x 2 = 16128 B, is below): 27608 B x 131072 patches =
+ * 3,618,635,776 B above the weights. */
 static void gemma3(void **state)
 {
     (void)state;
@@ -222,7 +224,7 @@ static void gemma3(void **state)
     assert_int_equal(r.mm_items, 32);
     assert_int_equal(r.mm_outputs, INT64_C(41943040));
     assert_int_equal(r.mm_inputs, INT64_C(154140672));
-    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3316645888));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3618635776));
     assert_true(r.profile_peak >= r.mm_encoder_peak);
     assert_int_equal(r.graphs_subtracted, r.graphs_estimate); /* vLLM's default since v0.21.0: the graphs' measure, estimated */
     assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch - r.graphs_estimate);
@@ -279,11 +281,12 @@ static void measured(void **state)
      * Conv2dLayer._forward_mulmat, gemma3_mm.py @ e5fa9450), `... configs/gemma3_vl_small.json --items 2
      * --precision P` (224 x 224 images, 256 patches, 64 tokens each; SigLIP hidden 64, intermediate 160): 1,269,760 B
      * in bf16 and 2,539,520 B in fp32 above the weights, both at the patch embedding's F.linear (the pixel
-     * values, their unfold copy, the output); gemma3_vl_mlp_small.json (intermediate 1024): 2,895,872 and
-     * 5,791,744 B, at the MLP's GELU. Per image, vramcalc's figure at 128 dummy images is these halves. */
+     * values, their unfold copy, the output); gemma3_vl_mlp_small.json (intermediate 1024): 2,961,408 and
+     * 5,922,816 B, at the MLP's GELU (the replica's SiglipEncoder holding the embeddings' output as siglip.py's
+     * hidden_states_pool does). Per image, vramcalc's figure at 128 dummy images is these halves. */
     static const struct { const char *cfg; vc_precision p; int64_t measured; } g[] = {
         {"gemma3_vl_small.json", VC_PREC_BF16, 1269760},     {"gemma3_vl_small.json", VC_PREC_FP32, 2539520},
-        {"gemma3_vl_mlp_small.json", VC_PREC_BF16, 2895872}, {"gemma3_vl_mlp_small.json", VC_PREC_FP32, 5791744},
+        {"gemma3_vl_mlp_small.json", VC_PREC_BF16, 2961408}, {"gemma3_vl_mlp_small.json", VC_PREC_FP32, 5922816},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         char path[512];
@@ -455,9 +458,9 @@ static void gemma4(void **state)
  * items max(1, min(8192 // 256, 1024 x 1)) = 32. Outputs 32 x 256 x 2048 (projection_dim, the text hidden_size)
  * x 2 B = 33,554,432 B; pixel values 32 x 3 x 224 x 224 x 2 B = 9,633,792 B. The encoder phase per patch (SigLIP
  * hidden 1152, intermediate 4304, as Gemma 3's above): the pixel values 3 x 14 x 14 x 2 = 1176 B and the MLP's
- * activation_fn, 3 x 1152 x 2 + 2 x 4304 x 2 = 24128 B; the projector (image_features 1152 x 2 + the Linear's
- * 2048 x 2 = 6400 B, then the two [.., 2048] of the scaling, 8192 B) is below: 25304 B x 8192 patches =
- * 207,290,368 B above the weights. PaliGemma 2 (paligemma2-3b-pt-224: projection_dim 2304, the same tower): outputs
+ * activation_fn, 3 x 1152 x 2 + 2 x 4304 x 2 = 24128 B, with the embeddings' output 2304 B held (as Gemma 3's); the
+ * projector (image_features 1152 x 2 + the Linear's 2048 x 2 = 6400 B, then the two [.., 2048] of the scaling,
+ * 8192 B) is below: 27608 B x 8192 patches = 226,164,736 B above the weights. PaliGemma 2 (paligemma2-3b-pt-224: projection_dim 2304, the same tower): outputs
  * 32 x 256 x 2304 x 2 B = 37,748,736 B, the same encoder phase (its projector's 1176 + 2 x 2304 x 2 = 10392 B
  * below); its Gemma 2 layers alternate sliding (4096) and full attention, served as the text model's are. */
 static void paligemma(void **state)
@@ -484,7 +487,7 @@ static void paligemma(void **state)
         assert_int_equal(r.mm_items, 32);
         assert_int_equal(r.mm_outputs, c[i].out);
         assert_int_equal(r.mm_inputs, INT64_C(9633792));
-        assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(207290368));
+        assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(226164736));
         assert_int_equal(r.profile_peak, r.profile_lm > r.mm_encoder_peak ? r.profile_lm : r.mm_encoder_peak);
         assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch - r.graphs_estimate);
         vc_model_free(m);

@@ -313,11 +313,14 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
     /* a rank's share under vLLM's split (k ranks, the header's "--tp"): qkv [3 C / k], the attention's output
      * [C / k] and its lse over NH / k heads, fc1 and its activation [I / k]; out_proj and fc2 give the whole
      * [C] (RowParallelLinear) and its all-reduce a new [C] beside it (ar) */
-    const int64_t C = t->C, I = t->I, e = t->e, u = t->u, pix = t->pd * e, k = t->k > 1 ? t->k : 1,
-                  ar = k > 1 ? C * e : 0;
-    int64_t p = pix + 2 * C * e + 4 * (C / k) * e + 4 * (t->NH / k); /* per patch; attention: x, layer_norm1, qkv, its output, lse */
-    p = mx(p, pix + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
-    p = mx(p, pix + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
+    const int64_t C = t->C, I = t->I, e = t->e, u = t->u, k = t->k > 1 ? t->k : 1, ar = k > 1 ? C * e : 0;
+    /* the pixel values, and from the second layer on the embeddings' output: siglip.py @ 0c028ba4
+     * SiglipVisionTransformer.forward's hidden_states and SiglipEncoder.forward's hidden_states_pool = [inputs_embeds]
+     * hold it while the layers run (the first layer's input is that tensor) */
+    const int64_t pix = t->pd * e, held = pix + (t->depth > 1 ? C * e : 0);
+    int64_t p = held + 2 * C * e + 4 * (C / k) * e + 4 * (t->NH / k); /* per patch; attention: x, layer_norm1, qkv, its output, lse */
+    p = mx(p, held + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
+    p = mx(p, held + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
     int64_t per_tok = u * p;
     if (t->pali) {
         /* PaliGemma (paligemma.py, the header's; u = 1): _process_image_input's image_features (the tower's output) and

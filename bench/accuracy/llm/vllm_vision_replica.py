@@ -434,14 +434,20 @@ def siglip(args, cfg, tr, torch, F):
         return hidden_states, None
 
     @module
-    def tower(pixel_values):  # SiglipVisionTransformer.forward
-        hidden_states = embeddings(pixel_values)
-        for L in layers:  # SiglipEncoder.forward
+    def encoder(inputs_embeds):  # SiglipEncoder.forward: hidden_states_pool = [inputs_embeds] holds the embeddings
+        hidden_states_pool = [inputs_embeds]
+        hidden_states = inputs_embeds
+        for L in layers:
             hidden_states, _ = layer(hidden_states, L)
-        encoder_outputs = hidden_states
-        del hidden_states
-        last_hidden_state = module(F.layer_norm)(encoder_outputs, (C,), W["post"], W["postb"], eps)
-        return last_hidden_state
+        del hidden_states_pool
+        return hidden_states
+
+    @module
+    def tower(pixel_values):  # SiglipVisionTransformer.forward: hidden_states (the embeddings) alive until it returns
+        hidden_states = embeddings(pixel_values)
+        encoder_outputs = encoder(hidden_states)
+        encoder_outputs = module(F.layer_norm)(encoder_outputs, (C,), W["post"], W["postb"], eps)
+        return encoder_outputs
 
     @module
     def gemma_rms(x):  # GemmaRMSNorm.forward_static
