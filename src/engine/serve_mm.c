@@ -306,22 +306,28 @@ static int64_t qwen_tower(const tower *t, bool qwen3, int64_t tokens)
     return __builtin_mul_overflow(tok, tokens, &b) ? -1 : b;
 }
 
+/* The SigLIP encoder layers' worst op, bytes per patch above what their caller holds (the pixel values):
+ * SiglipEncoderLayer (siglip.py @ 0c028ba4; vLLM's Idefics2EncoderLayer runs the same statements). A rank's share under
+ * vLLM's split (k ranks, the header's "--tp"): qkv [3 C / k], the attention's output [C / k] and its lse over NH / k
+ * heads, fc1 and its activation [I / k]; out_proj and fc2 give the whole [C] (RowParallelLinear) and its all-reduce a
+ * new [C] beside it (ar). From the second layer on the embeddings' output is held too: SiglipVisionTransformer
+ * .forward's hidden_states and SiglipEncoder.forward's hidden_states_pool = [inputs_embeds] (Idefics2's forward and
+ * its encoder's inputs_embeds argument) hold it while the layers run (the first layer's input is that tensor). */
+static int64_t siglip_layers(const tower *t)
+{
+    const int64_t C = t->C, I = t->I, e = t->e, k = t->k > 1 ? t->k : 1, ar = k > 1 ? C * e : 0;
+    const int64_t held = t->depth > 1 ? C * e : 0;
+    int64_t p = held + 2 * C * e + 4 * (C / k) * e + 4 * (t->NH / k); /* attention: x, layer_norm1, qkv, its output, lse */
+    p = mx(p, held + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
+    return mx(p, held + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
+}
+
 /* SiglipVisionModel and Gemma3MultiModalProjector over `items` images of `S` patches each (u patches per
  * output token, Ht the text hidden size): the encoder phase's peak above the weights, -1 past 2^63 */
 static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht)
 {
-    /* a rank's share under vLLM's split (k ranks, the header's "--tp"): qkv [3 C / k], the attention's output
-     * [C / k] and its lse over NH / k heads, fc1 and its activation [I / k]; out_proj and fc2 give the whole
-     * [C] (RowParallelLinear) and its all-reduce a new [C] beside it (ar) */
-    const int64_t C = t->C, I = t->I, e = t->e, u = t->u, k = t->k > 1 ? t->k : 1, ar = k > 1 ? C * e : 0;
-    /* the pixel values, and from the second layer on the embeddings' output: siglip.py @ 0c028ba4
-     * SiglipVisionTransformer.forward's hidden_states and SiglipEncoder.forward's hidden_states_pool = [inputs_embeds]
-     * hold it while the layers run (the first layer's input is that tensor) */
-    const int64_t pix = t->pd * e, held = pix + (t->depth > 1 ? C * e : 0);
-    int64_t p = held + 2 * C * e + 4 * (C / k) * e + 4 * (t->NH / k); /* per patch; attention: x, layer_norm1, qkv, its output, lse */
-    p = mx(p, held + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
-    p = mx(p, held + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
-    int64_t per_tok = u * p;
+    const int64_t C = t->C, e = t->e, u = t->u, pix = t->pd * e;
+    int64_t per_tok = u * (pix + siglip_layers(t));
     if (t->pali) {
         /* PaliGemma (paligemma.py, the header's; u = 1): _process_image_input's image_features (the tower's output) and
          * multi_modal_projector's nn.Linear output [.., Ht]; then, image_features freed as _process_image_input
@@ -344,6 +350,40 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
         __builtin_mul_overflow(rows, u * (pix + C * e), &emb) || __builtin_add_overflow(emb, S * C * e, &emb))
         return -1;
     return mx(b, emb);
+}
+
+/* SmolVLM / Idefics3's encoder phase over F frames of L x L pixels (cin channels; S = (L / P)^2 patches, P the patch
+ * size), -1 past 2^63: vLLM's Idefics3ForConditionalGeneration._process_image_input (idefics3.py as 1CatAI/1Cat-vLLM @
+ * 92a785cb holds it) and Idefics2VisionTransformer (idefics2_vision_model.py as AutoCONFIG/vllm @
+ * 1b1063fa2e50b4d00808a980fd7be897e8e3eb6d holds it, with Conv2dLayer and MMEncoderAttention; upstream
+ * vllm-project/vllm @ 68137261 has the same statements with nn.Conv2d), per frame, X its pixel values (X = cin L^2 e),
+ * Mk its pixel_attention_mask (L^2 bool), both held by profile_run throughout:
+ *   - Idefics3Model.image_pixels_to_features: (pixel_values == 0.0) a bool per pixel value (its .sum(dim=(-1, -2, -3))
+ *     an int64 per frame, not counted), pixel_values[real_images_inds].contiguous() a copy (X), the mask's copy (Mk),
+ *     patches_subgrid (unfold views).sum(dim=(-1, -2)) int64 per patch and its > 0, the patch_attention_mask (a bool
+ *     per patch): these and the copies held until it returns;
+ *   - Idefics2VisionEmbeddings.forward: patch_embedding (Conv2dLayer: _forward_mulmat's unfold copy under
+ *     forward_native, then F.linear; F.conv2d under forward_cuda), position_ids built on the CPU and moved to the GPU
+ *     (an int64 per patch), the position_embedding lookup [F, S, C] and += in place;
+ *   - the encoder (siglip_layers: the embeddings' output held by the transformer's hidden_states and the encoder's
+ *     inputs_embeds), post_layernorm with the embeddings' and the encoder's outputs;
+ *   - Idefics3Connector (the tower's output held by _process_image_input's image_features): pixel_shuffle's two
+ *     reshape copies (permute before each), modality_projection.proj [S / s^2, Ht]; the outputs split per image and
+ *     flattened (views). */
+static int64_t idefics3_tower(const tower *t, int64_t F, int64_t S, int64_t L, int64_t cin, int64_t s, int64_t Ht)
+{
+    const int64_t C = t->C, e = t->e, X = cin * L * L * e, Mk = L * L, SC = S * C * e;
+    const int64_t H = 2 * X + 2 * Mk + S; /* the originals, the copies, the patch_attention_mask */
+    int64_t frame = X + Mk + cin * L * L;                            /* pixel_values == 0.0 */
+    frame = mx(frame, 2 * X + 2 * Mk + 9 * S);                       /* the patch sums and their > 0 */
+    frame = mx(frame, H + (t->native ? S * t->pd * e : 0) + SC);     /* the patch embedding */
+    frame = mx(frame, H + 2 * SC + 8 * S);                           /* += position_embedding(position_ids) */
+    frame = mx(frame, H + S * siglip_layers(t));                     /* the layers */
+    frame = mx(frame, H + 3 * SC);                                   /* post_layernorm */
+    frame = mx(frame, X + Mk + 3 * SC);                              /* pixel_shuffle's second copy */
+    frame = mx(frame, X + Mk + 2 * SC + S / (s * s) * Ht * e);       /* modality_projection */
+    int64_t b;
+    return __builtin_mul_overflow(frame, F, &b) ? -1 : b;
 }
 
 /* Llama4VisionModel and Llama4MultiModalProjector over `tiles` tiles (mllama4.py, the header's source), the
@@ -574,14 +614,17 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
      *     in the model's dtype and [17, L, L] bool (not a floating output: not cast) an item on the GPU, num_patches
      *     (one int64 an item, not counted);
      *   - the outputs: _process_image_input's connector output [17 x image_seq_len, text hidden_size] an item.
-     * The tower's run (Idefics2VisionTransformer, vllm idefics2_vision_model.py; Idefics3Model.image_pixels_to_features'
-     * copies) is not modelled: mm_encoder 2. A side of image_size // patch_size patches that scale_factor does not divide
-     * fails in pixel_shuffle's views: not derived (mm_encoder -1). */
+     *   - the outputs: split per image and flattened (views of the connector's output).
+     * The tower's run: idefics3_tower (NVIDIA cards; not under --tp, refused by the loader). A side of image_size //
+     * patch_size patches that scale_factor does not divide fails in pixel_shuffle's views: not derived (mm_encoder -1). */
     if (!strcmp(type, "smolvlm") || !strcmp(type, "idefics3")) {
         const cJSON *vc = cJSON_IsObject(v) ? v : NULL;
         /* SmolVLMVisionConfig's / Idefics3VisionConfig's defaults and scale_factor as src/hf/hf_idefics3.c reads them */
         const int64_t L = num(vc, "image_size", 224), P = num(vc, "patch_size", 32), cin = num(vc, "num_channels", 3),
                       s = num(root, "scale_factor", 2), Ht = num(vc__vllm_text_config(root), "hidden_size", 0);
+        tower t = {0};
+        t.C = num(vc, "hidden_size", 1152), t.I = num(vc, "intermediate_size", 3072), t.NH = num(vc, "num_attention_heads", 16);
+        t.depth = num(vc, "num_hidden_layers", 12), t.pd = cin * P * P, t.e = vc_dtype_size(act), t.native = !o->enforce_eager;
         cJSON_Delete(root);
         const int64_t side = P > 0 ? L / P : 0;
         if (side < 1 || s < 1 || side % s || Ht < 1 || cin < 1 || L > (1 << 16) || Ht > (1 << 24) || cin > 64) {
@@ -598,7 +641,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, Ht * e, &out) ||
             __builtin_mul_overflow(items, frames * L * L * (cin * e + 1), &in))
             return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
-        r->mm_encoder = 2;
+        r->mm_encoder = 1;
         r->mm_items = items;
         r->mm_item_tokens = T;
         r->mm_item_width = r->mm_item_height = L;
@@ -606,6 +649,13 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_outputs = out;
         r->mm_inputs = in;
         r->mm_encoder_peak = -1;
+        /* the tower's run (idefics3_tower): the published towers' sizes; not an AMD card (the header) */
+        const bool cuda = !(gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0);
+        if (!cuda || side * side > (1 << 24) || t.C > (1 << 16) || t.I > (1 << 18) || t.NH > t.C || Ht > (1 << 20))
+            return VC_OK;
+        int64_t F;
+        if (__builtin_mul_overflow(items, frames, &F) || (r->mm_encoder_peak = idefics3_tower(&t, F, side * side, L, cin, s, Ht)) < 0)
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
         return VC_OK;
     }
     /* Mistral 3 (vllm-project/vllm @ 02677fd9d49b6b4b3082967642a0d1ff45c36c0a vllm/model_executor/models/mistral3.py):
