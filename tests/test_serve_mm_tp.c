@@ -1,5 +1,5 @@
 /*
- * test_serve_mm_tp.c — --serve --tp for Gemma 3's and Llama 4's vision towers (issue 31): a rank's shards of the
+ * test_serve_mm_tp.c — --serve --tp for Gemma 3's, PaliGemma's and Llama 4's vision towers (issue 31): a rank's shards of the
  * tower's weights as vLLM splits them and the encoder phase of the profiling run on one rank
  * (src/hf/hf_vision.c vision_tp, src/hf/hf_llama4.c vc__hf_llama4_vision_read, src/engine/serve_mm.c).
  *
@@ -156,6 +156,29 @@ static void llama4_scout_tp4(void **state)
     assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(204870400));
 }
 
+/* PaliGemma 3B (paligemma-3b-pt-224: vision hidden 1152, intermediate 4304, 16 heads, 27 layers, image 224, patch
+ * 14; projection_dim = text hidden 2048), --tp 2: vLLM's PaliGemmaForConditionalGeneration builds the same
+ * SiglipVisionModel (split as Gemma 3's, above) and PaliGemmaMultiModalProjector's nn.Linear, whole on every rank
+ * (vllm/model_executor/models/paligemma.py as 1CatAI/1Cat-vLLM @ 92a785cb holds it; vllm-project/vllm @ fd472a64).
+ * Weights on a rank: patch_embedding 1152 x 588 + 1152 = 678,528; position_embedding 16^2 x 1152 = 294,912; a layer
+ * 7,623,208 (as Gemma 3 27B's above), x 27 = 205,826,616; post_layernorm 2,304; the projector [2048, 1152] + 2048 =
+ * 2,361,344: 209,163,704 (at --tp 1 the layer 15,239,504: 414,803,696).
+ * The encoder phase (32 dummy items of 256 patches, 8,192 patches; tests/test_serve_mm.c paligemma): 19,304 B a patch
+ * as Gemma 3 27B's above (the projector's 1176 + 1152 x 2 + 2048 x 2 = 7,576 and the scaling's 1176 + 2 x 2048 x 2
+ * = 9,368 below): 158,138,368 B above the weights. */
+static void paligemma_tp2(void **state)
+{
+    (void)state;
+    assert_int_equal(tower_parameters(HF "paligemma-3b-pt-224.json --serve --gpu h100-80gb --tp 2 --gpus 2"), INT64_C(209163704));
+    assert_int_equal(tower_parameters(HF "paligemma-3b-pt-224.json --serve --gpu h100-80gb"), INT64_C(414803696));
+    vc_serve_result r;
+    serve(HF "paligemma-3b-pt-224.json", 2, &r);
+    assert_int_equal(r.mm_items, 32);
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(158138368));
+    assert_usage(HF "paligemma-3b-pt-224.json --serve --gpu h100-80gb --tp 3 --gpus 3",
+                 "3 tensor-parallel ranks do not divide vision_config.num_attention_heads (16)");
+}
+
 /* Ranks vLLM's divide() refuses: 16 heads over 3 (Gemma 3's SigLIP, Llama 4's tower), exit 2 naming --tp */
 static void refused(void **state)
 {
@@ -171,6 +194,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemma3_27b_tp2),
         cmocka_unit_test(llama4_scout_tp4),
+        cmocka_unit_test(paligemma_tp2),
         cmocka_unit_test(refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,7 +178,7 @@
  * exactly, in bf16 and fp32 (tests/test_serve_mm.c measured); the replica's llama4() (mllama4.py) equals
  * llama4_tower's bytes plus the harness allocator's 512-byte rounding of each live tensor (tests/test_serve_mm.c
  * llama4).
- * --tp (tensor_parallel_size k) for Gemma 3 and Llama 4: each rank runs the tower over the whole dummy batch with its
+ * --tp (tensor_parallel_size k) for Gemma 3, PaliGemma and Llama 4: each rank runs the tower over the whole dummy batch with its
  * shards of the weights as vLLM splits them under the default mm_encoder_tp_mode "weights" (src/hf/hf_vision.c
  * vision_tp and the siglip.py @ 0c028ba4 classes it cites; src/hf/hf_llama4.c and mllama4.py @ 00dd5493): the
  * column-parallel outputs and the attention over NH / k heads are [.., / k] on a rank; a RowParallelLinear's output
@@ -814,8 +814,10 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     r->mm_inputs = in;
     r->mm_encoder_peak = -1;
     if (q2) r->mm_encoder = 2;
-    if ((o->tp > 1 && !g3 && !l4) || !cuda || q2) return VC_OK; /* not modelled (above) */
-    t.k = o->tp; /* Gemma 3's and Llama 4's towers split as vLLM splits them (src/hf/hf_vision.c, src/hf/hf_llama4.c) */
+    if ((o->tp > 1 && !g3 && !l4 && !pali) || !cuda || q2) return VC_OK; /* not modelled (above) */
+    /* Gemma 3's, PaliGemma's and Llama 4's towers split as vLLM splits them (src/hf/hf_vision.c, src/hf/hf_llama4.c);
+     * PaliGemma's projector an nn.Linear, whole on every rank (paligemma.py) */
+    t.k = o->tp;
     int64_t tiles = 0;
     if (l4 && __builtin_mul_overflow(items, l4_tiles, &tiles)) tiles = INT64_MAX;
     const int64_t peak = l4   ? llama4_tower(&t, tiles, side * side, l4_tt, l4_pin, l4_pout, hidden)
