@@ -206,7 +206,7 @@ static void test_refusals(void **state)
     static const fam_refusal o[] = {
         {"-m generate --cache static", "--cache: paligemma's generate() is modelled with a DynamicCache"},
         {"-m generate --num-beams 2", "--num-beams: paligemma's beam search is not modelled"},
-        {"--serve --gpu h100-80gb", "--serve: paligemma under vLLM"},
+        /* --serve, with --tp too, is modelled (tests/test_serve_mm.c paligemma, tests/test_serve_mm_tp.c) */
         {"--tp 2 --gpus 2", "--tp: paligemma on tensor-parallel ranks is not modelled"},
         {"--loss liger", "--loss: paligemma: PaliGemmaForConditionalGeneration computes its own CrossEntropyLoss"},
         {"--liger", "--liger: paligemma: apply_liger_kernel_to_paligemma's patch set is not modelled"},
@@ -329,7 +329,6 @@ static void test_pg2_refusals(void **state)
     static const fam_refusal o[] = {
         {"--transformers 4.46", "--transformers: PaliGemma 2 under eager attention"},
         {"-m generate", "--mode: generate: PaliGemma 2's generate() (Gemma2's HybridCache"},
-        {"--serve --gpu h100-80gb", "--serve: paligemma under vLLM"},
         {"--loss liger", "--loss: paligemma: PaliGemmaForConditionalGeneration computes its own CrossEntropyLoss"},
         {"--packing -b 2", "--packing: packed sequences through PaliGemma's 4-D float mask are not modelled"},
     };

@@ -249,7 +249,9 @@ static void test_refusals(void **state)
     };
     fam_refuse_edits("{\"model_type\": \"idefics3\", ", d, sizeof d / sizeof *d);
     static const fam_refusal o[] = {
-        {"--serve --gpu h100-80gb", "--serve: smolvlm under vLLM"},
+        /* --serve is modelled (tests/test_serve_mm.c smolvlm); under --tp vLLM's split of the tower is not */
+        {"--serve --tp 2 --gpus 2 --gpu h100-80gb", "--tp: smolvlm under vLLM on tensor-parallel ranks is not modelled: how "
+                                                   "vLLM shares its vision tower"},
         {"--tp 2 --gpus 2", "--tp: smolvlm on tensor-parallel ranks is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
         /* Liger-Kernel @ ead96b61 monkey_patch.py: MODEL_TYPE_TO_APPLY_LIGER_FN["smolvlm"] (l.3581), no "idefics3" */

@@ -200,11 +200,13 @@ static void qwen3(void **state)
  * 64 x 64 = 4096 patches of 14 x 14, 16 per token (the projector's 4 x 4 average pool). Budget max(8192, 256)
  * = 8192; per prompt min(999, 1280 // 256) = 5; items min(8192 // 256, 1024 x 5) = 32. Outputs 32 x 256 x 2560
  * x 2 B = 41,943,040 B; pixel values 32 x 3 x 896 x 896 x 2 B = 154,140,672 B. The encoder phase per patch
- * (SigLIP hidden 1152, intermediate 4304): the pixel values 3 x 14 x 14 x 2 = 1176 B and the worst op, the
- * MLP's activation_fn in SiglipEncoderLayer: the layer's input (held by SiglipEncoder's loop), the attention
- * block's sum, layer_norm2's output 3 x 1152 x 2 + fc1's output and the activation's 2 x 4304 x 2 = 24128 B
- * (the attention's worst, x, layer_norm1, qkv, its output and out_proj's, 7 x 1152 x 2 = 16128 B, is
- * below): 25304 B x 131072 patches = 3,316,645,888 B above the weights. */
+ * (SigLIP hidden 1152, intermediate 4304): the pixel values 3 x 14 x 14 x 2 = 1176 B, the embeddings' output
+ * 1152 x 2 = 2304 B (siglip.py @ 0c028ba4: SiglipVisionTransformer.forward's hidden_states and SiglipEncoder.forward's
+ * hidden_states_pool = [inputs_embeds] hold it from the second layer on) and the worst op, the MLP's activation_fn in
+ * SiglipEncoderLayer: the layer's input (held by SiglipEncoder's loop), the attention block's sum, layer_norm2's
+ * output 3 x 1152 x 2 + fc1's output and the activation's 2 x 4304 x 2 = 24128 B (the attention's worst, x,
+ * layer_norm1, qkv, its output and out_proj's, 7 x 1152 x 2 = 16128 B, is below): 27608 B x 131072 patches =
+ * 3,618,635,776 B above the weights. */
 static void gemma3(void **state)
 {
     (void)state;
@@ -222,7 +224,7 @@ static void gemma3(void **state)
     assert_int_equal(r.mm_items, 32);
     assert_int_equal(r.mm_outputs, INT64_C(41943040));
     assert_int_equal(r.mm_inputs, INT64_C(154140672));
-    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3316645888));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3618635776));
     assert_true(r.profile_peak >= r.mm_encoder_peak);
     assert_int_equal(r.graphs_subtracted, r.graphs_estimate); /* vLLM's default since v0.21.0: the graphs' measure, estimated */
     assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch - r.graphs_estimate);
@@ -279,11 +281,12 @@ static void measured(void **state)
      * Conv2dLayer._forward_mulmat, gemma3_mm.py @ e5fa9450), `... configs/gemma3_vl_small.json --items 2
      * --precision P` (224 x 224 images, 256 patches, 64 tokens each; SigLIP hidden 64, intermediate 160): 1,269,760 B
      * in bf16 and 2,539,520 B in fp32 above the weights, both at the patch embedding's F.linear (the pixel
-     * values, their unfold copy, the output); gemma3_vl_mlp_small.json (intermediate 1024): 2,895,872 and
-     * 5,791,744 B, at the MLP's GELU. Per image, vramcalc's figure at 128 dummy images is these halves. */
+     * values, their unfold copy, the output); gemma3_vl_mlp_small.json (intermediate 1024): 2,961,408 and
+     * 5,922,816 B, at the MLP's GELU (the replica's SiglipEncoder holding the embeddings' output as siglip.py's
+     * hidden_states_pool does). Per image, vramcalc's figure at 128 dummy images is these halves. */
     static const struct { const char *cfg; vc_precision p; int64_t measured; } g[] = {
         {"gemma3_vl_small.json", VC_PREC_BF16, 1269760},     {"gemma3_vl_small.json", VC_PREC_FP32, 2539520},
-        {"gemma3_vl_mlp_small.json", VC_PREC_BF16, 2895872}, {"gemma3_vl_mlp_small.json", VC_PREC_FP32, 5791744},
+        {"gemma3_vl_mlp_small.json", VC_PREC_BF16, 2961408}, {"gemma3_vl_mlp_small.json", VC_PREC_FP32, 5922816},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         char path[512];
@@ -444,6 +447,141 @@ static void gemma4(void **state)
     vc_model_free(m);
 }
 
+/* PaliGemma (vllm/model_executor/models/paligemma.py as 1CatAI/1Cat-vLLM @ 92a785cb holds it, upstream's V1 text;
+ * vllm-project/vllm @ fd472a64 the same modules: _process_image_input runs SiglipVisionModel, then
+ * PaliGemmaMultiModalProjector's nn.Linear(vision hidden_size, projection_dim), and embed_multimodal scales by
+ * hidden_size**-0.5; PaliGemmaProcessingInfo.get_supported_mm_limits {"image": 1} and PaliGemmaDummyInputsBuilder's
+ * image vision_config.image_size squared):
+ * paligemma-3b-pt-224 on an H100 with vLLM's defaults (8192 batched tokens, 1024 sequences), bf16. An item is
+ * SiglipEncoderInfo's (224 // 14)^2 = 256 tokens (the config's num_image_tokens too); the budget counts
+ * mm_counts = 1 image: 256 a item, budget max(8192, 256) = 8192, per prompt max(1, min(1, 1280 // 256)) = 1,
+ * items max(1, min(8192 // 256, 1024 x 1)) = 32. Outputs 32 x 256 x 2048 (projection_dim, the text hidden_size)
+ * x 2 B = 33,554,432 B; pixel values 32 x 3 x 224 x 224 x 2 B = 9,633,792 B. The encoder phase per patch (SigLIP
+ * hidden 1152, intermediate 4304, as Gemma 3's above): the pixel values 3 x 14 x 14 x 2 = 1176 B and the MLP's
+ * activation_fn, 3 x 1152 x 2 + 2 x 4304 x 2 = 24128 B, with the embeddings' output 2304 B held (as Gemma 3's); the
+ * projector (image_features 1152 x 2 + the Linear's 2048 x 2 = 6400 B, then the two [.., 2048] of the scaling,
+ * 8192 B) is below: 27608 B x 8192 patches = 226,164,736 B above the weights. PaliGemma 2 (paligemma2-3b-pt-224: projection_dim 2304, the same tower): outputs
+ * 32 x 256 x 2304 x 2 B = 37,748,736 B, the same encoder phase (its projector's 1176 + 2 x 2304 x 2 = 10392 B
+ * below); its Gemma 2 layers alternate sliding (4096) and full attention, served as the text model's are. */
+static void paligemma(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    static const struct { const char *cfg; int64_t out; } c[] = {
+        {"paligemma-3b-pt-224.json", INT64_C(33554432)},
+        {"paligemma2-3b-pt-224.json", INT64_C(37748736)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF "%s", c[i].cfg);
+        vc_model *m = load_file(path);
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_encoder, 1);
+        assert_int_equal(r.mm_item_tokens, 256);
+        assert_int_equal(r.mm_item_width, 224);
+        assert_int_equal(r.mm_budget, 8192);
+        assert_int_equal(r.mm_items, 32);
+        assert_int_equal(r.mm_outputs, c[i].out);
+        assert_int_equal(r.mm_inputs, INT64_C(9633792));
+        assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(226164736));
+        assert_int_equal(r.profile_peak, r.profile_lm > r.mm_encoder_peak ? r.profile_lm : r.mm_encoder_peak);
+        assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch - r.graphs_estimate);
+        vc_model_free(m);
+    }
+    /* Measured: bench/accuracy/llm/vllm_vision_replica.py's siglip() with PaliGemma's projector and scaling (the script
+     * cites the modules), `/usr/bin/python3 bench/accuracy/llm/vllm_vision_replica.py
+     * bench/accuracy/llm/configs/paligemma_vl_small.json --items 2 --precision P` (224 x 224 images, 256 patches;
+     * SigLIP hidden 64, intermediate 160; text hidden_size 512, so embed_multimodal's scaling is the worst op):
+     * 1,650,688 B in bf16 and 3,301,376 B in fp32 above the weights, at aten::mul (the pixel values, the projector's
+     * output and its scaled copy: 256 x (1176 + 2 x 512 x 2) = 825,344 B an image in bf16). Per image, vramcalc's
+     * figure at its 32 dummy images is these halves. */
+    static const struct { vc_precision p; int64_t measured; } g[] = {{VC_PREC_BF16, 1650688}, {VC_PREC_FP32, 3301376}};
+    vc_model *m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/paligemma_vl_small.json");
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        o.precision = g[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 32);
+        assert_int_equal(r.mm_encoder_peak - r.weights, g[i].measured / 2 * 32);
+    }
+    vc_model_free(m);
+}
+
+/* SmolVLM (vLLM's SmolVLMForConditionalGeneration: idefics3.py's Idefics3ProcessingInfo as 1CatAI/1Cat-vLLM @ 92a785cb
+ * holds it, upstream's V1 text):
+ * the dummy image is max_image_size["longest_edge"] squared (512 for SmolVLM-256M, vision_config.image_size here),
+ * resized to size["longest_edge"] = 4 x 512 = 2048 (the published processor's): grid ceil(2048 / 512) = 4 x 4 and
+ * get_num_patches 4 x 4 + 1 = 17 frames; image_seq_len int((512 // 16)^2 / 4^2) = 64: 17 x 64 = 1088 image tokens
+ * (select_text(..., embed_text=image_token)). No get_mm_max_tokens_per_item: the budget counts 999 dummy images,
+ * 999 x 1088 = 1,086,912 (max(8192, that)), per prompt max(1, min(999, 1280 // 1,086,912)) = 1, items
+ * max(1, min(1, 1024)) = 1. Outputs 1088 x 576 (text hidden_size) x 2 B = 1,253,376 B; inputs pixel_values
+ * 17 x 3 x 512 x 512 x 2 B = 26,738,688 B and pixel_attention_mask 17 x 512 x 512 bool = 4,456,448 B: 31,195,136 B.
+ * SmolVLM2-2.2B (image_size 384, patch 14, scale_factor 3): image_seq_len int(27^2 / 9) = 81, 17 x 81 = 1377 tokens,
+ * budget 999 x 1377 = 1,375,623, one item; outputs 1377 x 2048 x 2 B = 5,640,192 B; inputs 17 x 384 x 384 x
+ * (3 x 2 + 1) B = 17,547,264 B.
+ * The encoder phase (serve_mm.c idefics3_tower: idefics3.py as 1CatAI/1Cat-vLLM @ 92a785cb, idefics2_vision_model.py as
+ * AutoCONFIG/vllm @ 1b1063fa), per frame of SmolVLM-256M (vision hidden 768, intermediate 3072, 12 heads, 12 layers,
+ * 512 / 16 = 32 patches a side, S = 1024; bf16): held, the dummy batch's pixel values 3 x 512 x 512 x 2 = 1,572,864
+ * and mask 512 x 512 = 262,144, image_pixels_to_features' copies of both and the patch_attention_mask (1024):
+ * 3,671,040 B; the worst op, SiglipEncoderLayer's MLP activation from the second layer on: the embeddings' output,
+ * the layer's input, the attention block's sum, layer_norm2's output 4 x 768 x 2 + fc1's output and the activation
+ * 2 x 3072 x 2 = 18,432 B a patch, 18,874,368 B (the patch embedding's unfold copy and output, 3,145,728 B, the
+ * pixel_shuffle copies, 3 x 1,572,864, and the projection are below): 22,545,408 B x 17 frames = 383,271,936 B
+ * above the weights. SmolVLM2-2.2B (hidden 1152, intermediate 4304, 384 / 14 = 27 a side, S = 729): held 2 x
+ * (884,736 + 147,456) + 729 = 2,065,113 B, the MLP 2304 + 3 x 2304 + 2 x 4304 x 2 = 26,432 B x 729 = 19,268,928 B:
+ * 21,334,041 x 17 = 362,678,697 B. */
+static void smolvlm(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    static const struct { const char *cfg; int64_t side, tokens, out, in, enc; } c[] = {
+        {"smolvlm-256m-instruct.json", 512, 1088, INT64_C(1253376), INT64_C(31195136), INT64_C(383271936)},
+        {"smolvlm2-2.2b-instruct.json", 384, 1377, INT64_C(5640192), INT64_C(17547264), INT64_C(362678697)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, HF "%s", c[i].cfg);
+        vc_model *m = load_file(path);
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_encoder, 1);
+        assert_int_equal(r.mm_item_tokens, c[i].tokens);
+        assert_int_equal(r.mm_item_width, c[i].side);
+        assert_int_equal(r.mm_item_height, c[i].side);
+        assert_int_equal(r.mm_budget, 999 * c[i].tokens);
+        assert_int_equal(r.mm_items, 1);
+        assert_int_equal(r.mm_outputs, c[i].out);
+        assert_int_equal(r.mm_inputs, c[i].in);
+        assert_int_equal(r.mm_encoder_peak - r.weights, c[i].enc);
+        assert_int_equal(r.profile_peak, r.profile_lm > r.mm_encoder_peak ? r.profile_lm : r.mm_encoder_peak);
+        vc_model_free(m);
+    }
+    const char *out = cli_output(HF "smolvlm-256m-instruct.json --serve --gpu h100-80gb");
+    assert_non_null(strstr(out, "1 dummy item of 1088 tokens, 512x512"));
+    /* Measured: bench/accuracy/llm/vllm_vision_replica.py's idefics3() (the modules above statement by statement),
+     * `/usr/bin/python3 bench/accuracy/llm/vllm_vision_replica.py bench/accuracy/llm/configs/smolvlm_vl_small.json
+     * --items 1 --precision P` (one dummy image, 17 frames of 128 x 128, patch 8, S = 256; vision hidden 64,
+     * intermediate 256, 3 layers; scale_factor 2): 10,589,696 B in bf16 and 20,616,704 B in fp32 above the weights, at
+     * the MLP's GELU; less three tensors vramcalc leaves out, each a 512-byte block of the harness's allocator:
+     * real_images_inds (17 bools), the dummy batch's num_patches (one int64), and the patch_attention_mask's rounding
+     * (17 x 256 = 4,352 B in 4,608): 1,280 B. */
+    static const struct { vc_precision p; int64_t measured; } g[] = {{VC_PREC_BF16, 10589696}, {VC_PREC_FP32, 20616704}};
+    vc_model *m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/smolvlm_vl_small.json");
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        o.precision = g[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 1);
+        assert_int_equal(r.mm_encoder_peak - r.weights, g[i].measured - 1280);
+    }
+    vc_model_free(m);
+}
+
 /* A text-only model has no encoder profiling */
 static void others(void **state)
 {
@@ -470,6 +608,8 @@ int main(void)
         cmocka_unit_test(measured),
         cmocka_unit_test(llama4),
         cmocka_unit_test(gemma4),
+        cmocka_unit_test(paligemma),
+        cmocka_unit_test(smolvlm),
         cmocka_unit_test(others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
 /*
- * test_serve_mm_tp.c — --serve --tp for Gemma 3's and Llama 4's vision towers (issue 31): a rank's shards of the
+ * test_serve_mm_tp.c — --serve --tp for Gemma 3's, PaliGemma's and Llama 4's vision towers (issue 31): a rank's shards of the
  * tower's weights as vLLM splits them and the encoder phase of the profiling run on one rank
  * (src/hf/hf_vision.c vision_tp, src/hf/hf_llama4.c vc__hf_llama4_vision_read, src/engine/serve_mm.c).
  *
@@ -108,12 +108,13 @@ static void serve(const char *cfg, int tp, vc_serve_result *r)
  * 205,826,616; post_layernorm 2,304; mm_soft_emb_norm 1,152; mm_input_projection_weight 1152 x 5376 = 6,193,152:
  * 217,420,344 (at --tp 1 the layer is 15,239,504, the tower 423,060,336).
  * The encoder phase (32 dummy items of 4096 patches: 131,072 patches; tests/test_serve_mm.c gemma3 for the batch),
- * bytes per patch on a rank: the pixel values 3 x 14 x 14 x 2 = 1176 and the worst op, SiglipMLP.fc2's
- * all-reduce: the layer's input, the attention block's sum, layer_norm2's output 3 x 2304, the activation
- * 2152 x 2, fc2's output and the all-reduce's 2 x 2304: 1176 + 6912 + 4304 + 4608 = 17,000 (the attention's:
- * 1176 + x, layer_norm1 2 x 2304 + qkv and its output 4 x 576 x 2 + lse 4 x 8 = 10,424; out_proj's with its
- * all-reduce 15,000; fc1's activation 1176 + 6912 + 2 x 4304 = 16,696): 17,000 x 131,072 = 2,228,224,000 B
- * above the weights (25,304 B a patch at --tp 1: tests/test_serve_mm.c). */
+ * bytes per patch on a rank: the pixel values 3 x 14 x 14 x 2 = 1176, the embeddings' output 2304 (held by
+ * SiglipVisionTransformer.forward and SiglipEncoder.forward's hidden_states_pool from the second layer on, siglip.py
+ * @ 0c028ba4), and the worst op, SiglipMLP.fc2's all-reduce: the layer's input, the attention block's sum,
+ * layer_norm2's output 3 x 2304, the activation 2152 x 2, fc2's output and the all-reduce's 2 x 2304: 1176 + 2304 +
+ * 6912 + 4304 + 4608 = 19,304 (the attention's: 1176 + 2304 + x, layer_norm1 2 x 2304 + qkv and its output 4 x 576
+ * x 2 + lse 4 x 8 = 12,728; out_proj's with its all-reduce 17,304; fc1's activation 1176 + 2304 + 6912 + 2 x 4304 =
+ * 19,000): 19,304 x 131,072 = 2,530,213,888 B above the weights (27,608 B a patch at --tp 1: tests/test_serve_mm.c). */
 static void gemma3_27b_tp2(void **state)
 {
     (void)state;
@@ -122,7 +123,7 @@ static void gemma3_27b_tp2(void **state)
     vc_serve_result r;
     serve(HF "gemma-3-27b-it.json", 2, &r);
     assert_int_equal(r.mm_items, 32);
-    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(2228224000));
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(2530213888));
     assert_true(r.profile_peak >= r.mm_encoder_peak);
 }
 
@@ -155,6 +156,29 @@ static void llama4_scout_tp4(void **state)
     assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(204870400));
 }
 
+/* PaliGemma 3B (paligemma-3b-pt-224: vision hidden 1152, intermediate 4304, 16 heads, 27 layers, image 224, patch
+ * 14; projection_dim = text hidden 2048), --tp 2: vLLM's PaliGemmaForConditionalGeneration builds the same
+ * SiglipVisionModel (split as Gemma 3's, above) and PaliGemmaMultiModalProjector's nn.Linear, whole on every rank
+ * (vllm/model_executor/models/paligemma.py as 1CatAI/1Cat-vLLM @ 92a785cb holds it; vllm-project/vllm @ fd472a64).
+ * Weights on a rank: patch_embedding 1152 x 588 + 1152 = 678,528; position_embedding 16^2 x 1152 = 294,912; a layer
+ * 7,623,208 (as Gemma 3 27B's above), x 27 = 205,826,616; post_layernorm 2,304; the projector [2048, 1152] + 2048 =
+ * 2,361,344: 209,163,704 (at --tp 1 the layer 15,239,504: 414,803,696).
+ * The encoder phase (32 dummy items of 256 patches, 8,192 patches; tests/test_serve_mm.c paligemma): 19,304 B a patch
+ * as Gemma 3 27B's above (the projector's 1176 + 1152 x 2 + 2048 x 2 = 7,576 and the scaling's 1176 + 2 x 2048 x 2
+ * = 9,368 below): 158,138,368 B above the weights. */
+static void paligemma_tp2(void **state)
+{
+    (void)state;
+    assert_int_equal(tower_parameters(HF "paligemma-3b-pt-224.json --serve --gpu h100-80gb --tp 2 --gpus 2"), INT64_C(209163704));
+    assert_int_equal(tower_parameters(HF "paligemma-3b-pt-224.json --serve --gpu h100-80gb"), INT64_C(414803696));
+    vc_serve_result r;
+    serve(HF "paligemma-3b-pt-224.json", 2, &r);
+    assert_int_equal(r.mm_items, 32);
+    assert_int_equal(r.mm_encoder_peak - r.weights, INT64_C(158138368));
+    assert_usage(HF "paligemma-3b-pt-224.json --serve --gpu h100-80gb --tp 3 --gpus 3",
+                 "3 tensor-parallel ranks do not divide vision_config.num_attention_heads (16)");
+}
+
 /* Ranks vLLM's divide() refuses: 16 heads over 3 (Gemma 3's SigLIP, Llama 4's tower), exit 2 naming --tp */
 static void refused(void **state)
 {
@@ -170,6 +194,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemma3_27b_tp2),
         cmocka_unit_test(llama4_scout_tp4),
+        cmocka_unit_test(paligemma_tp2),
         cmocka_unit_test(refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1150,8 +1150,8 @@ typedef struct {
     int64_t snapshot_context, snapshot_nccl, snapshot_custom_ar, snapshot_symm_mem;
     /* A multimodal model's encoder profiling (src/engine/serve_mm.c; vLLM's profile_run
      * runs the vision encoder on a dummy batch before the language model's dummy run, under vLLM's
-     * default limit_mm_per_prompt): mm_encoder 1 when derived (the Qwen towers, Gemma 3, Llama 4, Gemma 4), 2 when
-     * the dummy batch is derived and the tower's run is not (mistral3's Pixtral tower), -1 for a multimodal
+     * default limit_mm_per_prompt): mm_encoder 1 when derived (the Qwen towers, Gemma 3, Llama 4, Gemma 4, PaliGemma,
+     * SmolVLM / Idefics3), 2 when the dummy batch is derived and the tower's run is not (mistral3's Pixtral tower), -1 for a multimodal
      * config whose dummy batch is not derived, 0 a text-only model; mm_items dummy items of
      * mm_item_tokens tokens each (mm_item_width x mm_item_height pixels), mm_budget the encoder budget
      * in tokens (MultiModalBudget.get_encoder_budget); mm_outputs the encoder outputs' bytes, held in

@@ -81,6 +81,20 @@
  *   num_channels, image_size, image_size] (flat_from_sizes);
  *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
  *   outputs [tokens, text hidden_size] per item.
+ * PaliGemma, PaliGemma 2 (vllm/model_executor/models/paligemma.py as 1CatAI/1Cat-vLLM @
+ *   92a785cb21e2b2acbd4be1dfd87e799c9c632a37 holds it, a fork's copy of upstream's V1 text; upstream's own stored text,
+ *   vllm-project/vllm @ fd472a64727c1ccf0a487d630a141e91c82214e5, is V0's, the same tower, projector and scaling):
+ *   PaliGemmaProcessingInfo.get_supported_mm_limits {"image": 1}, get_num_image_tokens the SigLIP encoder info's
+ *   (image_size // patch_size)^2 (256 at 224 / 14); no get_mm_max_tokens_per_item, so the budget counts the dummy
+ *   inputs' embeddings at mm_counts = the allowed limit, one image: 256 (_get_prompt_updates:
+ *   PromptUpdateDetails.select_token_id(image_tokens + [bos], embed_token_id=image_token_id)); per prompt 1.
+ *   PaliGemmaDummyInputsBuilder: images of vision_config.image_size squared; pixel_values MultiModalFieldConfig
+ *   .batched("image"): [items, 3, image_size, image_size] in the model's dtype. _process_image_input:
+ *   vision_tower(pixel_values.to(dtype)) (SiglipVisionModel, vision_use_head false in the published configs, as
+ *   Gemma 3's), multi_modal_projector (nn.Linear(vision hidden, projection_dim) with bias); embed_multimodal:
+ *   vision_embeddings * hidden_size**-0.5: the outputs [256, projection_dim = text hidden_size] an item.
+ *   The language model is vLLM's GemmaForCausalLM or Gemma2ForCausalLM (text_config.model_type), served as the
+ *   text rows are (serve.c: Gemma 2's sliding layers in their own KV cache group).
  * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py; the
  *   same processing info and dummy inputs at 01bae2190e1c298115941f50bd6ed508216f24e7; both read max_soft_tokens
  *   and the video num_frames hint, #41799 / #41837, neither given here):
@@ -164,7 +178,7 @@
  * exactly, in bf16 and fp32 (tests/test_serve_mm.c measured); the replica's llama4() (mllama4.py) equals
  * llama4_tower's bytes plus the harness allocator's 512-byte rounding of each live tensor (tests/test_serve_mm.c
  * llama4).
- * --tp (tensor_parallel_size k) for Gemma 3 and Llama 4: each rank runs the tower over the whole dummy batch with its
+ * --tp (tensor_parallel_size k) for Gemma 3, PaliGemma and Llama 4: each rank runs the tower over the whole dummy batch with its
  * shards of the weights as vLLM splits them under the default mm_encoder_tp_mode "weights" (src/hf/hf_vision.c
  * vision_tp and the siglip.py @ 0c028ba4 classes it cites; src/hf/hf_llama4.c and mllama4.py @ 00dd5493): the
  * column-parallel outputs and the attention over NH / k heads are [.., / k] on a rank; a RowParallelLinear's output
@@ -205,6 +219,7 @@ typedef struct {
     int64_t k;               /* vLLM's tensor-parallel ranks (--tp) sharing the tower (Gemma 3's, Llama 4's), 0 or 1: none */
     int64_t e;               /* the activations' bytes */
     bool flash, native;      /* FLASH_ATTN (else TORCH_SDPA); RMSNorm / SiluAndMul forward_native */
+    bool pali;               /* PaliGemma's projector (siglip_tower) rather than Gemma 3's */
 } tower;
 
 static int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -291,23 +306,40 @@ static int64_t qwen_tower(const tower *t, bool qwen3, int64_t tokens)
     return __builtin_mul_overflow(tok, tokens, &b) ? -1 : b;
 }
 
+/* The SigLIP encoder layers' worst op, bytes per patch above what their caller holds (the pixel values):
+ * SiglipEncoderLayer (siglip.py @ 0c028ba4; vLLM's Idefics2EncoderLayer runs the same statements). A rank's share under
+ * vLLM's split (k ranks, the header's "--tp"): qkv [3 C / k], the attention's output [C / k] and its lse over NH / k
+ * heads, fc1 and its activation [I / k]; out_proj and fc2 give the whole [C] (RowParallelLinear) and its all-reduce a
+ * new [C] beside it (ar). From the second layer on the embeddings' output is held too: SiglipVisionTransformer
+ * .forward's hidden_states and SiglipEncoder.forward's hidden_states_pool = [inputs_embeds] (Idefics2's forward and
+ * its encoder's inputs_embeds argument) hold it while the layers run (the first layer's input is that tensor). */
+static int64_t siglip_layers(const tower *t)
+{
+    const int64_t C = t->C, I = t->I, e = t->e, k = t->k > 1 ? t->k : 1, ar = k > 1 ? C * e : 0;
+    const int64_t held = t->depth > 1 ? C * e : 0;
+    int64_t p = held + 2 * C * e + 4 * (C / k) * e + 4 * (t->NH / k); /* attention: x, layer_norm1, qkv, its output, lse */
+    p = mx(p, held + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
+    return mx(p, held + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
+}
+
 /* SiglipVisionModel and Gemma3MultiModalProjector over `items` images of `S` patches each (u patches per
  * output token, Ht the text hidden size): the encoder phase's peak above the weights, -1 past 2^63 */
 static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht)
 {
-    /* a rank's share under vLLM's split (k ranks, the header's "--tp"): qkv [3 C / k], the attention's output
-     * [C / k] and its lse over NH / k heads, fc1 and its activation [I / k]; out_proj and fc2 give the whole
-     * [C] (RowParallelLinear) and its all-reduce a new [C] beside it (ar) */
-    const int64_t C = t->C, I = t->I, e = t->e, u = t->u, pix = t->pd * e, k = t->k > 1 ? t->k : 1,
-                  ar = k > 1 ? C * e : 0;
-    int64_t p = pix + 2 * C * e + 4 * (C / k) * e + 4 * (t->NH / k); /* per patch; attention: x, layer_norm1, qkv, its output, lse */
-    p = mx(p, pix + 2 * C * e + 4 * (C / k) * e + C * e + ar);        /* out_proj */
-    p = mx(p, pix + 3 * C * e + mx(2 * (I / k) * e, (I / k) * e + C * e + ar)); /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
-    int64_t per_tok = u * p;
-    /* the projector per output token: the features and their reshaped copy (u patches), the pooled row,
-     * GemmaRMSNorm's float32 temporaries, its output and the matmul's */
-    per_tok = mx(per_tok, u * (pix + 2 * C * e) + C * e + 8 * C);
-    per_tok = mx(per_tok, u * (pix + 2 * C * e) + 2 * C * e + Ht * e);
+    const int64_t C = t->C, e = t->e, u = t->u, pix = t->pd * e;
+    int64_t per_tok = u * (pix + siglip_layers(t));
+    if (t->pali) {
+        /* PaliGemma (paligemma.py, the header's; u = 1): _process_image_input's image_features (the tower's output) and
+         * multi_modal_projector's nn.Linear output [.., Ht]; then, image_features freed as _process_image_input
+         * returns, embed_multimodal's vision_embeddings * hidden_size**-0.5, a new [.., Ht] */
+        per_tok = mx(per_tok, pix + C * e + Ht * e);
+        per_tok = mx(per_tok, pix + 2 * Ht * e);
+    } else {
+        /* the projector per output token: the features and their reshaped copy (u patches), the pooled row,
+         * GemmaRMSNorm's float32 temporaries, its output and the matmul's */
+        per_tok = mx(per_tok, u * (pix + 2 * C * e) + C * e + 8 * C);
+        per_tok = mx(per_tok, u * (pix + 2 * C * e) + 2 * C * e + Ht * e);
+    }
     /* the embeddings: patch_embedding, a Conv2dLayer (vllm/model_executor/layers/conv.py @ 045d7575): under
      * forward_native (custom ops off) _forward_mulmat, x.unfold.unfold.permute(...).reshape(-1, input_size), a
      * copy of the pixel values, then F.linear; forward_cuda F.conv2d (its workspace not modelled); then
@@ -318,6 +350,40 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
         __builtin_mul_overflow(rows, u * (pix + C * e), &emb) || __builtin_add_overflow(emb, S * C * e, &emb))
         return -1;
     return mx(b, emb);
+}
+
+/* SmolVLM / Idefics3's encoder phase over F frames of L x L pixels (cin channels; S = (L / P)^2 patches, P the patch
+ * size), -1 past 2^63: vLLM's Idefics3ForConditionalGeneration._process_image_input (idefics3.py as 1CatAI/1Cat-vLLM @
+ * 92a785cb holds it) and Idefics2VisionTransformer (idefics2_vision_model.py as AutoCONFIG/vllm @
+ * 1b1063fa2e50b4d00808a980fd7be897e8e3eb6d holds it, with Conv2dLayer and MMEncoderAttention; upstream
+ * vllm-project/vllm @ 68137261 has the same statements with nn.Conv2d), per frame, X its pixel values (X = cin L^2 e),
+ * Mk its pixel_attention_mask (L^2 bool), both held by profile_run throughout:
+ *   - Idefics3Model.image_pixels_to_features: (pixel_values == 0.0) a bool per pixel value (its .sum(dim=(-1, -2, -3))
+ *     an int64 per frame, not counted), pixel_values[real_images_inds].contiguous() a copy (X), the mask's copy (Mk),
+ *     patches_subgrid (unfold views).sum(dim=(-1, -2)) int64 per patch and its > 0, the patch_attention_mask (a bool
+ *     per patch): these and the copies held until it returns;
+ *   - Idefics2VisionEmbeddings.forward: patch_embedding (Conv2dLayer: _forward_mulmat's unfold copy under
+ *     forward_native, then F.linear; F.conv2d under forward_cuda), position_ids built on the CPU and moved to the GPU
+ *     (an int64 per patch), the position_embedding lookup [F, S, C] and += in place;
+ *   - the encoder (siglip_layers: the embeddings' output held by the transformer's hidden_states and the encoder's
+ *     inputs_embeds), post_layernorm with the embeddings' and the encoder's outputs;
+ *   - Idefics3Connector (the tower's output held by _process_image_input's image_features): pixel_shuffle's two
+ *     reshape copies (permute before each), modality_projection.proj [S / s^2, Ht]; the outputs split per image and
+ *     flattened (views). */
+static int64_t idefics3_tower(const tower *t, int64_t F, int64_t S, int64_t L, int64_t cin, int64_t s, int64_t Ht)
+{
+    const int64_t C = t->C, e = t->e, X = cin * L * L * e, Mk = L * L, SC = S * C * e;
+    const int64_t H = 2 * X + 2 * Mk + S; /* the originals, the copies, the patch_attention_mask */
+    int64_t frame = X + Mk + cin * L * L;                            /* pixel_values == 0.0 */
+    frame = mx(frame, 2 * X + 2 * Mk + 9 * S);                       /* the patch sums and their > 0 */
+    frame = mx(frame, H + (t->native ? S * t->pd * e : 0) + SC);     /* the patch embedding */
+    frame = mx(frame, H + 2 * SC + 8 * S);                           /* += position_embedding(position_ids) */
+    frame = mx(frame, H + S * siglip_layers(t));                     /* the layers */
+    frame = mx(frame, H + 3 * SC);                                   /* post_layernorm */
+    frame = mx(frame, X + Mk + 3 * SC);                              /* pixel_shuffle's second copy */
+    frame = mx(frame, X + Mk + 2 * SC + S / (s * s) * Ht * e);       /* modality_projection */
+    int64_t b;
+    return __builtin_mul_overflow(frame, F, &b) ? -1 : b;
 }
 
 /* Llama4VisionModel and Llama4MultiModalProjector over `tiles` tiles (mllama4.py, the header's source), the
@@ -388,6 +454,20 @@ static int64_t gemma4_tower(int64_t F, int64_t b, int64_t N, int64_t pd, int64_t
     return __builtin_add_overflow(held, peak, &peak) ? -1 : peak;
 }
 
+/* GPUModelRunner's dummy batch size (the header's MultiModalBudget): Tb the tokens the budget counts per item, limit the
+ * modality's allowed limit per prompt (get_supported_mm_limits capped by limit_mm_per_prompt's default of 999); *budget
+ * the encoder budget, max(max_num_batched_tokens, Tb) under the defaults. Returns the items: max(1, min(budget // Tb,
+ * max_num_seqs x per prompt)), per prompt max(1, min(limit, max_model_len // Tb)). */
+static int64_t dummy_items(const vc_serve_result *r, int64_t Tb, int64_t limit, int64_t max_model_len, int64_t *budget)
+{
+    *budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
+    int64_t per_prompt = max_model_len / Tb < limit ? max_model_len / Tb : limit;
+    if (per_prompt < 1) per_prompt = 1;
+    int64_t items = *budget / Tb;
+    if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
+    return items < 1 ? 1 : items;
+}
+
 vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,
                        vc_error *err)
 {
@@ -406,7 +486,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
      * Qwen2VisionTransformer (LayerNorm, QuickGELU) is not derived (mm_encoder 2: its peak not counted) */
     const bool q2 = !strcmp(type, "qwen2_vl");
     const bool q25 = q2 || !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl") || !strcmp(type, "qwen3_vl_moe"),
-               q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v);
+               q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v),
+               pali = !strcmp(type, "paligemma");
     /* Llama 4: Llama4Config.__post_init__ builds Llama4VisionConfig() when vision_config is missing or null */
     const bool l4 = !strcmp(type, "llama4");
     int64_t l4_tiles = 0, l4_tt = 0, l4_pin = 0, l4_pout = 0;
@@ -464,12 +545,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         int64_t max_model_len;
         if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
             return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
-        const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
-        int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
-        if (per_prompt < 1) per_prompt = 1;
-        int64_t items = budget / T;
-        if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
-        if (items < 1) items = 1;
+        int64_t budget;
+        const int64_t items = dummy_items(r, T, 999, max_model_len, &budget);
         const int64_t e = vc_dtype_size(act);
         int64_t out, in;
         if (__builtin_mul_overflow(items, 32 * soft * Ht * e, &out) ||
@@ -514,6 +591,73 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
             return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
         return VC_OK;
     }
+    /* SmolVLM / Idefics3 (vLLM's SmolVLMForConditionalGeneration, smolvlm.py: Idefics3ForConditionalGeneration with
+     * SmolVLMProcessingInfo, an Idefics3ProcessingInfo whose processor and image tokens are SmolVLM's; the same dummy
+     * inputs and multimodal processor). Read in vllm/model_executor/models/idefics3.py as 1CatAI/1Cat-vLLM @
+     * 92a785cb21e2b2acbd4be1dfd87e799c9c632a37 holds it (a fork's copy of upstream's current V1 text: TensorSchema,
+     * BaseDummyOptions; upstream vllm-project/vllm's own stored text, c0988dfd1f3e9e1b4c84990a538b8f311ea19ab5, is the
+     * older V0 registry API with the same counts: _get_max_num_image_patch, get_max_idefics3_image_tokens; smolvlm.py
+     * was not read at a commit):
+     *   - Idefics3ProcessingInfo.get_supported_mm_limits {"image": None}: the limit is limit_mm_per_prompt's 999;
+     *   - Idefics3DummyInputsBuilder.get_dummy_mm_data: images of the image processor's max_image_size["longest_edge"]
+     *     squared; _get_image_feature_grid_size resizes one to size["longest_edge"] (_get_resize_output_image_size) and,
+     *     past max_image_size, grid ceil(h / max) x ceil(w / max); get_num_patches grid_w x grid_h + 1 (the global
+     *     image); get_num_image_tokens num_patches x processor.image_seq_len. The processor's size and max_image_size
+     *     are taken as src/hf/hf_idefics3.c takes them (the published processors: max_image_size vision_config
+     *     .image_size L, size 4 L): a 4 x 4 grid, 17 frames of L x L; image_seq_len = int((image_size // patch_size)^2
+     *     / scale_factor^2) (Idefics3Model.__init__, the processor's the same): SmolVLM-256M 17 x 64 = 1088 tokens;
+     *   - _get_prompt_updates: PromptUpdateDetails.select_text(image_repl, embed_text=image_token): the embeddings are
+     *     the image tokens only (the <fake_token_around_image>, <row_i_col_j> and <global-img> tokens are text);
+     *   - no get_mm_max_tokens_per_item: the budget counts the 999 dummy images' embeddings (as for Llama 4, the
+     *     header): one dummy item;
+     *   - _get_mm_fields_config: pixel_values and pixel_attention_mask flat_from_sizes over num_patches: [17, 3, L, L]
+     *     in the model's dtype and [17, L, L] bool (not a floating output: not cast) an item on the GPU, num_patches
+     *     (one int64 an item, not counted);
+     *   - the outputs: _process_image_input's connector output [17 x image_seq_len, text hidden_size] an item.
+     *   - the outputs: split per image and flattened (views of the connector's output).
+     * The tower's run: idefics3_tower (NVIDIA cards; not under --tp, refused by the loader). A side of image_size //
+     * patch_size patches that scale_factor does not divide fails in pixel_shuffle's views: not derived (mm_encoder -1). */
+    if (!strcmp(type, "smolvlm") || !strcmp(type, "idefics3")) {
+        const cJSON *vc = cJSON_IsObject(v) ? v : NULL;
+        /* SmolVLMVisionConfig's / Idefics3VisionConfig's defaults and scale_factor as src/hf/hf_idefics3.c reads them */
+        const int64_t L = num(vc, "image_size", 224), P = num(vc, "patch_size", 32), cin = num(vc, "num_channels", 3),
+                      s = num(root, "scale_factor", 2), Ht = num(vc__vllm_text_config(root), "hidden_size", 0);
+        tower t = {0};
+        t.C = num(vc, "hidden_size", 1152), t.I = num(vc, "intermediate_size", 3072), t.NH = num(vc, "num_attention_heads", 16);
+        t.depth = num(vc, "num_hidden_layers", 12), t.pd = cin * P * P, t.e = vc_dtype_size(act), t.native = !o->enforce_eager;
+        cJSON_Delete(root);
+        const int64_t side = P > 0 ? L / P : 0;
+        if (side < 1 || s < 1 || side % s || Ht < 1 || cin < 1 || L > (1 << 16) || Ht > (1 << 24) || cin > 64) {
+            r->mm_encoder = -1;
+            return VC_OK;
+        }
+        const int64_t frames = 4 * 4 + 1, T = frames * (side * side / (s * s));
+        int64_t max_model_len, budget;
+        if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
+            return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
+        const int64_t items = dummy_items(r, 999 * T, 999, max_model_len, &budget);
+        const int64_t e = vc_dtype_size(act);
+        int64_t out, in;
+        if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, Ht * e, &out) ||
+            __builtin_mul_overflow(items, frames * L * L * (cin * e + 1), &in))
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
+        r->mm_encoder = 1;
+        r->mm_items = items;
+        r->mm_item_tokens = T;
+        r->mm_item_width = r->mm_item_height = L;
+        r->mm_budget = budget;
+        r->mm_outputs = out;
+        r->mm_inputs = in;
+        r->mm_encoder_peak = -1;
+        /* the tower's run (idefics3_tower): the published towers' sizes; not an AMD card (the header) */
+        const bool cuda = !(gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0);
+        if (!cuda || side * side > (1 << 24) || t.C > (1 << 16) || t.I > (1 << 18) || t.NH > t.C || Ht > (1 << 20))
+            return VC_OK;
+        int64_t F;
+        if (__builtin_mul_overflow(items, frames, &F) || (r->mm_encoder_peak = idefics3_tower(&t, F, side * side, L, cin, s, Ht)) < 0)
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
+        return VC_OK;
+    }
     /* Mistral 3 (vllm-project/vllm @ 02677fd9d49b6b4b3082967642a0d1ff45c36c0a vllm/model_executor/models/mistral3.py):
      * Mistral3ProcessingInfo.get_image_size_with_most_features is longest_edge squared (the processor's
      * image_processor.size["longest_edge"]: the published preprocessor_config.json's 1540, vision_config.image_size
@@ -547,12 +691,8 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         int64_t max_model_len;
         if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
             return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
-        const int64_t Tb = 999 * T, budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
-        int64_t per_prompt = max_model_len / Tb < 999 ? max_model_len / Tb : 999;
-        if (per_prompt < 1) per_prompt = 1;
-        int64_t items = budget / Tb;
-        if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
-        if (items < 1) items = 1;
+        int64_t budget;
+        const int64_t items = dummy_items(r, 999 * T, 999, max_model_len, &budget);
         const int64_t e = vc_dtype_size(act);
         int64_t out, in, px;
         if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, Ht * e, &out) ||
@@ -569,7 +709,7 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_encoder_peak = -1;
         return VC_OK;
     }
-    if (!q25 && !q3vl && !q35 && !g3 && !l4) { /* another model with a vision tower: not derived */
+    if (!q25 && !q3vl && !q35 && !g3 && !l4 && !pali) { /* another model with a vision tower: not derived */
         r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
         cJSON_Delete(root);
         return VC_OK;
@@ -605,6 +745,22 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         t.u = T > 0 ? side * side / T : 0;
         t.out = hidden;
         r->mm_item_width = r->mm_item_height = img; /* the processor's resize of the dummy image */
+    } else if (pali) {
+        /* PaliGemma: read_siglip's keys (src/hf/hf_vision.c; PaliGemmaConfig with vision_config None builds
+         * SiglipVisionConfig(hidden_size 1152, intermediate_size 4096, patch_size 14, num_hidden_layers 27,
+         * num_attention_heads 16), a dict gets SiglipVisionConfig's defaults); T the header's 256 at 224 / 14 */
+        const bool pd = !cJSON_IsObject(v);
+        patch = num(v, "patch_size", pd ? 14 : 16);
+        const int64_t img = num(v, "image_size", 224);
+        t.C = num(v, "hidden_size", pd ? 1152 : 768), t.I = num(v, "intermediate_size", pd ? 4096 : 3072);
+        t.NH = num(v, "num_attention_heads", pd ? 16 : 12), t.depth = num(v, "num_hidden_layers", pd ? 27 : 12);
+        side = patch > 0 ? img / patch : 0;
+        T = side * side;
+        t.pd = num(v, "num_channels", 3) * patch * patch;
+        t.u = 1;
+        t.out = hidden;
+        t.pali = true;
+        r->mm_item_width = r->mm_item_height = img;
     } else {
         /* the keys as src/hf/hf_vision.c read and checked them when the model loaded, with the classes' defaults */
         patch = num(v, "patch_size", q25 ? 14 : 16);
@@ -641,13 +797,10 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
     /* the tokens per item the budget counts (Tb): T, or for Llama 4 (no get_mm_max_tokens_per_item) the sum over
      * the dummy inputs of get_mm_max_toks_per_item's mm_counts, the limit of 999 images (the header) */
+    /* PaliGemma (the header): one image a prompt, get_mm_max_toks_per_item's mm_counts 1: T */
     const int64_t Tb = l4 ? 999 * T : T;
-    const int64_t budget = r->max_num_batched_tokens > Tb ? r->max_num_batched_tokens : Tb;
-    int64_t per_prompt = max_model_len / Tb < 999 ? max_model_len / Tb : 999;
-    if (per_prompt < 1) per_prompt = 1;
-    int64_t items = budget / Tb;
-    if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
-    if (items < 1) items = 1;
+    int64_t budget;
+    const int64_t items = dummy_items(r, Tb, pali ? 1 : 999, max_model_len, &budget);
     int64_t out, in;
     if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, hidden, &out) ||
         __builtin_mul_overflow(out, 1 + t.deep, &out) || __builtin_mul_overflow(out, t.e, &out) ||
@@ -661,12 +814,14 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     r->mm_inputs = in;
     r->mm_encoder_peak = -1;
     if (q2) r->mm_encoder = 2;
-    if ((o->tp > 1 && !g3 && !l4) || !cuda || q2) return VC_OK; /* not modelled (above) */
-    t.k = o->tp; /* Gemma 3's and Llama 4's towers split as vLLM splits them (src/hf/hf_vision.c, src/hf/hf_llama4.c) */
+    if ((o->tp > 1 && !g3 && !l4 && !pali) || !cuda || q2) return VC_OK; /* not modelled (above) */
+    /* Gemma 3's, PaliGemma's and Llama 4's towers split as vLLM splits them (src/hf/hf_vision.c, src/hf/hf_llama4.c);
+     * PaliGemma's projector an nn.Linear, whole on every rank (paligemma.py) */
+    t.k = o->tp;
     int64_t tiles = 0;
     if (l4 && __builtin_mul_overflow(items, l4_tiles, &tiles)) tiles = INT64_MAX;
     const int64_t peak = l4   ? llama4_tower(&t, tiles, side * side, l4_tt, l4_pin, l4_pout, hidden)
-                         : g3 ? siglip_tower(&t, items, side * side, hidden)
+                         : g3 || pali ? siglip_tower(&t, items, side * side, hidden)
                               : qwen_tower(&t, q3vl || q35, items * T);
     if (peak < 0)
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");

@@ -2046,10 +2046,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "modelled; PaliGemma 2's training is");
         /* PaliGemma's generate(): greedy with a DynamicCache (layers/llm.c rope_emit refuses the other caches and
          * beams; prefix_mask_4x: the mask from generate()'s 2-D attention_mask in every pass) */
-        if (vllm)
-            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "paligemma under vLLM (its PaliGemmaForConditionalGeneration) "
-                                "is not modelled");
-        if (split.tp > 1)
+        /* --serve: vLLM's PaliGemmaForConditionalGeneration (src/engine/serve_mm.c); under --tp vLLM splits its
+         * SiglipVisionModel as Gemma 3's (hf_vision.c vision_tp; siglip.py @ 0c028ba4) and Gemma's layers, the
+         * projector (nn.Linear) whole on every rank */
+        if (split.tp > 1 && !vllm)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "paligemma on tensor-parallel ranks is not modelled");
         if (a.f->text_type && a.eager) /* release.c VC_TF_GEMMA2_EAGER: Gemma 2's eager default up to 4.46 */
             return vc_set_error(err, VC_ERR_USAGE, O("transformers"), "PaliGemma 2 under eager attention (Gemma 2's "

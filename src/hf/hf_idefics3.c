@@ -60,8 +60,8 @@
  * bucketize temporaries, inputs_merger's zeros_like and index temporaries (written as the Cat of the image rows and
  * the text's, one new tensor), image_hidden_states kept in the model's output to the step's end, and through
  * generate()'s decoding steps (where inputs_merger finds no image token); a padded frame (do_image_splitting off,
- * or the processor's size / max_image_size other than the above). Refused naming the option: --serve (vLLM's
- * idefics3.py / smolvlm.py not read), --tp.
+ * or the processor's size / max_image_size other than the above). Refused naming the option: --tp (under --serve
+ * too: vLLM's split of the tower). --serve: src/engine/serve_mm.c (vLLM's dummy batch; its tower run not modelled).
  */
 #include <math.h>
 #include <stdio.h>
@@ -74,9 +74,12 @@
 
 int vc__hf_idefics3_unmodelled(const char *fam, vc_hf_split split, bool serve, vc_error *err)
 {
-    if (serve)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "%s under vLLM (its Idefics3ForConditionalGeneration) is not "
-                            "modelled", fam);
+    /* --serve: vLLM's Idefics3ForConditionalGeneration / SmolVLMForConditionalGeneration (src/engine/serve_mm.c), one
+     * GPU: how vLLM's Idefics2VisionTransformer (idefics2_vision_model.py, not read here) shares the tower over
+     * tensor-parallel ranks is not derived, so its weights per rank are not known */
+    if (serve && split.tp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s under vLLM on tensor-parallel ranks is not modelled: how vLLM "
+                            "shares its vision tower (Idefics2VisionTransformer) over the ranks is not derived", fam);
     if (split.tp > 1)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s on tensor-parallel ranks is not modelled", fam);
     return 0;

@@ -56,7 +56,7 @@
  *    vc_hf_split.image_decode); --serve with images is refused;
  *    a config without --image
  *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
- *    rank's shards of the Qwen towers' and Gemma 3's SigLIP as vLLM splits them (vision_tp).
+ *    rank's shards of the Qwen towers' and Gemma 3's and PaliGemma's SigLIP as vLLM splits them (vision_tp).
  */
 #include <math.h>
 #include <stdio.h>
@@ -704,8 +704,8 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
      * mm_input_projection_weight (an nn.Parameter) and mm_soft_emb_norm are whole on every rank). Gemma3 without
      * images in training: the tower replicated on every rank (transformers' tp plans name the language model's
      * layers only) */
-    if (tp > 1 && split.vllm && !want) {
-        if (vision_tp(r, &a->vis, tp, a->f->vision == VIS_SIGLIP)) return -1;
+    if (tp > 1 && split.vllm && !want) { /* PaliGemma's SiglipVisionModel the same (vLLM's paligemma.py) */
+        if (vision_tp(r, &a->vis, tp, a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PALIGEMMA)) return -1;
     } else if (tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
         vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;

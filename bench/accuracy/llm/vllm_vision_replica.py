@@ -83,10 +83,12 @@ def main(argv):
     tr.start(install=True)
     with open(args.config) as f:
         cfg = json.load(f)
-    if cfg.get("model_type") == "gemma3":
+    if cfg.get("model_type") in ("gemma3", "paligemma"):
         return siglip(args, cfg, tr, torch, F)
     if cfg.get("model_type") == "llama4":
         return llama4(args, cfg, tr, torch, F)
+    if cfg.get("model_type") in ("smolvlm", "idefics3"):
+        return idefics3(args, cfg, tr, torch, F)
     if cfg.get("model_type") == "gemma4":
         return gemma4(args, cfg, tr, torch, F)
     v = cfg["vision_config"]
@@ -354,13 +356,20 @@ def siglip(args, cfg, tr, torch, F):
     SiglipMLP, SiglipVisionTransformer: post_layernorm), vllm/model_executor/layers/conv.py @ 045d7575
     Conv2dLayer._forward_mulmat (forward_native under custom_ops "none"), gemma3_mm.py @ e5fa9450
     Gemma3MultiModalProjector (GemmaRMSNorm.forward_static under forward_native) and _process_image_input;
-    MMEncoderAttention's flash kernel replaced by its output and softmax_lse filled one query row at a time."""
+    MMEncoderAttention's flash kernel replaced by its output and softmax_lse filled one query row at a time.
+    PaliGemma (model_type paligemma): the same tower, then vllm/model_executor/models/paligemma.py as
+    1CatAI/1Cat-vLLM @ 92a785cb21e2b2acbd4be1dfd87e799c9c632a37 holds it (upstream's V1 text):
+    _process_image_input (_image_pixels_to_features, PaliGemmaMultiModalProjector's nn.Linear with bias) and
+    embed_multimodal's vision_embeddings * hidden_size**-0.5."""
     v = cfg["vision_config"]
     dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
     C, H, I, depth = v["hidden_size"], v["num_attention_heads"], v["intermediate_size"], v["num_hidden_layers"]
     P, img, cin = v["patch_size"], v["image_size"], v.get("num_channels", 3)
+    pali = cfg.get("model_type") == "paligemma"
     Ht, mm = cfg["text_config"]["hidden_size"], cfg.get("mm_tokens_per_image", 256)
     D, side, B = C // H, img // P, args.items
+    if pali:
+        mm = side * side  # SiglipEncoderInfo.get_num_image_tokens: (image_size // patch_size)^2
     S, tps = side * side, int(mm ** 0.5)
     k = side // tps
     eps = v.get("layer_norm_eps", 1e-6)
@@ -374,7 +383,7 @@ def siglip(args, cfg, tr, torch, F):
         return call
 
     W = {"patch": w(C, cin, P, P), "patchb": w(C), "pos": w(S, C), "post": w(C), "postb": w(C),
-         "soft": w(C), "proj": w(C, Ht)}
+         "soft": w(C), "proj": w(C, Ht), "lin": w(Ht, C), "linb": w(Ht)}
     position_ids = torch.arange(S).expand((1, -1))
     layers = [{"ln1": w(C), "ln1b": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "o": w(C, C), "ob": w(C),
                "ln2": w(C), "ln2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
@@ -427,14 +436,20 @@ def siglip(args, cfg, tr, torch, F):
         return hidden_states, None
 
     @module
-    def tower(pixel_values):  # SiglipVisionTransformer.forward
-        hidden_states = embeddings(pixel_values)
-        for L in layers:  # SiglipEncoder.forward
+    def encoder(inputs_embeds):  # SiglipEncoder.forward: hidden_states_pool = [inputs_embeds] holds the embeddings
+        hidden_states_pool = [inputs_embeds]
+        hidden_states = inputs_embeds
+        for L in layers:
             hidden_states, _ = layer(hidden_states, L)
-        encoder_outputs = hidden_states
-        del hidden_states
-        last_hidden_state = module(F.layer_norm)(encoder_outputs, (C,), W["post"], W["postb"], eps)
-        return last_hidden_state
+        del hidden_states_pool
+        return hidden_states
+
+    @module
+    def tower(pixel_values):  # SiglipVisionTransformer.forward: hidden_states (the embeddings) alive until it returns
+        hidden_states = embeddings(pixel_values)
+        encoder_outputs = encoder(hidden_states)
+        encoder_outputs = module(F.layer_norm)(encoder_outputs, (C,), W["post"], W["postb"], eps)
+        return encoder_outputs
 
     @module
     def gemma_rms(x):  # GemmaRMSNorm.forward_static
@@ -463,14 +478,179 @@ def siglip(args, cfg, tr, torch, F):
         before = tr.O.opobs_current()
         tr.O.opobs_reset_peak()
         pixel_values = torch.randn(B, cin, img, img, dtype=dt)  # the dummy batch, in the model's dtype
-        image_features = tower(pixel_values)  # Gemma3ForConditionalGeneration._process_image_input
-        image_embeds = projector(image_features)
+        if pali:
+            def process_image_input(pv):  # PaliGemmaForConditionalGeneration._process_image_input
+                image_features = tower(pv)  # _image_pixels_to_features: .to(dtype) a no-op
+                return module(lambda x: F.linear(x, W["lin"], W["linb"]))(image_features)  # multi_modal_projector
+            vision_embeddings = process_image_input(pixel_values)  # embed_multimodal
+            image_embeds = vision_embeddings * (cfg.get("hidden_size", Ht) ** -0.5)
+        else:
+            image_features = tower(pixel_values)  # Gemma3ForConditionalGeneration._process_image_input
+            image_embeds = projector(image_features)
         peak = tr.O.opobs_peak()
         where = tr.O.opobs_peak_where().decode()
     print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "items": B,
                       "tokens": B * mm, "allocated_before": before, "peak": peak - before, "per_item": (peak - before) / B,
                       "where": where, "outputs": image_embeds.numel() * image_embeds.element_size(),
                       "vllm": "0c028ba489f560102a87a3e98b92caac5a6da8f1"}))
+    return 0
+
+
+def idefics3(args, cfg, tr, torch, F):
+    """SmolVLM / Idefics3's encoder run on the dummy images (--items of them, 17 frames each: the processor's 4 x 4
+    tiles and the global image of image_size squared): vllm/model_executor/models/idefics3.py as 1CatAI/1Cat-vLLM @
+    92a785cb21e2b2acbd4be1dfd87e799c9c632a37 holds it (Idefics3ForConditionalGeneration._process_image_input,
+    Idefics3Model.image_pixels_to_features, Idefics3Connector.pixel_shuffle / modality_projection) and
+    idefics2_vision_model.py as AutoCONFIG/vllm @ 1b1063fa2e50b4d00808a980fd7be897e8e3eb6d holds it
+    (Idefics2VisionEmbeddings with Conv2dLayer._forward_mulmat under forward_native, Idefics2Encoder,
+    Idefics2EncoderLayer as SiglipEncoderLayer, post_layernorm); MMEncoderAttention's flash kernel replaced by its
+    output and softmax_lse filled one query row at a time. The CPU-side position ids (built on the CPU in vLLM, moved
+    to the GPU) are counted as the GPU copy is."""
+    v = cfg["vision_config"]
+    dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    C, H, I, depth = v["hidden_size"], v["num_attention_heads"], v["intermediate_size"], v["num_hidden_layers"]
+    P, L, cin = v["patch_size"], v["image_size"], v.get("num_channels", 3)
+    s, Ht = cfg.get("scale_factor", 2), cfg["text_config"]["hidden_size"]
+    D, side, frames = C // H, L // P, 17 * args.items
+    S = side * side
+    eps = v.get("layer_norm_eps", 1e-6)
+
+    def w(*sh):
+        return (torch.randn(*sh) * 0.02).to(dt)
+
+    def module(f):  # nn.Module._call_impl: the args tuple holds the inputs until forward returns
+        def call(*a, **kw):
+            return f(*a, **kw)
+        return call
+
+    W = {"patch": w(C, cin, P, P), "patchb": w(C), "pos": w(S, C), "post": w(C), "postb": w(C), "proj": w(Ht, C * s * s)}
+    layers = [{"ln1": w(C), "ln1b": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "o": w(C, C), "ob": w(C),
+               "ln2": w(C), "ln2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
+
+    @module
+    def patch_embedding(x):  # Conv2dLayer._forward_mulmat
+        Bq, Cq, Hq, Wq = x.shape
+        Hq, Wq = Hq // P, Wq // P
+        x = x.unfold(2, P, P).unfold(3, P, P)
+        x = x.permute(0, 2, 3, 1, 4, 5).reshape(-1, cin * P * P)
+        x = F.linear(x, W["patch"].view(C, cin * P * P), W["patchb"])
+        x = x.view(Bq, Hq, Wq, C).permute(0, 3, 1, 2)
+        return x
+
+    @module
+    def embeddings(pixel_values, patch_attention_mask):  # Idefics2VisionEmbeddings.forward (tgt_sizes None)
+        batch_size, _, max_im_h, max_im_w = pixel_values.shape
+        patch_embeds = patch_embedding(pixel_values.to(dt))
+        embeddings = patch_embeds.flatten(2).transpose(1, 2)
+        max_nb_patches_h, max_nb_patches_w = max_im_h // P, max_im_w // P
+        boundaries = torch.arange(1 / side, 1.0, 1 / side)
+        position_ids = torch.full(size=(batch_size, max_nb_patches_h * max_nb_patches_w), fill_value=0)
+        for batch_idx, p_attn_mask in enumerate(patch_attention_mask):
+            nb_patches_h = p_attn_mask[:, 0].sum()
+            nb_patches_w = p_attn_mask[0].sum()
+            fractional_coords_h = torch.arange(0, 1 - 1e-6, 1 / nb_patches_h)
+            fractional_coords_w = torch.arange(0, 1 - 1e-6, 1 / nb_patches_w)
+            bucket_coords_h = torch.bucketize(fractional_coords_h, boundaries, right=True)
+            bucket_coords_w = torch.bucketize(fractional_coords_w, boundaries, right=True)
+            pos_ids = (bucket_coords_h[:, None] * side + bucket_coords_w).flatten()
+            position_ids[batch_idx][p_attn_mask.view(-1).cpu()] = pos_ids
+        # the loop's coordinates, buckets and pos_ids are CPU tensors in vLLM (boundaries, torch.arange, .cpu()), the
+        # two patch counts GPU scalars: dropped here so that the harness counts what the GPU holds
+        del p_attn_mask, nb_patches_h, nb_patches_w, fractional_coords_h, fractional_coords_w
+        del bucket_coords_h, bucket_coords_w, pos_ids, boundaries
+        embeddings += F.embedding(position_ids, W["pos"])
+        return embeddings
+
+    def flash(q, k_, v_):
+        return flash_rows(q, k_, v_, H, D, C)
+
+    @module
+    def self_attn(hidden_states, Lw):  # Idefics2VisionAttention.forward
+        qkv = F.linear(hidden_states, Lw["qkv"], Lw["qkvb"])
+        query_states, key_states, value_states = qkv.chunk(3, dim=-1)
+        out = flash(query_states, key_states, value_states)
+        attn_output = F.linear(out, Lw["o"], Lw["ob"])
+        return attn_output
+
+    @module
+    def mlp(hidden_states, Lw):  # Idefics2VisionMLP.forward
+        hidden_states = F.linear(hidden_states, Lw["fc1"], Lw["fc1b"])
+        hidden_states = module(lambda y: F.gelu(y, approximate="tanh"))(hidden_states)
+        hidden_states = F.linear(hidden_states, Lw["fc2"], Lw["fc2b"])
+        return hidden_states
+
+    @module
+    def layer(hidden_states, Lw):  # Idefics2EncoderLayer.forward
+        residual = hidden_states
+        hidden_states = module(F.layer_norm)(hidden_states, (C,), Lw["ln1"], Lw["ln1b"], eps)
+        hidden_states = self_attn(hidden_states, Lw)
+        hidden_states += residual
+        residual = hidden_states
+        hidden_states = module(F.layer_norm)(hidden_states, (C,), Lw["ln2"], Lw["ln2b"], eps)
+        hidden_states = mlp(hidden_states, Lw)
+        hidden_states += residual
+        return hidden_states
+
+    @module
+    def encoder(inputs_embeds):  # Idefics2Encoder.forward
+        hidden_states = inputs_embeds
+        for Lw in layers:
+            layer_outputs = layer(hidden_states, Lw)
+            hidden_states = layer_outputs
+        return hidden_states
+
+    @module
+    def vision_model(pixel_values, patch_attention_mask):  # Idefics2VisionTransformer.forward
+        hidden_states = embeddings(pixel_values=pixel_values, patch_attention_mask=patch_attention_mask)
+        encoder_outputs = encoder(hidden_states)
+        last_hidden_state = module(F.layer_norm)(encoder_outputs, (C,), W["post"], W["postb"], eps)
+        return last_hidden_state
+
+    def image_pixels_to_features(pixel_values, pixel_attention_mask):  # Idefics3Model
+        pixel_values = pixel_values.to(dtype=dt)
+        nb_values_per_image = pixel_values.shape[1:].numel()
+        real_images_inds = (pixel_values == 0.0).sum(dim=(-1, -2, -3)) != nb_values_per_image
+        pixel_values = pixel_values[real_images_inds].contiguous()
+        pixel_attention_mask = pixel_attention_mask[real_images_inds].contiguous()
+        patches_subgrid = pixel_attention_mask.unfold(dimension=1, size=P, step=P)
+        patches_subgrid = patches_subgrid.unfold(dimension=2, size=P, step=P)
+        patch_attention_mask = (patches_subgrid.sum(dim=(-1, -2)) > 0).bool()
+        image_hidden_states = vision_model(pixel_values=pixel_values, patch_attention_mask=patch_attention_mask)
+        return image_hidden_states
+
+    def pixel_shuffle(x, scale_factor=2):  # Idefics3Connector.pixel_shuffle
+        bsz, seq, embed_dim = x.size()
+        height = width = int(seq**0.5)
+        x = x.view(bsz, height, width, embed_dim)
+        x = x.view(bsz, height, int(width / scale_factor), embed_dim * scale_factor)
+        x = x.permute(0, 2, 1, 3)
+        x = x.reshape(bsz, int(width / scale_factor), int(height / scale_factor), embed_dim * (scale_factor**2))
+        x = x.permute(0, 2, 1, 3)
+        x = x.reshape(bsz, int(seq / (scale_factor**2)), embed_dim * (scale_factor**2))
+        return x
+
+    @module
+    def connector(image_hidden_states):  # Idefics3Connector.forward
+        image_hidden_states = pixel_shuffle(image_hidden_states, s)
+        image_hidden_states = module(lambda y: F.linear(y, W["proj"]))(image_hidden_states)  # ReplicatedLinear
+        return image_hidden_states
+
+    with torch.inference_mode():
+        before = tr.O.opobs_current()
+        tr.O.opobs_reset_peak()
+        # the dummy batch: pixel_values in the model's dtype, pixel_attention_mask all ones (every frame full)
+        pixel_values = torch.randn(frames, cin, L, L, dtype=dt)
+        pixel_attention_mask = torch.ones(frames, L, L, dtype=torch.bool)
+        num_patches = torch.tensor([17] * args.items)
+        image_features = image_pixels_to_features(pixel_values, pixel_attention_mask)  # _process_image_input
+        image_features = connector(image_features)
+        outputs = [e.flatten(0, 1) for e in image_features.split(num_patches.tolist())]
+        peak = tr.O.opobs_peak()
+        where = tr.O.opobs_peak_where().decode()
+    print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "items": args.items,
+                      "frames": frames, "tokens": sum(o.shape[0] for o in outputs), "allocated_before": before,
+                      "peak": peak - before, "where": where,
+                      "outputs": image_features.numel() * image_features.element_size()}))
     return 0
 
 
