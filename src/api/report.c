@@ -231,7 +231,7 @@ static void recipe_lines(FILE *f, const vc_report *rep)
     wrap_words(f, "", t, term_width(&rep->term), 4);
     const int trl = rep->trl ? rep->trl : VC_TRL_DEFAULT;
     if (vc__recipe_follows_trl(r))
-        snprintf(t, sizeof t, "from %s at tag v%d.%d.0 (--trl; not applied: vramcalc --recipe list)", r->source, trl / 100,
+        snprintf(t, sizeof t, "from %s at tag v%d.%d.0 (not applied: vramcalc --recipe list)", r->source, trl / 100,
                  trl % 100);
     else
         snprintf(t, sizeof t, "from %s (not applied: vramcalc --recipe list)", r->source);

@@ -1015,7 +1015,7 @@ static char *recipe_list_text(int trl, size_t *len)
         const vc_recipe_row *r = vc__recipe_at(i);
         fprintf(f, "%s%s\n  model   %s\n  source  %s", i ? "\n" : "", r->name, r->model, r->source);
         if (vc__recipe_follows_trl(r)) /* its values are the --trl release's */
-            fprintf(f, " at tag v%d.%d.0 (--trl)", (trl ? trl : VC_TRL_DEFAULT) / 100, (trl ? trl : VC_TRL_DEFAULT) % 100);
+            fprintf(f, " at tag v%d.%d.0", (trl ? trl : VC_TRL_DEFAULT) / 100, (trl ? trl : VC_TRL_DEFAULT) % 100);
         fprintf(f, "\n  sets   ");
         for (size_t k = 0; k < vc__recipe_npairs(r); k++) {
             const vc_option_info *info = vc_option_find(r->set[k].option);
