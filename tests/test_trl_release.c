@@ -47,7 +47,7 @@ static void test_rows(void **state)
 {
     (void)state;
     const char *why = "unset";
-    /* SFTConfig.loss_type: nll at 1.6 (None, run as nll: sft_config.py @ v1.6.0 l.297, sft_trainer.py l.1279),
+    /* SFTConfig.loss_type: nll at 1.6 (None, set to "nll" by __post_init__: sft_config.py @ v1.6.0 l.297-308),
      * chunked_nll from 1.7 (__post_init__ @ v1.7.0 l.335-336); 1.7's chunked loss is not modelled (hidden[valid]),
      * 1.8's is (argsort, hidden[order]; v1.9.0 the same function) */
     assert_string_equal(value(106, VC_TRL_SFT_LOSS, &why), "nll");
@@ -67,8 +67,8 @@ static void test_rows(void **state)
         value(v, VC_TRL_SFT_STEP, &why);
         assert_null(why);
     }
-    /* at every release named: gradient_checkpointing True (SFTConfig/GRPOConfig from v0.22.0, _BaseConfig from
-     * v1.0.0) with use_reentrant False (setdefault from v0.28.0), GRPOConfig.beta 0.0 (from v0.19.0; 0.04 before),
+    /* at every release named: gradient_checkpointing True (SFTConfig/GRPOConfig from v0.22.0, base_config.py's
+     * from v0.29.0) with use_reentrant False (setdefault from v0.28.0), GRPOConfig.beta 0.0 (from v0.19.0; 0.04 before),
      * max_completion_length 256 (every tag to v1.9.0; 512 only on main after it) */
     for (int v = 100; v <= 109; v++) {
         assert_string_equal(value(v, VC_TRL_SFT_CKPT, NULL), "true");

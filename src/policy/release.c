@@ -236,14 +236,15 @@ static const vc_trl_row trl_rows[] = {
     {VC_TRL_SFT_STEP, 100, NULL, TRL_SFT_METRICS_WHY},
     {VC_TRL_SFT_STEP, 106, NULL, NULL},
     /* SFTConfig.loss_type (sft_config.py): the field is new in v0.23.0, default "nll"; v1.6.0 makes the default
-     * None, which SFTTrainer runs as nll (a FutureWarning: "will change ... to 'chunked_nll' in TRL 1.7");
+     * None, which __post_init__ sets to "nll" with a FutureWarning ("will change ... to 'chunked_nll' in TRL 1.7",
+     * l.297-308);
      * v1.7.0's __post_init__ sets None to "nll" if use_liger_kernel else "chunked_nll" (l.335-336), as through
      * v1.9.0. --loss chunked-nll is 1.8's _chunked_cross_entropy_loss (v1.9.0 and f2cd5771 the same function). */
     {VC_TRL_SFT_LOSS, 23, "nll", NULL},
     {VC_TRL_SFT_LOSS, 107, "chunked-nll", TRL_SFT_CHUNKED_WHY},
     {VC_TRL_SFT_LOSS, 108, "chunked-nll", NULL},
     /* gradient_checkpointing True: SFTConfig's and GRPOConfig's own field from v0.22.0 (TrainingArguments' False
-     * before), _BaseConfig's (base_config.py) from v1.0.0. use_reentrant: SFTTrainer.__init__ and
+     * before), base_config.py's (BaseConfig at v0.29.0, _BaseConfig from v1.0.0) after. use_reentrant: SFTTrainer.__init__ and
      * GRPOTrainer.__init__ gradient_checkpointing_kwargs.setdefault("use_reentrant", False) from v0.28.0 (under
      * transformers < 5.0, whose own default is non-reentrant: docs/llm.md "Gradient checkpointing"); v0.27.0 and
      * before pass TrainingArguments' None, transformers' gradient_checkpointing_enable default. */
