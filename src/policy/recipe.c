@@ -132,8 +132,9 @@ static const vc_recipe_row recipes[] = {
      * v1.8.0, v1.9.0, and huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8, main after v1.9.0, the same
      * SFT files): trl/trainer/base_config.py _BaseConfig: gradient_checkpointing True (non-reentrant:
      * sft_trainer.py sets use_reentrant False), bf16 True unless fp16; trl/trainer/sft_config.py:
-     * loss_type None -> "chunked_nll" from 1.7 (__post_init__; nll at 1.6) -> --loss chunked-nll, max_length 1024 (the longest a
-     * sample is cut to: --seq left to the user), packing and padding_free False (the collator pads to the batch's longest);
+     * loss_type None -> "chunked_nll" from 1.7 (__post_init__; nll at 1.6) -> --loss chunked-nll, max_length 1024
+     * (the longest a sample is cut to: --seq left to the user), packing and padding_free False (the collator pads to
+     * the batch's longest);
      * the rest is TrainingArguments' (transformers @ fd798335 as transformers:Trainer below):
      * per_device_train_batch_size 8, optim adamw_torch. Without a peft_config, a full fine-tune. */
     {"trl:sft", "huggingface/trl trl/trainer/sft_config.py",
@@ -164,8 +165,7 @@ static const vc_recipe_row recipes[] = {
      * to v1.9.0; src/engine/grpo.c follows huggingface/trl @ f2cd5771, main after v1.9.0, trl/trainer/grpo_config.py):
      * per_device_train_batch_size 8 (TrainingArguments'), num_generations 8 (every tag),
      * max_completion_length 256 (every tag; 512 on main after v1.9.0), beta 0.0 (no reference model),
-     * loss_type "dapo", use_vllm False (the
-     * transformers generate() path), steps_per_generation = gradient_accumulation_steps 1 (an --accumulate N given
+     * loss_type "dapo", use_vllm False (the transformers generate() path), steps_per_generation = gradient_accumulation_steps 1 (an --accumulate N given
      * with the preset is gradient_accumulation_steps, and steps_per_generation follows it), optim adamw_torch,
      * gradient_checkpointing True (GRPOConfig's own default; off around generate(), its cache kept: grpo.c);
      * bf16 True, GRPOConfig's own default too: see not_applied. */
