@@ -43,6 +43,7 @@ complete -c vramcalc -l vllm-sleep -d 'with --use-vllm: GRPOConfig.vllm_enable_s
 complete -c vramcalc -l vllm-cuda-graph-memory -x -d 'with --use-vllm: the colocated engine'\''s CUDA graphs, as vLLM'\''s log...'
 complete -c vramcalc -l vllm-tensor-parallel-size -x -d 'with --use-vllm: GRPOConfig.vllm_tensor_parallel_size, the colocated...'
 complete -c vramcalc -l recipe -x -d 'config.json: a library'\''s training config as defaults, each option...'
+complete -c vramcalc -l trl -x -d 'with a trl: --recipe: the TRL release whose config defaults it takes,...'
 complete -c vramcalc -l weights -x -a 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block mxfp4 compressed-tensors dense' -d 'Linear weights stored as one of nf4, fp4, int8, gptq4, gptq8, gptq3,...'
 complete -c vramcalc -l qlora -d 'QLoRA: --weights nf4'
 complete -c vramcalc -l gpus -x -d 'GPUs in all'

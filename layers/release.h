@@ -59,4 +59,28 @@ int vc_transformers_value(int version, vc_tf_what what);
 /* "4.57" -> 457, "5.0" -> 500: a release the table names; -1 otherwise. */
 int vc_transformers_from_name(const char *s);
 
+/* --trl X.Y (100*major + minor: 1.9 -> 109): TRL's defaults at that release, the third table of
+ * release.c, read by the trl: rows of --recipe (src/policy/recipe.c): a row's value is the option's value
+ * as vc_request_set takes it, or NULL where the recipe sets no such option at that release; its why, where
+ * not NULL, says why vramcalc cannot model the recipe at that release (a usage error naming --trl). The
+ * releases named are VC_TRL_OLDEST to VC_TRL_DEFAULT (the newest tag, v1.9.0). */
+#define VC_TRL_OLDEST 100
+#define VC_TRL_DEFAULT 109
+typedef enum {
+    VC_TRL_SFT_STEP,        /* SFTTrainer's step outside its loss: only a why, where it is not modelled */
+    VC_TRL_SFT_LOSS,        /* SFTConfig.loss_type's default as --loss */
+    VC_TRL_SFT_CKPT,        /* SFTConfig.gradient_checkpointing's default as --grad-ckpt */
+    VC_TRL_SFT_CKPT_KIND,   /* SFTTrainer's gradient_checkpointing_kwargs use_reentrant as --grad-ckpt-kind */
+    VC_TRL_GRPO_BETA,       /* GRPOConfig.beta's default as --beta */
+    VC_TRL_GRPO_NEW_TOKENS, /* GRPOConfig.max_completion_length's default as --new-tokens */
+    VC_TRL_GRPO_CKPT,       /* GRPOConfig.gradient_checkpointing's default as --grad-ckpt */
+    VC_TRL_GRPO_CKPT_KIND,  /* GRPOTrainer's use_reentrant as --grad-ckpt-kind */
+    VC_TRL__N
+} vc_trl_what;
+/* The value of `what` at TRL release `version` (0: VC_TRL_DEFAULT); *why (when why is not NULL) the
+ * reason that release is not modelled, or NULL. */
+const char *vc_trl_value(int version, vc_trl_what what, const char **why);
+/* "1.9" -> 109: a release the table names; -1 otherwise. */
+int vc_trl_from_name(const char *s);
+
 #endif

@@ -40,7 +40,7 @@ SAMPLES = {
     "lora_targets": ["q_proj,v_proj", ("q_proj", "k_proj")], "lora_alpha": [32.0], "lora_dropout": [0.1],
     "gpus": [8], "tp": [2], "ep": [4], "pp": [2], "micro_batches": [6], "pp_virtual": [2],
     "fsdp_reshard_after_forward": [True, False, 2], "fsdp_replicate": [2], "torch": ["2.5", "2.0"], "cuda": ["12.4", "11.8"],
-    "transformers": ["4.57", "5.0"],
+    "transformers": ["4.57", "5.0"], "trl": ["1.6", "1.9"],
     "workspace": [0, "64MiB"], "context": ["300MiB", 1 << 29], "gpu": ["rtx4090", "24GiB", "h100-80gb:90%"],
     "prompt": [512], "new_tokens": [64], "kv_bits": [2], "kv_group_size": [32], "kv_residual_length": [64],
     "gpu_memory_utilization": [0.8], "max_num_batched_tokens": [4096], "max_num_seqs": [128], "block_size": [32],
@@ -89,8 +89,9 @@ NEEDS = {
     "vllm_cuda_graph_memory": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True},
     "vllm_tensor_parallel_size": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True,
                                   "parallel": "ddp", "gpus": 2},
+    "trl": {"recipe": "trl:sft", "seq": 256},
 }
-MODEL_OF = {"recipe": CFG, "peft": CFG, "liger": CFG, "liger_kernels": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
+MODEL_OF = {"recipe": CFG, "trl": CFG, "peft": CFG, "liger": CFG, "liger_kernels": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE, "image": VLM, "images": VLM, "target_seq": T5, "num_beams": CFG}
 
 

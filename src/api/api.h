@@ -35,6 +35,7 @@ struct vc_request {
     vc_options o;
     vc_hf_options hf;     /* --seq, --moe-imbalance, --grad-ckpt, --loss (the split: o's tp and sp) */
     int transformers;     /* --transformers, 100*major + minor (0: VC_TRANSFORMERS_DEFAULT) */
+    int trl;              /* --trl, 100*major + minor (0: VC_TRL_DEFAULT): a trl: --recipe's release */
     vc_lora lora;         /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_serve_options so;  /* --serve's vLLM settings */
     double vllm_util;     /* --vllm-gpu-memory-utilization (--use-vllm) */

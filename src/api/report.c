@@ -226,10 +226,15 @@ static void recipe_lines(FILE *f, const vc_report *rep)
             if (at >= sizeof t) break;
             const vc_option_info *info = vc_option_find(r->set[k].option);
             at += (size_t)snprintf(t + at, sizeof t - at, pass ? " --%s" : info->arg ? " --%s %s" : " --%s", info->flag,
-                                   r->set[k].value);
+                                   vc__recipe_value(&r->set[k], rep->trl, NULL));
         }
     wrap_words(f, "", t, term_width(&rep->term), 4);
-    snprintf(t, sizeof t, "from %s (not applied: vramcalc --recipe list)", r->source);
+    const int trl = rep->trl ? rep->trl : VC_TRL_DEFAULT;
+    if (vc__recipe_follows_trl(r))
+        snprintf(t, sizeof t, "from %s at tag v%d.%d.0 (not applied: vramcalc --recipe list)", r->source, trl / 100,
+                 trl % 100);
+    else
+        snprintf(t, sizeof t, "from %s (not applied: vramcalc --recipe list)", r->source);
     wrap_words(f, "", t, term_width(&rep->term), 4);
 }
 
@@ -961,6 +966,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         json_str(f, rep->recipe->name);
         fprintf(f, ", \"source\": ");
         json_str(f, rep->recipe->source);
+        if (vc__recipe_follows_trl(rep->recipe)) /* the TRL release its values are (--trl) */
+            fprintf(f, ", \"trl\": \"%d.%d\"", (rep->trl ? rep->trl : VC_TRL_DEFAULT) / 100,
+                    (rep->trl ? rep->trl : VC_TRL_DEFAULT) % 100);
         fprintf(f, ", \"set\": {");
         bool first = true;
         for (size_t k = 0; k < vc__recipe_npairs(rep->recipe); k++) {
@@ -968,7 +976,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
             fprintf(f, "%s", first ? "" : ", ");
             json_str(f, rep->recipe->set[k].option);
             fprintf(f, ": ");
-            json_str(f, rep->recipe->set[k].value);
+            json_str(f, vc__recipe_value(&rep->recipe->set[k], rep->trl, NULL));
             first = false;
         }
         fprintf(f, "}, \"not_applied\": ");

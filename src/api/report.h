@@ -102,6 +102,7 @@ typedef struct {
     const vc_recipe_row *recipe;       /* --recipe's row, NULL none */
     const unsigned char *recipe_set;   /* recipe_set[k]: its pair k applied (not given by the user) */
     int transformers;         /* --transformers (100*major + minor; 0: the newest tabled, release.h) */
+    int trl;                  /* --trl (100*major + minor; 0: the newest tabled): a trl: recipe's values */
 } vc_report;
 
 /* The options -f json reports (options.def's VC_OPTION_JSON rows), at a place of a

@@ -387,6 +387,8 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_TRANSFORMERS: /* the release table's rows (src/policy/release.c) */
         q->hf_given = true;
         return choose(name, v, q->transformers = vc_transformers_from_name(v), "a release from 4.46 to 4.57, or 5.0", err);
+    case VC_OPT_TRL: /* the TRL table's rows (src/policy/release.c), read by a trl: --recipe (apply_recipe) */
+        return choose(name, v, q->trl = vc_trl_from_name(v), "a release from 1.0 to 1.9", err);
     case VC_OPT_PROMPT: q->gen_given = q->prompt_given = true; return parse_count(name, v, 1, &o->prompt, err);
     case VC_OPT_NEW_TOKENS: q->gen_given = true; return parse_count(name, v, 1, &o->new_tokens, err);
     case VC_OPT_MAX_CONTEXT: q->max_context = on; return VC_OK;
@@ -1012,7 +1014,7 @@ static bool has_moe(const vc_model *m)
 }
 
 /* --recipe list: every preset, the options it sets, what it leaves out, its source. */
-static char *recipe_list_text(size_t *len)
+static char *recipe_list_text(int trl, size_t *len)
 {
     char *t = NULL;
     size_t n = 0;
@@ -1020,11 +1022,16 @@ static char *recipe_list_text(size_t *len)
     if (!f) return NULL;
     for (size_t i = 0; i < vc__recipe_count(); i++) {
         const vc_recipe_row *r = vc__recipe_at(i);
-        fprintf(f, "%s%s\n  model   %s\n  source  %s\n  sets   ", i ? "\n" : "", r->name, r->model, r->source);
+        fprintf(f, "%s%s\n  model   %s\n  source  %s", i ? "\n" : "", r->name, r->model, r->source);
+        if (vc__recipe_follows_trl(r)) /* its values are the --trl release's */
+            fprintf(f, " at tag v%d.%d.0", (trl ? trl : VC_TRL_DEFAULT) / 100, (trl ? trl : VC_TRL_DEFAULT) % 100);
+        fprintf(f, "\n  sets   ");
         for (size_t k = 0; k < vc__recipe_npairs(r); k++) {
             const vc_option_info *info = vc_option_find(r->set[k].option);
+            const char *value = vc__recipe_value(&r->set[k], trl, NULL); /* at the --trl release */
+            if (!value) continue;
             fprintf(f, " --%s", info ? info->flag : r->set[k].option);
-            if (info && info->arg) fprintf(f, " %s", r->set[k].value);
+            if (info && info->arg) fprintf(f, " %s", value);
         }
         fprintf(f, "\n  not applied: %s\n", r->not_applied);
     }
@@ -1048,6 +1055,10 @@ static vc_status apply_recipe(vc_request *q, vc_response *resp, vc_error *err)
                      q->serve ? O("serve") : O("params"));
     if (q->o.mode != VC_MODE_TRAIN)
         return usage(err, O("recipe") " %s is a training config: not with \x1fmode=%s\x1f", r->name, vc_mode_name(q->o.mode));
+    const char *why = NULL;
+    const int trl = q->trl ? q->trl : VC_TRL_DEFAULT;
+    if (r->trl_step) vc_trl_value(trl, (vc_trl_what)(r->trl_step - 1), &why);
+    if (why) return usage(err, O("trl") " %d.%d with " O("recipe") " %s: %s", trl / 100, trl % 100, r->name, why);
     resp->recipe = q->recipe;
     for (size_t k = 0; k < vc__recipe_npairs(r); k++) {
         const vc_option_info *info = vc_option_find(r->set[k].option);
@@ -1057,8 +1068,11 @@ static vc_status apply_recipe(vc_request *q, vc_response *resp, vc_error *err)
         bool needed = true; /* the pair it goes with applied */
         for (size_t j = 0; r->set[k].needs && j < k; j++)
             if (!strcmp(r->set[j].option, r->set[k].needs)) needed = resp->recipe_set[j];
-        if (!needed) continue;
-        vc_status st = vc_request_set(q, r->set[k].option, r->set[k].value, err);
+        const char *value = vc__recipe_value(&r->set[k], trl, &why); /* NULL: none at the --trl release */
+        if (why && needed)
+            return usage(err, O("trl") " %d.%d with " O("recipe") " %s: %s", trl / 100, trl % 100, r->name, why);
+        if (!needed || !value) continue;
+        vc_status st = vc_request_set(q, r->set[k].option, value, err);
         if (st) return st;
         resp->recipe_set[k] = 1;
     }
@@ -1423,12 +1437,19 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     }
     if (q->recipe < 0) { /* --recipe list */
         size_t n = 0;
-        char *t = recipe_list_text(&n);
+        char *t = recipe_list_text(q->trl, &n);
         if ((st = text_response(resp, t, n, err))) goto fail;
         *out = resp;
         return VC_OK;
     }
     if (q->recipe > 0 && (st = apply_recipe(q, resp, err))) goto fail;
+    if (q->given[VC_OPT_TRL] && !(q->recipe > 0 && vc__recipe_follows_trl(vc__recipe_at((size_t)q->recipe - 1)))) {
+        st = q->recipe > 0 ? usage(err, O("trl") " is the TRL release a trl: " O("recipe") " follows: %s follows none",
+                                   vc__recipe_at((size_t)q->recipe - 1)->name)
+                           : usage(err, O("trl") " is the TRL release a trl: " O("recipe") " follows (trl:sft, trl:grpo): "
+                                        "give one, or leave " O("trl") " out");
+        goto fail;
+    }
     if (!q->impl_given) q->o.optim_impl = vc_optim_default_impl_at(q->o.optim, q->o.torch_version); /* forloop for adafactor */
     if (!q->given[VC_OPT_EXPERTS]) /* the --transformers release's experts */
         q->hf.experts = (vc_experts_impl)vc_transformers_value(q->transformers, VC_TF_EXPERTS);
@@ -1478,6 +1499,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     resp->rep.hf = &resp->hf;
     resp->rep.lora = &resp->lora;
     resp->rep.transformers = q->transformers;
+    resp->rep.trl = q->trl;
     if (resp->recipe) {
         resp->rep.recipe = vc__recipe_at((size_t)resp->recipe - 1);
         resp->rep.recipe_set = resp->recipe_set;

@@ -37,16 +37,21 @@
  */
 #include "recipe.h"
 
+#include "release.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #define TT "pytorch/torchtune@bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1 recipes/configs/"
 #define TT_LORA_TARGETS {"lora_targets", "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}
 #define TT_LOSS {"loss", "chunked"}, {"loss_chunks", "8", "loss"}
-/* every decoder layer checkpointed, non-reentrant: torchtune's enable_activation_checkpointing (the header), and
- * TRL's gradient_checkpointing True with use_reentrant False (sft_trainer.py l.1332-1334 at the commit of the trl
- * rows; its GRPO trainer the same, docs/llm.md "GRPO") */
+/* every decoder layer checkpointed, non-reentrant: torchtune's enable_activation_checkpointing (the header) */
 #define CKPT_NON_REENTRANT {"grad_ckpt", "true"}, {"grad_ckpt_kind", "non-reentrant", "grad_ckpt"}
+/* a pair whose value is the --trl release's row w (release.c): {option, NULL, needs, 1 + w} */
+#define TRL_PAIR(option, needs, w) {option, NULL, needs, 1 + (w)}
+/* TRL's gradient_checkpointing default and its use_reentrant, by release (release.c: True with use_reentrant
+ * False at every release --trl names; sft_trainer.py and grpo_trainer.py setdefault("use_reentrant", False)) */
+#define TRL_CKPT(ckpt, kind) TRL_PAIR("grad_ckpt", NULL, ckpt), TRL_PAIR("grad_ckpt_kind", "grad_ckpt", kind)
 /* LinearCrossEntropyLoss against CEWithChunkedOutputLoss (what --loss chunked models) */
 #define TT_LOSS_NOTE                                                                                                     \
     "loss LinearCrossEntropyLoss is estimated as --loss chunked (CEWithChunkedOutputLoss: 8 chunks, the fp32 upcast); "  \
@@ -123,24 +128,26 @@ static const vc_recipe_row recipes[] = {
      {{"lora", "16"}, {"lora_alpha", "32"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
       {"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"}, CKPT_NON_REENTRANT,
       {"parallel", "fsdp2"}, {"gpus", "8"}, TT_LOSS}},
-    /* TRL's SFTTrainer with SFTConfig's defaults (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8):
-     * trl/trainer/base_config.py _BaseConfig: gradient_checkpointing True (non-reentrant:
-     * sft_trainer.py l.1332-1334 sets use_reentrant False), bf16 True unless fp16; trl/trainer/sft_config.py:
-     * loss_type None -> "chunked_nll" (__post_init__) -> --loss chunked-nll, max_length 1024 (the longest a
-     * sample is cut to: --seq left to the user), packing and padding_free False (the collator pads to the batch's longest);
+    /* TRL's SFTTrainer with SFTConfig's defaults at the --trl release (release.c's TRL rows; the tags v1.6.0,
+     * v1.8.0, v1.9.0, and huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8, main after v1.9.0, the same
+     * SFT files): trl/trainer/base_config.py _BaseConfig: gradient_checkpointing True (non-reentrant:
+     * sft_trainer.py sets use_reentrant False), bf16 True unless fp16; trl/trainer/sft_config.py:
+     * loss_type None -> "chunked_nll" from 1.7 (__post_init__; nll at 1.6) -> --loss chunked-nll, max_length 1024
+     * (the longest a sample is cut to: --seq left to the user), packing and padding_free False (the collator pads to
+     * the batch's longest);
      * the rest is TrainingArguments' (transformers @ fd798335 as transformers:Trainer below):
      * per_device_train_batch_size 8, optim adamw_torch. Without a peft_config, a full fine-tune. */
-    {"trl:sft", "huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/sft_config.py",
+    {"trl:sft", "huggingface/trl trl/trainer/sft_config.py",
      "any Hugging Face causal LM",
      "bf16 True is accelerate's bf16 autocast over the model as loaded (model_init_kwargs dtype, default float32: "
      "-p amp-bf16), under which chunked-nll is not modelled: the preset takes the model loaded in bfloat16 "
      "(model_init_kwargs={'dtype': torch.bfloat16}, as TRL's docs show) and leaves out autocast's casts (its bf16 "
      "matmuls and fp32 softmax and norm inputs); the sequence (--seq) is the data's: max_length 1024 truncates a "
      "sample, a batch is padded to its longest; later transformers releases default optim to adamw_torch_fused from "
-     "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s temporaries are not modelled; "
-     "TRL 1.6 and earlier default loss_type to nll (add --loss nll)",
+     "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s temporaries are not modelled",
      {{"precision", "bf16"}, {"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"},
-      CKPT_NON_REENTRANT, {"loss", "chunked-nll"}}},
+      TRL_CKPT(VC_TRL_SFT_CKPT, VC_TRL_SFT_CKPT_KIND), TRL_PAIR("loss", NULL, VC_TRL_SFT_LOSS)},
+     1 + VC_TRL_SFT_STEP},
     /* transformers' Trainer with TrainingArguments' defaults (huggingface/transformers @ fd798335,
      * src/transformers/training_args.py): per_device_train_batch_size 8, gradient_accumulation_steps 1,
      * optim default_optim = "adamw_torch" (torch.optim.AdamW, foreach left to torch: foreach on CUDA),
@@ -154,20 +161,23 @@ static const vc_recipe_row recipes[] = {
      "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s norm temporaries are not modelled; "
      "the sequence (--seq) is the data's",
      {{"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}}},
-    /* TRL's GRPOTrainer with GRPOConfig's defaults (huggingface/trl @ f2cd5771, trl/trainer/grpo_config.py;
-     * src/engine/grpo.c): per_device_train_batch_size 8 (TrainingArguments'), num_generations 8,
-     * max_completion_length 512, beta 0.0 (no reference model), loss_type "dapo", use_vllm False (the
-     * transformers generate() path), steps_per_generation = gradient_accumulation_steps 1 (an --accumulate N given
+    /* TRL's GRPOTrainer with GRPOConfig's defaults at the --trl release (release.c's TRL rows, the tags v1.0.0
+     * to v1.9.0; src/engine/grpo.c follows huggingface/trl @ f2cd5771, main after v1.9.0, trl/trainer/grpo_config.py):
+     * per_device_train_batch_size 8 (TrainingArguments'), num_generations 8 (every tag),
+     * max_completion_length 256 (every tag; 512 on main after v1.9.0), beta 0.0 (no reference model),
+     * loss_type "dapo", use_vllm False (the transformers generate() path), steps_per_generation = gradient_accumulation_steps 1 (an --accumulate N given
      * with the preset is gradient_accumulation_steps, and steps_per_generation follows it), optim adamw_torch,
      * gradient_checkpointing True (GRPOConfig's own default; off around generate(), its cache kept: grpo.c);
      * bf16 True, GRPOConfig's own default too: see not_applied. */
-    {"trl:grpo", "huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/grpo_config.py",
+    {"trl:grpo", "huggingface/trl trl/trainer/grpo_config.py",
      "any Hugging Face causal LM",
      "bf16 True (autocast over the model in the dtype it was loaded in) is estimated as -p bf16, the model in bf16 "
      "without autocast; the prompt's length (--prompt) is the data's; max_grad_norm 1.0: clip_grad_norm_'s "
-     "temporaries are not modelled",
-     {{"loss", "grpo"}, {"num_generations", "8", "loss"}, {"new_tokens", "512", "loss"}, {"batch", "8"},
-      {"precision", "bf16"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, CKPT_NON_REENTRANT}},
+     "temporaries are not modelled; main after v1.9.0 defaults max_completion_length to 512 (PR #6264: add "
+     "--new-tokens 512)",
+     {{"loss", "grpo"}, {"num_generations", "8", "loss"}, TRL_PAIR("new_tokens", "loss", VC_TRL_GRPO_NEW_TOKENS),
+      TRL_PAIR("beta", "loss", VC_TRL_GRPO_BETA), {"batch", "8"}, {"precision", "bf16"}, {"optim", "adamw"},
+      {"optim_impl", "foreach", "optim"}, TRL_CKPT(VC_TRL_GRPO_CKPT, VC_TRL_GRPO_CKPT_KIND)}},
 };
 
 size_t vc__recipe_count(void) { return sizeof recipes / sizeof *recipes; }
@@ -179,6 +189,19 @@ const vc_recipe_row *vc__recipe_find(const char *name)
     for (size_t i = 0; name && i < vc__recipe_count(); i++)
         if (!strcmp(recipes[i].name, name)) return &recipes[i];
     return NULL;
+}
+
+int vc__recipe_follows_trl(const vc_recipe_row *r)
+{
+    int t = r->trl_step != 0;
+    for (size_t k = 0; k < vc__recipe_npairs(r); k++) t |= r->set[k].trl != 0;
+    return t;
+}
+
+const char *vc__recipe_value(const vc_recipe_pair *p, int trl, const char **why)
+{
+    if (why) *why = NULL;
+    return p->trl ? vc_trl_value(trl, (vc_trl_what)(p->trl - 1), why) : p->value;
 }
 
 size_t vc__recipe_npairs(const vc_recipe_row *r)

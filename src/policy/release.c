@@ -4,7 +4,8 @@
  * the same behaviour. Each row cites the source (file, function, PR) it
  * follows; docs/accuracy.md "The PyTorch release followed" lists them.
  * Then the --transformers table, the same for the transformers releases a
- * Hugging Face config.json runs as (docs/llm.md "The transformers release").
+ * Hugging Face config.json runs as (docs/llm.md "The transformers release"), and the
+ * --trl table of the TRL releases the trl: recipes follow (docs/llm.md "The TRL release").
  */
 #include "release.h"
 
@@ -174,16 +175,22 @@ int vc_transformers_value(int version, vc_tf_what what)
     return value;
 }
 
-int vc_transformers_from_name(const char *s)
+/* "M.m" -> 100*M + m for a major from lo to hi: digits only, no sign, a minor of one or two digits without a
+ * leading zero; -1 otherwise */
+static int release_name(const char *s, char lo, char hi)
 {
-    /* "M.m": digits only, no sign, no leading zeros in the minor beyond "0" */
-    if (!s || !(s[0] == '4' || s[0] == '5') || s[1] != '.' || !s[2]) return -1;
+    if (!s || s[0] < lo || s[0] > hi || s[1] != '.' || !s[2]) return -1;
     int minor = 0;
     for (const char *p = s + 2; *p; p++) {
         if (*p < '0' || *p > '9' || p - (s + 2) >= 2 || (p == s + 2 && *p == '0' && p[1])) return -1;
         minor = minor * 10 + (*p - '0');
     }
-    int v = (s[0] - '0') * 100 + minor;
+    return (s[0] - '0') * 100 + minor;
+}
+
+int vc_transformers_from_name(const char *s)
+{
+    int v = release_name(s, '4', '5');
     return (v >= VC_TRANSFORMERS_OLDEST && v <= VC_TRANSFORMERS_LAST_4X) || v == VC_TRANSFORMERS_DEFAULT ? v : -1;
 }
 
@@ -194,4 +201,76 @@ int vc_release_value(int version, vc_rel_what what)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (rows[i].what == what && rows[i].from <= version) value = rows[i].value;
     return value;
+}
+
+/* ---- --trl: the TRL releases (huggingface/trl) the trl: recipes follow ----
+ * Read at the tags themselves (git tags v0.19.0 5b3ea9dd, v0.22.0 3a6b365c, v0.28.0 49ef3342, v1.0.0 f3e9ac10,
+ * v1.6.0 0dac4405, v1.7.0 06b42c7e, v1.8.0 95809b94, v1.9.0 35def3ee; every v0.14.0 to v1.9.0 minor tag's
+ * trl/trainer/{sft,grpo}_config.py and base_config.py compared field by field). The range starts at 1.0:
+ * GRPOTrainer._get_per_token_logps_and_entropies divides the logits out of place before it (logits = logits /
+ * self.temperature, grpo_trainer.py @ v0.29.0) where src/engine/grpo.c models 1.0's logits.div_(temperature),
+ * and GRPOConfig.vllm_mode defaulted to "server" (a vLLM process elsewhere) before 1.0 ("colocate" from v1.0.0,
+ * what --use-vllm models). From 1.0 to 1.9 the GRPO step's functions (training_step, _prepare_inputs,
+ * _generate_single_turn's generate() path, _get_per_token_logps_and_entropies, _compute_loss) differ in
+ * multimodal inputs, off-by-default features (entropy_coef, tools, MoE aux loss from 1.7) and the logged metrics,
+ * and in one 0-d temporary (1.9's num_items_in_batch.clamp(min=1.0), not in 1.0 to 1.8: within a 512-byte block). */
+
+typedef struct {
+    vc_trl_what what;
+    int from;          /* first release with this value, 100*major + minor */
+    const char *value; /* the option's value; NULL: the recipe does not set it */
+    const char *why;   /* not NULL: this release is not modelled, and why */
+} vc_trl_row;
+
+#define TRL_SFT_METRICS_WHY                                                                                         \
+    "SFTTrainer.compute_loss's metrics of TRL 1.0 to 1.5 (entropy_from_logits over the whole logits, then "      \
+    "outputs.logits[..., :-1, :].contiguous() and its argmax; sft_trainer.py @ v1.0.0) are not modelled: 1.6's are"
+#define TRL_SFT_CHUNKED_WHY                                                                                         \
+    "TRL 1.7's chunked_nll keeps the valid rows (hidden[valid], sft_trainer.py @ v1.7.0 "                       \
+    "_chunked_cross_entropy_loss) where 1.8 sorts them (argsort, hidden[order]): only 1.8's is modelled"
+
+static const vc_trl_row trl_rows[] = {
+    /* SFTTrainer.compute_loss: 1.0 to 1.5 compute the entropy over outputs.logits, then copy the shifted slice
+     * (.contiguous()) for the accuracy (sft_trainer.py @ v1.0.0, the same through v1.5.0); v1.6.0 drops the copies
+     * (shift_logits = outputs.logits[..., :-1, :], a view), the order src/engine/loss.c emit_trl_nll models. */
+    {VC_TRL_SFT_STEP, 100, NULL, TRL_SFT_METRICS_WHY},
+    {VC_TRL_SFT_STEP, 106, NULL, NULL},
+    /* SFTConfig.loss_type (sft_config.py): the field is new in v0.23.0, default "nll"; v1.6.0 makes the default
+     * None, which __post_init__ sets to "nll" with a FutureWarning ("will change ... to 'chunked_nll' in TRL 1.7",
+     * l.297-308);
+     * v1.7.0's __post_init__ sets None to "nll" if use_liger_kernel else "chunked_nll" (l.335-336), as through
+     * v1.9.0. --loss chunked-nll is 1.8's _chunked_cross_entropy_loss (v1.9.0 and f2cd5771 the same function). */
+    {VC_TRL_SFT_LOSS, 23, "nll", NULL},
+    {VC_TRL_SFT_LOSS, 107, "chunked-nll", TRL_SFT_CHUNKED_WHY},
+    {VC_TRL_SFT_LOSS, 108, "chunked-nll", NULL},
+    /* gradient_checkpointing True: SFTConfig's and GRPOConfig's own field from v0.22.0 (TrainingArguments' False
+     * before), base_config.py's (BaseConfig at v0.29.0, _BaseConfig from v1.0.0) after. use_reentrant: SFTTrainer.__init__ and
+     * GRPOTrainer.__init__ gradient_checkpointing_kwargs.setdefault("use_reentrant", False) from v0.28.0 (under
+     * transformers < 5.0, whose own default is non-reentrant: docs/llm.md "Gradient checkpointing"); v0.27.0 and
+     * before pass TrainingArguments' None, transformers' gradient_checkpointing_enable default. */
+    {VC_TRL_SFT_CKPT, 22, "true", NULL},
+    {VC_TRL_SFT_CKPT_KIND, 28, "non-reentrant", NULL},
+    {VC_TRL_GRPO_CKPT, 22, "true", NULL},
+    {VC_TRL_GRPO_CKPT_KIND, 28, "non-reentrant", NULL},
+    /* GRPOConfig.beta (grpo_config.py): 0.04 from v0.14.0 to v0.18.x, 0.0 from v0.19.0 (no reference model). */
+    {VC_TRL_GRPO_BETA, 19, "0", NULL},
+    /* GRPOConfig.max_completion_length: 256 in every tag from v0.14.0 to v1.9.0; main changed it to 512 after
+     * v1.9.0 (commit 286d19fc, PR #6264, in f2cd5771), in no release yet. */
+    {VC_TRL_GRPO_NEW_TOKENS, 14, "256", NULL},
+};
+
+const char *vc_trl_value(int version, vc_trl_what what, const char **why)
+{
+    if (version == 0) version = VC_TRL_DEFAULT;
+    const vc_trl_row *row = NULL;
+    for (size_t i = 0; i < sizeof trl_rows / sizeof trl_rows[0]; i++)
+        if (trl_rows[i].what == what && trl_rows[i].from <= version) row = &trl_rows[i];
+    if (why) *why = row ? row->why : NULL;
+    return row ? row->value : NULL;
+}
+
+int vc_trl_from_name(const char *s)
+{
+    int v = release_name(s, '0', '1');
+    return v >= VC_TRL_OLDEST && v <= VC_TRL_DEFAULT ? v : -1;
 }
