@@ -15,6 +15,7 @@
 
 static void reset_model(vc_model *m)
 {
+    vc__twin_facts_clear(m); /* the tree vc__twin_reshape read is the old load's */
     free(m->inst);
     free(m->val);
     free(m->par);
@@ -111,6 +112,7 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
         free(m);
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
+    m->twin_facts = vc__twin_facts_new(m); /* NULL: none kept, each twin reads the tree */
     m->text = malloc(len + 1);
     if (!m->text) {
         vc_model_free(m);
@@ -604,6 +606,7 @@ void vc_model_free(vc_model *m)
 {
     if (!m) return;
     reset_model(m);
+    vc__twin_facts_free(m);
     free(m->gen_json);
     free(m->text);
     vc_arena_free(m->arena);

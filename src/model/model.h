@@ -126,6 +126,10 @@ struct vc_model {
     vc_hf_logits gen_lp; /* generate()'s logits processors from its config's keys (vc_hf_logits_processors), zero none */
     bool cfg_no_fp16;   /* vLLM refuses float16 for its model_type */
     struct vc_arena *arena;
+    /* what vc__twin_reshape read from the tree m's text builds at m's options (reshape.c), kept for m's next
+     * twins: made by the load (model.c load_text) for the struct at that address, emptied by every reload
+     * (reset_model); a copy of the struct (generate.c's `at`) or a model made otherwise has none of its own */
+    struct vc_twin_facts *twin_facts;
     /* A pipeline stage of a larger model (src/parallel/pipeline.c, --pp): the
      * instances it runs, as a model of their own, and what its step does
      * that a whole model's does not. */
@@ -225,6 +229,11 @@ vc_status vc__seq_probe_json(vc_seq_probe *p, vc_model *c);
  * again at [seq], when m's config builds the tree m->gen_json prints at m's options; otherwise an error and
  * nothing made (the caller loads it). It borrows m's names and index lists: free it before m. */
 vc_status vc__twin_reshape(const vc_model *m, int64_t seq, vc_model **out);
+/* reshape.c: m's twin_facts (vc_model.twin_facts): made for m (NULL when out of memory: none kept), emptied,
+ * freed (each only m's own) */
+struct vc_twin_facts *vc__twin_facts_new(const vc_model *m);
+void vc__twin_facts_clear(vc_model *m);
+void vc__twin_facts_free(vc_model *m);
 /* model.c: vc__model_twin by loading m's text again (the reference test_reshape compares with) */
 vc_status vc__model_twin_load(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 

@@ -16,6 +16,17 @@
  * any check that fails, and the probe is the full load, whose model or error
  * is the answer. test_reshape compares the two loads of every config in
  * tests/data/hf field by field and estimate by estimate.
+ *
+ * generate()'s twins (vc__twin_reshape, two per estimate) read m's tree once
+ * per load (issue 28): whether the tree m's text builds at m's options is the
+ * text m->gen_json prints, and the name and "loss_chunks" reshape reads of
+ * it, do not depend on the length, so they are kept in m (vc_model.twin_facts,
+ * emptied by every reload) instead of parsing, building and printing the tree
+ * for every twin; and a length asked for again (the one-token twin, once per
+ * estimate of the --max-context search) is kept from its second reshape and
+ * copied from the third time on (clone_twin: its tables and its layers'
+ * parsed fields, the setups not run again). On llama-3.1-8b's --max-context
+ * job (bench/speed/jobs.py) 394.8 -> 366.2 M instructions.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +34,63 @@
 #include "hf.h"
 #include "load.h"
 #include "util.h"
+
+/* What reshape reads from a tree: its "name" (0 none, 1 a string: name, -1 another type) and whether it has
+ * "loss_chunks" */
+typedef struct {
+    int name_kind;
+    const char *name;
+    bool loss_chunks;
+} tree_facts;
+
+static tree_facts facts_of(const cJSON *g)
+{
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(g, "name");
+    tree_facts f = {nm ? (cJSON_IsString(nm) ? 1 : -1) : 0, nm && cJSON_IsString(nm) ? nm->valuestring : NULL,
+                    cJSON_GetObjectItemCaseSensitive(g, "loss_chunks") != NULL};
+    return f;
+}
+
+/* vc_model.twin_facts: vc__twin_reshape's reading of the tree m's text builds at m's options (json read,
+ * vc_hf_build, cJSON_Print compared with m->gen_json): the same for every length, so read once per load. Only
+ * plain data (the tree itself is not kept: cJSON's allocator may be a request's arena, vc_request_set_json_arena) */
+struct vc_twin_facts {
+    const vc_model *owner; /* the struct it was made for: a copy of the struct (other options) does not use it */
+    bool done;             /* read: ok and f hold */
+    bool ok;               /* the tree's text is m->gen_json (else every twin is loaded) */
+    tree_facts f;          /* f.name malloc'd */
+    /* a twin asked for again at a length (generate()'s one-token twin, one per estimate: the --max-context
+     * search's 30 estimates) is kept and cloned (clone_twin) from the third time on: */
+    int64_t asked[2];      /* the last two lengths asked */
+    vc_model *hot;         /* the twin kept, at hot_seq tokens, NULL */
+    int64_t hot_seq;
+};
+
+struct vc_twin_facts *vc__twin_facts_new(const vc_model *m)
+{
+    struct vc_twin_facts *t = calloc(1, sizeof *t);
+    if (t) t->owner = m;
+    return t;
+}
+
+void vc__twin_facts_clear(vc_model *m)
+{
+    struct vc_twin_facts *t = m->twin_facts;
+    if (!t || t->owner != m) return;
+    free((char *)t->f.name);
+    memset(&t->f, 0, sizeof t->f);
+    t->done = t->ok = false;
+    vc_model_free(t->hot);
+    t->hot = NULL;
+    t->hot_seq = t->asked[0] = t->asked[1] = 0;
+}
+
+void vc__twin_facts_free(vc_model *m)
+{
+    vc__twin_facts_clear(m);
+    if (m->twin_facts && m->twin_facts->owner == m) free(m->twin_facts);
+    m->twin_facts = NULL;
+}
 
 struct vc_seq_probe {
     const vc_model *m;
@@ -134,14 +202,12 @@ static void *dup_array(const void *a, size_t n, size_t sz, bool *ok)
     return d;
 }
 
-/* m at the input [len], its tree g (same_but_length): VC_OK with *out, or any error (the caller loads it).
- * twin: as vc__model_twin loads it (its input replaced by [len], m's options and adapters as they are), else
- * as vc__model_load_seq does (the options hf, the adapters only when on). */
-static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const vc_hf_options *hf, bool twin, vc_model **out)
+/* A copy of the model src that owns its tables, arena, text and generated text (m's names, paths and index
+ * lists borrowed): NULL when out of memory */
+static vc_model *copy_of(const vc_model *m)
 {
-    *out = NULL;
     vc_model *c = malloc(sizeof *c);
-    if (!c) return VC_ERR_NOMEM;
+    if (!c) return NULL;
     *c = *m;
     /* what this model owns (vc_model_free), copied; the rest is m's (in m's arena): names, paths, index lists */
     bool ok = true;
@@ -160,6 +226,7 @@ static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const v
     c->cap_blk = m->nblk;
     c->cap_hold = m->nhold;
     c->split = NULL;
+    c->twin_facts = NULL; /* m's (its owner's) */
     c->text = NULL;
     c->gen_json = NULL;
     c->arena = vc_arena_new();
@@ -167,6 +234,35 @@ static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const v
     if (c->text) memcpy(c->text, m->text, m->text_len + 1);
     /* the generated text of m's options: only its name and input differ (vc_model_generated_json) */
     if (c->text) c->gen_json = strdup(m->gen_json);
+    if (!ok || !c->gen_json) {
+        vc_model_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Instance in of c given its own copy of its parsed fields (copied into c's arena; a run of instances sharing
+ * theirs, a repeat's copies, shares one copy: *old_cfg and *new_cfg the run's): false when out of memory */
+static bool own_cfg(vc_model *c, vc_inst *in, const void **old_cfg, void **new_cfg)
+{
+    if (in->cfg != *old_cfg) {
+        size_t n = in->kind->cfg_size ? in->kind->cfg_size : 1;
+        *old_cfg = in->cfg;
+        if (!(*new_cfg = vc_arena_alloc(c->arena, n))) return false;
+        memcpy(*new_cfg, *old_cfg, n);
+    }
+    in->cfg = *new_cfg;
+    return true;
+}
+
+/* m at the input [len], what its tree says (facts_of; same_but_length): VC_OK with *out, or any error (the caller loads it).
+ * twin: as vc__model_twin loads it (its input replaced by [len], m's options and adapters as they are), else
+ * as vc__model_load_seq does (the options hf, the adapters only when on). */
+static vc_status reshape(const vc_model *m, const tree_facts *g, int64_t len, const vc_hf_options *hf, bool twin, vc_model **out)
+{
+    *out = NULL;
+    vc_model *c = copy_of(m);
+    if (!c) return VC_ERR_NOMEM;
     /* as vc__model_load_seq's load_text sets them */
     c->hf = *hf;
     c->has_override = twin;
@@ -178,18 +274,13 @@ static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const v
     /* what a fresh load leaves where the tree says nothing (reset_model, which m may have been through, sets
      * other defaults): the fused loss's head and chunked_ce's chunks */
     if (!vc_loss_row_get(c->loss)->fused) c->loss_head = 0;
-    if (!cJSON_GetObjectItemCaseSensitive(g, "loss_chunks")) c->loss_chunks = 0;
-    if (!ok || !c->gen_json) {
-        vc_model_free(c);
-        return VC_ERR_NOMEM;
-    }
+    if (!g->loss_chunks) c->loss_chunks = 0;
     /* the name, as vc__load escapes it (none: "", not a string: its error, from the load) */
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(g, "name");
-    const char *name = nm && cJSON_IsString(nm) ? nm->valuestring : "";
+    const char *name = g->name_kind > 0 ? g->name : "";
     size_t nlen = strlen(name), nb = (nlen < 1024 ? nlen : 1024) * 4 + 1;
-    if ((nm && !cJSON_IsString(nm)) || !(c->name = vc_arena_alloc(c->arena, nb))) {
+    if (g->name_kind < 0 || !(c->name = vc_arena_alloc(c->arena, nb))) {
         vc_model_free(c);
-        return nm && !cJSON_IsString(nm) ? VC_ERR_MODEL : VC_ERR_NOMEM;
+        return g->name_kind < 0 ? VC_ERR_MODEL : VC_ERR_NOMEM;
     }
     vc_escape(c->name, nb, name);
 
@@ -208,16 +299,10 @@ static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const v
         vc_inst *in = &c->inst[i];
         const vc_kind *k = in->kind;
         /* the parsed fields, copied (a repeat's copies share theirs): setup may write into them */
-        if (in->cfg != old_cfg) {
-            size_t n = k->cfg_size ? k->cfg_size : 1;
-            old_cfg = in->cfg;
-            if (!(new_cfg = vc_arena_alloc(c->arena, n))) {
-                st = VC_ERR_NOMEM;
-                break;
-            }
-            memcpy(new_cfg, old_cfg, n);
+        if (!own_cfg(c, in, &old_cfg, &new_cfg)) {
+            st = VC_ERR_NOMEM;
+            break;
         }
-        in->cfg = new_cfg;
         vc_shape shapes[VC_MAX_INPUTS];
         vc_dtype dts[VC_MAX_INPUTS];
         for (int j = 0; j < in->nin; j++) {
@@ -267,6 +352,26 @@ static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const v
     return VC_OK;
 }
 
+/* A twin t (reshape's, twin true) again: its tables copied and its layers' parsed fields copied into the new
+ * model's arena (as reshape copies them: one copy per run of instances sharing theirs), its setups not run
+ * again (they ran on the same shapes in t) */
+static vc_model *clone_twin(const vc_model *t)
+{
+    vc_model *c = copy_of(t);
+    if (!c) return NULL;
+    size_t nb = strlen(t->name) + 1;
+    bool ok = (c->name = vc_arena_take(c->arena, nb)) != NULL;
+    if (ok) memcpy(c->name, t->name, nb);
+    const void *old_cfg = NULL;
+    void *new_cfg = NULL;
+    for (size_t i = 0; ok && i < c->ninst; i++) ok = own_cfg(c, &c->inst[i], &old_cfg, &new_cfg);
+    if (!ok) {
+        vc_model_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 vc_status vc__seq_probe_load(vc_seq_probe *p, int64_t seq, vc_model **out, vc_error *err)
 {
     *out = NULL;
@@ -279,7 +384,8 @@ vc_status vc__seq_probe_load(vc_seq_probe *p, int64_t seq, vc_model **out, vc_er
         vc_error_clear(&tmp);
         if (vc_hf_build(p->cfg, &hf, vc__load_split(m), &m->tf, &g, &tmp) == VC_OK) {
             int64_t len = same_but_length(p->gen, g);
-            vc_status st = len ? reshape(m, g, len, &hf, false, out) : VC_ERR_MODEL;
+            tree_facts f = facts_of(g);
+            vc_status st = len ? reshape(m, &f, len, &hf, false, out) : VC_ERR_MODEL;
             cJSON_Delete(g);
             if (st == VC_OK) return VC_OK;
         }
@@ -293,6 +399,25 @@ vc_status vc__twin_reshape(const vc_model *m, int64_t seq, vc_model **out)
     if (!m->gen_json || !m->text || m->has_override || m->stage.on || m->hf_part || m->image_decode || m->ninputs != 1 ||
         m->val[0].shape.nd != 1 || seq < 1 || seq > VC_MAX_DIM_SIZE || !repeats_keep_shape(m))
         return VC_ERR_MODEL;
+    /* the tree read by an earlier twin of this load (m's own facts: not a copy of its struct) */
+    struct vc_twin_facts *kept = m->twin_facts && m->twin_facts->owner == m ? m->twin_facts : NULL;
+    if (kept && kept->done) {
+        if (!kept->ok) return VC_ERR_MODEL;
+        if (kept->hot && kept->hot_seq == seq) return (*out = clone_twin(kept->hot)) ? VC_OK : VC_ERR_NOMEM;
+        vc_status st = reshape(m, &kept->f, seq, &m->hf, true, out);
+        /* asked before: kept (a clone of it) for the next time */
+        if (st == VC_OK && (kept->asked[0] == seq || kept->asked[1] == seq)) {
+            vc_model *h = clone_twin(*out);
+            if (h) {
+                vc_model_free(kept->hot);
+                kept->hot = h;
+                kept->hot_seq = seq;
+            }
+        }
+        kept->asked[1] = kept->asked[0];
+        kept->asked[0] = seq;
+        return st;
+    }
     const char *at;
     char msg[300];
     long values = 0;
@@ -307,9 +432,22 @@ vc_status vc__twin_reshape(const vc_model *m, int64_t seq, vc_model **out)
      * as m->gen_json prints it when that text is still the tree's (a caller may pass m's struct with other
      * options: then the texts differ) */
     char *t = st ? NULL : cJSON_Print(g);
+    bool nomem = !st && !t;
     if (!st && (!t || strcmp(t, m->gen_json))) st = VC_ERR_MODEL;
     cJSON_free(t);
-    if (!st) st = reshape(m, g, seq, &m->hf, true, out);
+    tree_facts f = facts_of(g);
+    /* kept for the next twins: whether the tree is m's, and what reshape reads of it (an out-of-memory is not
+     * kept: the next twin reads the tree again) */
+    if (kept && !nomem && (st == VC_OK || st == VC_ERR_MODEL)) {
+        char *name = f.name_kind > 0 ? strdup(f.name) : NULL;
+        if (f.name_kind <= 0 || name) {
+            kept->done = true;
+            kept->ok = st == VC_OK;
+            kept->f = f;
+            kept->f.name = name;
+        }
+    }
+    if (!st) st = reshape(m, &f, seq, &m->hf, true, out);
     cJSON_Delete(g);
     return st;
 }
