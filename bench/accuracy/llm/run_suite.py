@@ -2432,6 +2432,24 @@ def cases():
         ("generate", "glm4v_small", 2, 64, 16, "fp32", False, 0),
         ("generate", "glm4v_small", 1, 128, 8, "bf16", False, 0),
     ], lora_targets="q_proj,v_proj", train=dict(lora_dropout=0.0))
+    # issue 31: GLM-4.1V with images (glm4v_replica.build_image, modeling_glm4v.py @ 03eac6f6): Glm4vImageProcessor's
+    # smart_resize (image_processing_glm4v.py @ 1505215d, the class's min / max pixels), Glm4vVisionModel run frozen
+    # (patch_embed, post_conv_layernorm, the 2-D rotary, the bicubic grid_sample of the position table, RMSNorm blocks
+    # with sdpa per image, post_layernorm, the downsample Conv2d, Glm4vVisionPatchMerger), the image embeddings
+    # masked_scatter'ed before --seq's text. Train bf16 / fp32 (AdamW, SGD, two images per sample), --mode infer. Every
+    # third held out.
+    first = len(out)
+    mode_cases(out, [
+        ("train", "glm4v_small", 1, 64, "adamw", "bf16", False, 0),
+        ("train", "glm4v_small", 2, 48, "sgd", "fp32", False, 0),
+        ("train", "glm4v_small", 1, 32, "sgd", "bf16", False, 0),
+        ("infer", "glm4v_small", 1, 32, None, "bf16", False, 0),
+        ("infer", "glm4v_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "glm4v_small", 1, 64, None, "fp32", False, 0),
+    ], train=dict(lora_dropout=0.0))
+    for d, (img, n) in zip(out[first:], [("112x112", 1), ("224x168", 2), ("336x336", 1), ("336x336", 1), ("140x84", 2),
+                                         ("476x280", 1)]):
+        d.update(image=img, images=n)
     return out
 
 
