@@ -42,9 +42,12 @@
  * sections, [B, S, rotary_dim], before Glm4's repeat_interleave (then of the batch's size, saved for backward);
  * get_rope_index's int64 positions of the text (arange(S) expanded: a view; the attention mask's cumsum in
  * generation, B x S) are not written. bench/accuracy/llm/glm4v_replica.py measures it.
- * Refused naming the option: --image / --images (the tower's run: Glm4vVisionEmbeddings' bicubic grid_sample of the
- * position table, the 2-D rotary, the downsample Conv2d and the merger, and Glm4vImageProcessor's resize, are not
- * modelled), --serve (vLLM's glm4_1v.py not read), --tp; --packing in layers/llm.c (Glm4vTextModel expands
+ * With --image WxH (--images N): Glm4vImageProcessor's smart_resize and the image tokens (glm4v_images below), the
+ * tower run frozen on the patches (src/hf/hf_vision.c write_glm4v_tower, Glm4vVisionModel.forward; layers/vision.c
+ * VisionPosInterp for Glm4vVisionEmbeddings' grid_sample), the image rows before --seq's text; bench/accuracy/llm/
+ * glm4v_replica.py build_image measures it. Refused naming the option: --image under --mode generate (generate()'s
+ * decoding steps: prepare_inputs_for_generation's pixel_values and the cached rope_deltas, not read further), --serve
+ * (vLLM's glm4_1v.py not read), --tp; --packing in layers/llm.c (Glm4vTextModel expands
  * packed 2-D position_ids to three rows before create_causal_mask: not read further) and --liger in hf.c
  * (apply_liger_kernel_to_glm4v's patch set). Not read at a pinned commit: transformers 5's form of these configs (a
  * text config with rope_parameters and no rope_scaling is refused naming rope_scaling) and the release that added
