@@ -62,6 +62,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import near_llama_replica as NL
+import qwen3vl_tower_replica as QT
 import reference as R
 import vctorch
 
@@ -244,52 +245,15 @@ def vision_keys(v):
                 bias=k["attention_bias"])
 
 
-def rotate_half(x):
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def apply_rotary_pos_emb_vision(q, k, cos, sin):
-    orig_q_dtype, orig_k_dtype = q.dtype, k.dtype
-    q, k = q.float(), k.float()
-    cos, sin = cos.unsqueeze(-2).float(), sin.unsqueeze(-2).float()
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
-    q_embed = q_embed.to(orig_q_dtype)
-    k_embed = k_embed.to(orig_k_dtype)
-    return q_embed, k_embed
-
-
-class VisionAttention(nn.Module):
-    """M Glm4vVisionAttention (sdpa: "Other implementations: Process each chunk separately")."""
+class VisionAttention(QT.VisionAttention):
+    """M Glm4vVisionAttention.forward (sdpa: "Other implementations: Process each chunk separately"): the statements of
+    Qwen3VLVisionAttention.forward and apply_rotary_pos_emb_vision that qwen3vl_tower_replica.VisionAttention
+    replicates, reused; M's qkv nn.Linear(bias=attention_bias), proj nn.Linear(bias=False)."""
 
     def __init__(self, C, NH, bias):
-        super().__init__()
-        self.num_heads, self.head_dim = NH, C // NH
+        super().__init__(C, NH)
         self.qkv = R.Linear(C, 3 * C, bias=bias)
         self.proj = R.Linear(C, C, bias=False)
-        self.scaling = self.head_dim ** -0.5
-
-    def forward(self, hidden_states, cu_seqlens, position_embeddings):
-        seq_length = hidden_states.shape[0]
-        query_states, key_states, value_states = (
-            self.qkv(hidden_states).reshape(seq_length, 3, self.num_heads, -1).permute(1, 0, 2, 3).unbind(0))
-        cos, sin = position_embeddings
-        query_states, key_states = apply_rotary_pos_emb_vision(query_states, key_states, cos, sin)
-        query_states = query_states.transpose(0, 1).unsqueeze(0)
-        key_states = key_states.transpose(0, 1).unsqueeze(0)
-        value_states = value_states.transpose(0, 1).unsqueeze(0)
-        lengths = cu_seqlens[1:] - cu_seqlens[:-1]
-        splits = [torch.split(t, lengths.tolist(), dim=2) for t in (query_states, key_states, value_states)]
-        attn_outputs = [  # integrations/sdpa_attention.py: sdpa, then transpose(1, 2).contiguous()
-            vctorch._sdpa_math_2x(q, k, v, attn_mask=None, dropout_p=0.0, scale=self.scaling,
-                                  is_causal=False).transpose(1, 2).contiguous()
-            for q, k, v in zip(*splits)]
-        attn_output = torch.cat(attn_outputs, dim=1)
-        attn_output = attn_output.reshape(seq_length, -1).contiguous()
-        attn_output = self.proj(attn_output)
-        return attn_output
 
 
 class SwiGLU(nn.Module):
@@ -436,11 +400,10 @@ def build_image(cfg, attn_impl=None):
     """build()'s model with the tower run on images: Glm4vModel.forward's image path as qwen3vl_tower_replica.EmbedVL
     (the same statements, no deepstack), what it keeps dropped after the final norm (Glm4vModel.forward returns before
     lm_head and the loss)."""
-    import qwen3vl_tower_replica
     model = build(cfg, attn_impl)
     model.visual = VisionModel(cfg.d.get("vision_config") or {})
     emb = model.embed_tokens
-    model.embed_tokens = qwen3vl_tower_replica.EmbedVL(emb, model.visual, cfg.d["image_token_id"])
+    model.embed_tokens = QT.EmbedVL(emb, model.visual, cfg.d["image_token_id"])
 
     def drop(*_):
         model.embed_tokens.stash = None
