@@ -37,6 +37,7 @@ extern const vc_kind vc_kind_BartLogitsBias, vc_kind_M2M100Positions; /* bart.c 
 extern const vc_kind vc_kind_PixtralRotary, vc_kind_PixtralMask, vc_kind_PixtralAttention, vc_kind_PixtralMerge,
     vc_kind_PixtralOutputs; /* pixtral.c */
 extern const vc_kind vc_kind_MllamaVision, vc_kind_MllamaCrossMask, vc_kind_MllamaCrossAttention, vc_kind_MllamaGate; /* mllama.c */
+extern const vc_kind vc_kind_VisionPosInterp; /* vision.c: glm4v */
 
 static const vc_kind *const kinds[] = {
     &vc_kind_Conv1d, &vc_kind_Conv2d, &vc_kind_Conv3d, &vc_kind_ConvTranspose1d, &vc_kind_ConvTranspose2d, &vc_kind_ConvTranspose3d,
@@ -67,6 +68,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_BartLogitsBias, &vc_kind_M2M100Positions,
     &vc_kind_PixtralRotary, &vc_kind_PixtralMask, &vc_kind_PixtralAttention, &vc_kind_PixtralMerge, &vc_kind_PixtralOutputs,
     &vc_kind_MllamaVision, &vc_kind_MllamaCrossMask, &vc_kind_MllamaCrossAttention, &vc_kind_MllamaGate,
+    &vc_kind_VisionPosInterp,
 };
 
 #define NKINDS (sizeof kinds / sizeof *kinds)

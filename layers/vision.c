@@ -216,6 +216,88 @@ const vc_kind vc_kind_VisionPosEmbed = {
     .parse = vpe_parse, .setup = vpe_setup, .emit = vpe_emit,
 };
 
+/* VisionPosInterp: Glm4vVisionEmbeddings.forward(embeddings, lengths, image_shapes, h_coords, w_coords)
+ * (models/glm4v/modeling_glm4v.py @ 03eac6f6d2af7e8562113f0b78d3d2d59a7d843d), the learned
+ * position_embedding (nn.Embedding((image_size / patch_size)^2, hidden)) read by a bicubic grid_sample at each
+ * patch's position:
+ *   pos_embed_2d = weight.view(s, s, C).permute(2, 0, 1).unsqueeze(0).to(float32)  ([1, C, s, s]: a copy unless
+ *     float32);
+ *   target_h = torch.cat([image_shapes[i, 1].repeat(lengths[i]) ...]).to(float32) (the int64 cat a temporary; target_w
+ *     likewise), h_coords / w_coords .to(float32) (copies of rot_pos_emb's int64 pos_ids columns) [n] each;
+ *   norm_w = ((w_coords + 0.5) / target_w) * 2 - 1 (three temporaries; norm_h likewise) [n] each;
+ *   grid = torch.stack((norm_w, norm_h), -1) [n, 2] (unsqueezed: views);
+ *   F.grid_sample(pos_embed_2d, grid, bicubic) [1, C, n, 1] float32, squeezed and permuted (views), .to(weight dtype)
+ *     (a copy unless float32);
+ *   embeddings + adapted_pos_embed [n, C]: the result; every local above freed as the function returns (after the
+ *     add), the argument with the caller's rebinding. */
+typedef struct {
+    int64_t npos;
+} vpi_cfg;
+
+static int vpi_parse(vc_args *a, void *p) { return vc_arg_int(a, "num_embeddings", VC_REQUIRED, 1, &((vpi_cfg *)p)->npos); }
+
+static int vpi_setup(vc_setup *s, void *p)
+{
+    const vpi_cfg *c = p;
+    if (s->nin != 1 || s->in[0].nd != 2) return vc_fail(s, "inputs", "VisionPosInterp takes the patch embeddings [patches, hidden]");
+    const int64_t n = s->in[0].d[0], C = s->in[0].d[1];
+    int64_t t;
+    if (vc_mul(s, n, C, &t) || vc_mul(s, c->npos, C, &t)) return -1;
+    int64_t w[2] = {c->npos, C};
+    if (vc_param_shape(s, "weight", 2, w, 0)) return -1;
+    s->out = s->in[0];
+    s->ops = 20;
+    return 0;
+}
+
+static void vpi_emit(vc_build *b, const void *p)
+{
+    const vpi_cfg *c = p;
+    (void)c;
+    const int64_t n = vc_input_shape(b, 0)->d[0], C = vc_input_shape(b, 0)->d[1];
+    const vc_t wt = vc_weight(b, 0), x = vc_input(b, 0);
+    const vc_dtype wdt = vc_dt_of(b, wt);
+    vc_t pe = wdt == VC_DT_F32 ? -1 : vc__op_nograd(b, "_to_copy", wt, -1, vc_numel_of(b, wt), VC_DT_F32);
+    vc_t loc[8];
+    int nl = 0;
+    for (int i = 0; i < 2; i++) { /* target_h, target_w */
+        vc_t cat = vc__op_new(b, "cat", vc_n_sample(n), VC_DT_I64);
+        loc[nl++] = vc__op_nograd(b, "_to_copy", cat, -1, vc_n_sample(n), VC_DT_F32);
+        vc_release(b, cat);
+    }
+    for (int i = 0; i < 2; i++) loc[nl++] = vc__op_new(b, "_to_copy", vc_n_sample(n), VC_DT_F32); /* the coordinates */
+    for (int i = 0; i < 2; i++) { /* norm_w, norm_h */
+        vc_t y = vc__op_nograd(b, "add", loc[2 + i], -1, vc_n_sample(n), VC_DT_F32);
+        for (int k = 0; k < 3; k++) {
+            vc_t z = vc__op_nograd(b, k == 0 ? "div" : k == 1 ? "mul" : "sub", y, -1, vc_n_sample(n), VC_DT_F32);
+            vc_release(b, y);
+            y = z;
+        }
+        loc[nl++] = y;
+    }
+    vc_t grid = vc__op_nograd(b, "stack", loc[4], loc[5], vc_n_sample(2 * n), VC_DT_F32);
+    vc_t gs = vc__op_nograd(b, "grid_sampler_2d", pe >= 0 ? pe : wt, grid, vc_n_sample(n * C), VC_DT_F32);
+    const vc_dtype dt = vc_dt_of(b, x);
+    vc_t ad = wdt == VC_DT_F32 ? gs : vc__op_nograd(b, "_to_copy", gs, -1, vc_n_sample(n * C), wdt);
+    vc_t ad2 = wdt == dt ? ad : vc__op_nograd(b, "_to_copy", ad, -1, vc_n_sample(n * C), dt);
+    vc_t y = vc__op_nograd(b, "add", x, ad2, vc_n_sample(n * C), dt);
+    /* the function's locals, freed as it returns */
+    if (ad2 != ad) vc_release(b, ad2);
+    if (ad != gs) vc_release(b, ad);
+    vc_release(b, gs);
+    vc_release(b, grid);
+    for (int i = 0; i < nl; i++) vc_release(b, loc[i]);
+    if (pe >= 0) vc_release(b, pe);
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_VisionPosInterp = {
+    .ops = 20,
+    .name = "VisionPosInterp", .summary = "GLM-4.1V's position table grid_sample'd (bicubic) to each patch, added [patches, hidden]",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(vpi_cfg),
+    .parse = vpi_parse, .setup = vpi_setup, .emit = vpi_emit,
+};
+
 /* VisionRotary: Qwen3VLVisionModel.rot_pos_emb(grid_thw) and what forward makes of it:
  *   freq_table = self.rotary_pos_emb(max_hw): Qwen3VLVisionRotaryEmbedding(head_dim // 2),
  *     torch.outer(arange(max_hw) float32, inv_freq [head_dim / 4]) -> [max_hw, head_dim / 4] float32;

@@ -11,6 +11,8 @@
  * 2. What a text-only forward runs: glm4's decoder (its KV cache), with mrope's 3-row cos / sin (layers/llm.c).
  * 3. The measured cases of bench/accuracy/llm/measured.json (glm4v_replica.py), those not held out within 1%.
  * 4. Refusals: exit 2 and one line naming the key or option.
+ * 5. --image / --images: Glm4vImageProcessor's smart_resize (image_processing_glm4v.py @ 1505215d, the class's
+ *    min / max pixels) by hand, the image tokens in the sequence; the measured image cases (glm4v_replica.build_image).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -134,6 +136,43 @@ static void test_measured(void **state)
     assert_true(dec > 4332544 * 0.99 && dec < 4332544 * 1.01);
 }
 
+/* "seq N" in the model's name: --seq's text and the images' tokens (hf.c) */
+static bool seq_is(const char *args, const char *want) { return strstr(cli_output(args), want) != NULL; }
+
+/* --image WxH: smart_resize(num_frames 2, h, w, temporal_factor 2, factor 14 x 2 = 28, min_pixels 112 x 112 = 12,544,
+ * max_pixels 28 x 28 x 15000 = 11,760,000), by hand; grid_h x grid_w patches of 14, / 2^2 image tokens each image,
+ * added to --seq's text */
+static void test_images(void **state)
+{
+    (void)state;
+    char a[512];
+    /* 640 x 480: h_bar round(480 / 28 = 17.14) x 28 = 476, w_bar round(640 / 28 = 22.86) x 28 = 644; t_bar 2, 2 x 476 x
+     * 644 = 613,088 within the bounds; grid 34 x 46 = 1,564 patches, 391 tokens; 512 + 391 */
+    snprintf(a, sizeof a, "%s --seq 512 --image 640x480 -f json", GLM41V);
+    assert_true(seq_is(a, "seq 903)"));
+    /* 64 x 64: h_bar = w_bar = round(2.29) x 28 = 56, 2 x 56 x 56 = 6,272 under 12,544: beta = sqrt(12,544 / (2 x 64 x
+     * 64)) = 1.2374, ceil(64 x 1.2374 / 28 = 2.83) x 28 = 84; 6 x 6 = 36 patches, 9 tokens an image; 3 images: 100 + 27 */
+    snprintf(a, sizeof a, "%s --seq 100 --image 64x64 --images 3 -f json", GLM41V);
+    assert_true(seq_is(a, "seq 127)"));
+    /* 3000 x 2000: h_bar round(71.43) x 28 = 1,988, w_bar round(107.14) x 28 = 2,996, 2 x 1,988 x 2,996 = 11,912,096
+     * over 11,760,000: beta = sqrt(2 x 2000 x 3000 / 11,760,000) = 1.01015, floor(2000 / 1.01015 / 28 = 70.7) x 28 =
+     * 1,960, floor(3000 / 1.01015 / 28 = 106.07) x 28 = 2,968; 140 x 212 = 29,680 patches, 7,420 tokens */
+    snprintf(a, sizeof a, "%s --seq 100 --image 3000x2000 -m infer -f json", GLM41V);
+    assert_true(seq_is(a, "seq 7520)"));
+    /* SMALL_PATH (bench/accuracy/llm/configs/glm4v_small.json): 112 x 112 stays (2 x 112^2 = 25,088 within the bounds) */
+    snprintf(a, sizeof a, "%s --seq 64 --image 112x112 -f json", SMALL_PATH);
+    assert_true(seq_is(a, "seq 80)")); /* 112 x 112: 8 x 8 patches, 16 tokens */
+    /* bench/accuracy/llm/measured.json's glm4v_small image cases not held out (glm4v_replica.build_image; --attention
+     * math --workspace 0): train bf16 -0.05%, fp32 two images -0.02%, -m infer bf16 -0.06%, fp32 two images -0.04% */
+    static const cli_measured c[] = {
+        {"glm4v_small.json --seq 64 -b 1 -o adamw -p bf16 --image 112x112 --images 1", 7649792},
+        {"glm4v_small.json --seq 48 -b 2 -o sgd -p fp32 --image 224x168 --images 2", 22401536},
+        {"glm4v_small.json -m infer --seq 32 -b 1 -p bf16 --image 336x336 --images 1", 19227136},
+        {"glm4v_small.json -m infer --seq 64 -b 2 -p fp32 --image 140x84 --images 2", 6514688},
+    };
+    assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -174,8 +213,13 @@ static void test_refusals(void **state)
     };
     fam_refuse_edits("{\"model_type\": \"glm4v\", ", c, sizeof c / sizeof *c);
     static const fam_refusal o[] = {
-        {"--image 448x448", "--image: glm4v's vision tower run"},
-        {"--images 2", "--images: glm4v's vision tower run"},
+        /* generate() with images: the decoding steps' pixel_values and cached rope_deltas, not modelled */
+        {"--image 448x448 -m generate --prompt 64 --new-tokens 8", "--image: glm4v's generate() with images"},
+        {"--images 2", "--images: needs --image WxH"},
+        /* smart_resize's ValueErrors: a side under 28 (patch_size x spatial_merge_size), an aspect ratio over 200 */
+        {"--image 27x600", "--image: 27x600: height and width must be at least 28"},
+        {"--image 6000x28", "--image: 6000x28: the aspect ratio must be at most 200"},
+        {"--image 448x448 --images 65", "--images: 65 images per sample: glm4v's tower is modelled with at most 64"},
         {"--serve --gpu h100-80gb", "--serve: glm4v under vLLM"},
         {"--tp 2 --gpus 2", "--tp: glm4v on tensor-parallel ranks is not modelled"},
         {"--lora 8", "--lora needs --lora-targets"},
@@ -193,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_text_only),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_images),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -627,7 +627,8 @@ _OP_KINDS = OrderedDict([
                "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
                "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "M2M100Positions", "PixtralRotary", "PixtralMask",
                "PixtralAttention", "PixtralMerge", "PixtralOutputs", "LayerScalar", "Cast", "SiglipLogits",
-               "MllamaVision", "MllamaCrossMask", "MllamaCrossAttention", "MllamaGate")])
+               "MllamaVision", "MllamaCrossMask", "MllamaCrossAttention", "MllamaGate",
+               "VisionPosInterp")])
 
 
 def _kind_table():

@@ -1405,7 +1405,8 @@ for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation",
            "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
            "WhisperAttention", "WhisperEncoderPositions", "BartLogitsBias", "M2M100Positions", "PixtralRotary", "PixtralMask",
                "PixtralAttention", "PixtralMerge", "PixtralOutputs", "LayerScalar", "Cast", "SiglipLogits",
-               "MllamaVision", "MllamaCrossMask", "MllamaCrossAttention", "MllamaGate"):
+               "MllamaVision", "MllamaCrossMask", "MllamaCrossAttention", "MllamaGate",
+               "VisionPosInterp"):
     _KINDS[_n] = (_llm_kind(_n), None, set())
 
 

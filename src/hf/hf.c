@@ -2061,7 +2061,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 " is modelled");
     }
     if (a.f->vision == VIS_IDEFICS3 && vc__hf_idefics3_unmodelled(r.fam, split, vllm, err)) return err->code;
-    if (a.f->vision == VIS_GLM4V && vc__hf_glm4v_unmodelled(r.fam, o, split, vllm, err)) return err->code; /* hf_glm4v.c */
+    if (a.f->vision == VIS_GLM4V && vc__hf_glm4v_unmodelled(r.fam, o, split, vllm, rel && rel->generate, err)) return err->code; /* hf_glm4v.c */
     if (a.f->vision == VIS_INTERNVL && vc__hf_internvl_unmodelled(split, vllm, err)) return err->code;
     if (a.f->block == BLK_GRANITE4 && vc__hf_granite4_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */
     if (a.f->block == BLK_MAMBA2 && vc__hf_mamba2_unmodelled(&a, split, err)) return err->code; /* hf_granite4.c */

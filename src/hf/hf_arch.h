@@ -647,12 +647,14 @@ void vc__hf_idefics3_write(rd *r, cJSON *arr, const arch *a);
 /* hf_glm4v.c: glm4v's vision_config read and checked into a->vis (errors name vision_config.KEY; out_hidden_size other
  * than the text hidden_size, a top-level tie_word_embeddings that disagrees with text_config's refused). -1 with
  * r->err. */
-int vc__hf_glm4v_read(rd *r, arch *a);
+int vc__hf_glm4v_read(rd *r, arch *a, const vc_hf_options *o);
 /* hf_glm4v.c: the language model's rope_scaling.mrope_section checked against the rotary dimensions (a->R, after
  * vc__hf_glm4_read). -1 with r->err. */
 int vc__hf_glm4v_text_read(rd *r, const arch *a);
-/* hf_glm4v.c: --image / --images, --serve and --tp refused naming the option (0 when none is asked). */
-int vc__hf_glm4v_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err);
+/* hf_glm4v.c: --image / --images under --mode generate, --serve and --tp refused naming the option (0 when none is
+ * asked). */
+int vc__hf_glm4v_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, bool generate,
+                            vc_error *err);
 /* hf_glm4v.c: Glm4vVisionModel's weights appended to arr as frozen VisionWeights layers. */
 void vc__hf_glm4v_write(rd *r, cJSON *arr, const arch *a);
 /* hf_internvl.c: internvl's vision_config (InternVLVisionConfig) and InternVLConfig's projector keys read and checked into

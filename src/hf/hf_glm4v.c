@@ -42,9 +42,12 @@
  * sections, [B, S, rotary_dim], before Glm4's repeat_interleave (then of the batch's size, saved for backward);
  * get_rope_index's int64 positions of the text (arange(S) expanded: a view; the attention mask's cumsum in
  * generation, B x S) are not written. bench/accuracy/llm/glm4v_replica.py measures it.
- * Refused naming the option: --image / --images (the tower's run: Glm4vVisionEmbeddings' bicubic grid_sample of the
- * position table, the 2-D rotary, the downsample Conv2d and the merger, and Glm4vImageProcessor's resize, are not
- * modelled), --serve (vLLM's glm4_1v.py not read), --tp; --packing in layers/llm.c (Glm4vTextModel expands
+ * With --image WxH (--images N): Glm4vImageProcessor's smart_resize and the image tokens (glm4v_images below), the
+ * tower run frozen on the patches (src/hf/hf_vision.c write_glm4v_tower, Glm4vVisionModel.forward; layers/vision.c
+ * VisionPosInterp for Glm4vVisionEmbeddings' grid_sample), the image rows before --seq's text; bench/accuracy/llm/
+ * glm4v_replica.py build_image measures it. Refused naming the option: --image under --mode generate (generate()'s
+ * decoding steps: prepare_inputs_for_generation's pixel_values and the cached rope_deltas, not read further), --serve
+ * (vLLM's glm4_1v.py not read), --tp; --packing in layers/llm.c (Glm4vTextModel expands
  * packed 2-D position_ids to three rows before create_causal_mask: not read further) and --liger in hf.c
  * (apply_liger_kernel_to_glm4v's patch set). Not read at a pinned commit: transformers 5's form of these configs (a
  * text config with rope_parameters and no rope_scaling is refused naming rope_scaling) and the release that added
@@ -60,13 +63,14 @@
 #include "hf_arch.h"
 #include "util.h"
 
-int vc__hf_glm4v_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, vc_error *err)
+int vc__hf_glm4v_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split split, bool serve, bool generate,
+                            vc_error *err)
 {
-    if (o && (o->image_w > 0 || o->images > 0))
+    if (o && (o->image_w > 0 || o->images > 0) && generate)
         return vc_set_error(err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"),
-                            "%s's vision tower run (Glm4vVisionModel: the bicubic grid_sample of its position table, the "
-                            "2-D rotary, the downsample Conv2d and Glm4vVisionPatchMerger; Glm4vImageProcessor's resize) "
-                            "is not modelled; its text-only steps are (the tower loaded, not run)", fam);
+                            "%s's generate() with images (prepare_inputs_for_generation's pixel_values and the cached "
+                            "rope_deltas of the decoding steps) is not modelled; training and " O("mode") " infer with "
+                            "images are", fam);
     if (serve)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "%s under vLLM (its Glm4vForConditionalGeneration, whose "
                             "profiling runs the tower on dummy images) is not modelled", fam);
@@ -122,7 +126,77 @@ static int vbool(rd *r, const cJSON *v, const char *key, bool def, bool *out)
     return 0;
 }
 
-int vc__hf_glm4v_read(rd *r, arch *a)
+/* smart_resize (models/glm4v/image_processing_glm4v.py @ 1505215df303467822c2ef407e277381f9d290f1), as
+ * Glm4vImageProcessor._preprocess calls it for an image: num_frames = temporal_factor = temporal_patch_size, factor =
+ * patch_size x merge_size, min_pixels / max_pixels the processor's size["shortest_edge"] / ["longest_edge"]
+ * (GLM4V_MIN_PIXELS / GLM4V_MAX_PIXELS, the class's defaults: vramcalc reads config.json only). h_bar = round(height /
+ * factor) * factor (w_bar likewise, Python's round: half to even, nearbyint), t_bar = round(num_frames /
+ * temporal_factor) * temporal_factor; t_bar h_bar w_bar > max_pixels: beta = sqrt(num_frames h w / max_pixels), h_bar =
+ * max(factor, floor(height / beta / factor) * factor); < min_pixels: beta = sqrt(min_pixels / (num_frames h w)), h_bar
+ * = ceil(height * beta / factor) * factor. Its ValueErrors (a side under factor, an aspect ratio over 200) are the
+ * caller's. */
+#define GLM4V_MIN_PIXELS (112 * 112)
+#define GLM4V_MAX_PIXELS (28 * 28 * 15000)
+static void glm4v_resize(int64_t nf, int64_t tf, int64_t height, int64_t width, int64_t factor, int64_t *oh, int64_t *ow)
+{
+    const double h = (double)height, w = (double)width, f = (double)factor;
+    int64_t hb = (int64_t)nearbyint(h / f) * factor, wb = (int64_t)nearbyint(w / f) * factor;
+    const double tb = nearbyint((double)nf / (double)tf) * (double)tf;
+    if (tb * (double)hb * (double)wb > (double)GLM4V_MAX_PIXELS) {
+        const double beta = sqrt((double)nf * h * w / (double)GLM4V_MAX_PIXELS);
+        hb = (int64_t)floor(h / beta / f) * factor;
+        wb = (int64_t)floor(w / beta / f) * factor;
+        if (hb < factor) hb = factor;
+        if (wb < factor) wb = factor;
+    } else if (tb * (double)hb * (double)wb < (double)GLM4V_MIN_PIXELS) {
+        const double beta = sqrt((double)GLM4V_MIN_PIXELS / ((double)nf * h * w));
+        hb = (int64_t)ceil(h * beta / f) * factor;
+        wb = (int64_t)ceil(w * beta / f) * factor;
+    }
+    *oh = hb;
+    *ow = wb;
+}
+
+/* --image WxH / --images N: each image through Glm4vImageProcessor (glm4v_resize; _preprocess: the frame repeated to
+ * temporal_patch_size, grid_t 1, grid_h = h / patch_size, grid_w = w / patch_size, pixel_values [grid_h grid_w,
+ * in_channels T P P] float32), its image tokens grid_h grid_w / merge^2 (get_rope_index's llm_grid_h x llm_grid_w, the
+ * rows Glm4vModel.forward's masked_scatter replaces); the tower's hidden_act (Glm4vVisionConfig: "silu") read. */
+static int glm4v_images(rd *r, hf_vision *t, const cJSON *v, const vc_hf_options *o)
+{
+    const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
+    t->act = A_SILU;
+    if (act && !cJSON_IsNull(act) && vc__hf_vision_act(r, v, "hidden_act", &t->act)) return -1;
+    if (o->image_w <= 0)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
+    if ((t->C / t->NH) % 4 || t->C % t->NH)
+        return vc__hf_bad(r, "vision_config.num_heads", "head_dim %lld (hidden_size / num_heads) must divide hidden_size "
+                          "and be a multiple of 4 for the tower to run (Glm4vVisionRotaryEmbedding(head_dim // 2): a "
+                          "quarter per axis, twice)", (long long)(t->C / t->NH));
+    const int64_t factor = t->P * t->M, W = o->image_w, H = o->image_h;
+    if (H < factor || W < factor)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: height and width must be at least %lld "
+                            "(patch_size x spatial_merge_size; Glm4vImageProcessor's smart_resize raises ValueError)",
+                            (long long)W, (long long)H, (long long)factor);
+    if ((double)(W > H ? W : H) / (double)(W > H ? H : W) > 200)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: the aspect ratio must be at most 200 "
+                            "(smart_resize)", (long long)W, (long long)H);
+    glm4v_resize(t->T, t->T, H, W, factor, &t->h, &t->w);
+    t->images = o->images > 0 ? o->images : 1;
+    if (t->images > 64) /* layers/vision.c: VisionAttention's per-image pieces */
+        return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images per sample: %s's tower is modelled with at "
+                            "most 64", (long long)t->images, r->fam);
+    const int64_t per = (t->h / t->P) * (t->w / t->P);
+    int64_t sc;
+    if (__builtin_mul_overflow(per, t->images, &t->patches) || t->patches > (INT64_C(1) << 32) ||
+        __builtin_mul_overflow(per, per, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) || sc > (INT64_C(1) << 56))
+        return vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? O("images") : O("image"), "%lld images of %lld "
+                            "patches (resized to %lldx%lld): the tower's attention would have more than 2^56 elements",
+                            (long long)t->images, (long long)per, (long long)t->w, (long long)t->h);
+    t->tokens = t->embeds = t->patches / (t->M * t->M);
+    return 0;
+}
+
+int vc__hf_glm4v_read(rd *r, arch *a, const vc_hf_options *o)
 {
     hf_vision *t = &a->vis;
     const cJSON *root = r->cfg;
@@ -181,7 +255,8 @@ int vc__hf_glm4v_read(rd *r, arch *a)
         tot > (INT64_C(1) << 56))
         return vc__hf_bad(r, "vision_config.depth", "%lld blocks beside the language model's are more than 2^56 "
                           "parameters: byte counts would overflow 64-bit arithmetic", (long long)t->depth);
-    return 0;
+    if (!o || (o->image_w <= 0 && o->images <= 0)) return 0;
+    return glm4v_images(r, t, v, o);
 }
 
 /* named_parameters() of model.visual, module by module (the header), as frozen VisionWeights layers: the Conv3d's

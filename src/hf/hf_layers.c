@@ -1609,7 +1609,7 @@ static void build_layers(wr *w, const arch *a)
      * tower's weights (never run) come first. */
     const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN2_5 || a->f->vision == VIS_QWEN2 ||
                          a->f->vision == VIS_SIGLIP || a->f->vision == VIS_PIXTRAL || a->f->vision == VIS_PALIGEMMA ||
-                         a->f->vision == VIS_IDEFICS3 || a->f->vision == VIS_INTERNVL) &&
+                         a->f->vision == VIS_IDEFICS3 || a->f->vision == VIS_INTERNVL || a->f->vision == VIS_GLM4V) &&
                         a->vis.patches > 0;
     if (images) {
         embedding(w, a, "model.embed_tokens");

@@ -679,7 +679,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
     }
     if (a->f->vision == VIS_PIXTRAL) return vc__hf_pixtral_read(r, a, o, split); /* mistral3 (hf_pixtral.c) */
     if (a->f->vision == VIS_IDEFICS3) return vc__hf_idefics3_read(r, a, o, split); /* smolvlm, idefics3 (hf_idefics3.c) */
-    if (a->f->vision == VIS_GLM4V) return vc__hf_glm4v_read(r, a); /* glm4v (hf_glm4v.c) */
+    if (a->f->vision == VIS_GLM4V) return vc__hf_glm4v_read(r, a, o); /* glm4v (hf_glm4v.c) */
     if (a->f->vision == VIS_INTERNVL) return vc__hf_internvl_read(r, a, o, split); /* internvl (hf_internvl.c) */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     if (cJSON_IsNull(v)) v = NULL; /* Qwen2_5_VLConfig: vision_config None is the class's defaults */
@@ -1447,6 +1447,120 @@ static const char *write_internvl(vw *w, const hf_vision *t)
     return "model.multi_modal_projector.linear_2";
 }
 
+/* Glm4vVisionModel.forward (models/glm4v/modeling_glm4v.py @ 03eac6f6d2af7e8562113f0b78d3d2d59a7d843d) on the
+ * processor's pixel_values (hf_glm4v.c glm4v_images), frozen and run without autograd (nothing saved). It shares
+ * write_qwen3_tower's pieces where the statements are the same and differs in:
+ *  - Glm4vModel.get_image_features: pixel_values.type(self.visual.dtype), its local (a copy unless float32);
+ *    patch_embed (Glm4vVisionPatchEmbed: view(-1, C, T, P, P), .to(proj.weight.dtype), Conv3d kernel = stride with a
+ *    bias, view(-1, hidden): one Linear over each patch's values), then post_conv_layernorm (Glm4vRMSNorm, eps
+ *    rms_norm_eps 1e-5, Glm4vVisionConfig's default);
+ *  - rot_pos_emb (Glm4vVisionRotaryEmbedding(head_dim // 2): the same tables as Qwen3-VL's, VisionRotary) and
+ *    position_embeddings = (emb.cos(), emb.sin()), locals of forward until it returns (its pos_ids, image_type_ids,
+ *    [n, 2] int64, not counted);
+ *  - embeddings (Glm4vVisionEmbeddings: the bicubic grid_sample of the position table, VisionPosInterp,
+ *    layers/vision.c);
+ *  - the blocks (Glm4vVisionBlock): x + attn(norm1(x)), x + mlp(norm2(x)); Glm4vRMSNorm; attn: qkv
+ *    (bias=attention_bias), the float32 rotary and sdpa per image (lengths from cu_seqlens, torch.split, cat: the
+ *    statements VisionAttention models), proj without bias; mlp: Glm4VisionMlp(bias=False),
+ *    down_proj(act_fn(gate_proj(x)) * up_proj(x)) of out_hidden_size;
+ *  - post_layernorm, view(-1, merge, merge, hidden).permute(0, 3, 1, 2) (views), downsample (nn.Conv2d kernel =
+ *    stride = merge with its bias: one Linear over each merged patch's hidden x merge^2 values), view(-1,
+ *    out_hidden_size);
+ *  - merger (Glm4vVisionPatchMerger): proj, act1 (nn.GELU) of post_projection_norm (nn.LayerNorm(dim), eps 1e-5),
+ *    down_proj(act_fn(gate_proj(x)) * up_proj(x));
+ *  - Glm4vModel.forward: torch.cat of get_image_features' split (a copy), masked_scatter into inputs_embeds, and
+ *    get_rope_index's position_ids (torch.ones(3, B, L) int64) kept until it returns (VisionOutputs). */
+static void grms(vw *w, const char *name, const char *in, int64_t width)
+{
+    cJSON *o = lay(w, "HFRMSNorm", name);
+    if (in) vins(w, o, in, NULL);
+    vnum(w, o, "hidden_size", (double)width);
+    vnum(w, o, "eps", 1e-5); /* Glm4vRMSNorm(hidden_size, eps=config.rms_norm_eps) */
+}
+static void gswiglu(vw *w, const char *pre, const char *in, int64_t nin, int64_t mid, int act)
+{
+    char g[96], a[96], u[96], m[96], d[96];
+    snprintf(g, sizeof g, "%sgate_proj", pre);
+    snprintf(a, sizeof a, "%sact_fn", pre);
+    snprintf(u, sizeof u, "%sup_proj", pre);
+    snprintf(m, sizeof m, "%smul", pre);
+    snprintf(d, sizeof d, "%sdown_proj", pre);
+    vlinear(w, g, NULL, nin, mid, false);
+    vact(w, act, a);
+    vlinear(w, u, in, nin, mid, false);
+    vins(w, lay(w, "Mul", m), a, u);
+    vlinear(w, d, NULL, mid, nin, false);
+}
+static const char *write_glm4v_tower(vw *w, const hf_vision *t)
+{
+    const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
+    const int64_t gh = t->h / t->P, gw = t->w / t->P, side = t->img / t->P, O = t->out, M2 = t->M * t->M;
+    cJSON *o = lay(w, "PixelValues", "pixel_values");
+    vnum(w, o, "num_patches", (double)n);
+    vnum(w, o, "patch_dim", (double)pd);
+    vflag(w, o, "local_cast", true); /* get_image_features' local: read by VisionOutputs, dead after the tower */
+    o = vlinear(w, "model.visual.patch_embed.proj", "pixel_values", pd, C, true);
+    vflag(w, o, "quantizable", false); /* an nn.Conv3d: bitsandbytes leaves it */
+    grms(w, "model.visual.post_conv_layernorm", NULL, C);
+    o = lay(w, "VisionRotary", "model.visual.rotary_pos_emb");
+    vnum(w, o, "num_patches", (double)n);
+    vnum(w, o, "head_dim", (double)D);
+    vnum(w, o, "max_grid", (double)(gh > gw ? gh : gw));
+    vstr(w, o, "held_until", "model.visual.merger.down_proj"); /* position_embeddings: a local of forward */
+    o = lay(w, "VisionPosInterp", "model.visual.embeddings");
+    vins(w, o, "model.visual.post_conv_layernorm", NULL);
+    vnum(w, o, "num_embeddings", (double)(side * side));
+    cJSON *seq = lay(w, "Sequential", "model.visual.blocks");
+    vins(w, seq, "model.visual.embeddings", NULL);
+    if (t->depth > 1) {
+        vnum(w, seq, "repeat", (double)t->depth);
+        vflag(w, seq, "loop", true); /* for blk in self.blocks: hidden_states = blk(...) */
+    }
+    cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (!inner) {
+        w->r->oom = true;
+        return NULL;
+    }
+    vw b = {w->r, inner};
+    grms(&b, "norm1", NULL, C);
+    vstr(&b, cJSON_GetArrayItem(inner, cJSON_GetArraySize(inner) - 1), "held_until", "attn.proj");
+    vlinear(&b, "attn.qkv", NULL, C, 3 * C, t->qkv_bias);
+    o = lay(&b, "VisionAttention", "attn.attention");
+    vins(&b, o, "attn.qkv", "model.visual.rotary_pos_emb");
+    vnum(&b, o, "num_heads", (double)NH);
+    vnum(&b, o, "head_dim", (double)D);
+    vnum(&b, o, "images", (double)t->images);
+    vlinear(&b, "attn.proj", NULL, C, C, false);
+    vins(&b, lay(&b, "Add", "attn_residual"), "input", "attn.proj");
+    grms(&b, "norm2", NULL, C);
+    gswiglu(&b, "mlp.", "norm2", C, O, t->act);
+    vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", "mlp.down_proj");
+    grms(w, "model.visual.post_layernorm", "model.visual.blocks", C);
+    o = lay(w, "Reshape", "model.visual.downsample.view");
+    int64_t d[2] = {n / M2, C * M2};
+    vshape(w, o, "shape", 2, d);
+    o = vlinear(w, "model.visual.downsample", NULL, C * M2, O, true);
+    vflag(w, o, "quantizable", false); /* an nn.Conv2d */
+    vlinear(w, "model.visual.merger.proj", NULL, O, O, false);
+    o = lay(w, "LayerNorm", "model.visual.merger.post_projection_norm");
+    int64_t ns[1] = {O};
+    vshape(w, o, "normalized_shape", 1, ns);
+    vnum(w, o, "eps", 1e-5);
+    o = lay(w, "GELU", "model.visual.merger.act1");
+    vstr(w, o, "approximate", "none");
+    gswiglu(w, "model.visual.merger.", "model.visual.merger.act1", O, t->I, t->act);
+    o = lay(w, "VisionOutputs", "model.visual.outputs");
+    if (o) {
+        const char *in[4] = {"pixel_values", "model.visual.blocks", "model.visual.merger.down_proj", "input"};
+        cJSON *arr = cJSON_CreateStringArray(in, 4);
+        if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
+            cJSON_Delete(arr);
+            w->r->oom = true;
+        }
+    }
+    return "model.visual.outputs";
+}
+
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
 {
     const hf_vision *t = &a->vis;
@@ -1463,7 +1577,8 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
         vc__hf_idefics3_write(r, arr, a);
         return NULL;
     }
-    if (a->f->vision == VIS_GLM4V) { /* glm4v: the weights only (hf_glm4v.c) */
+    if (a->f->vision == VIS_GLM4V) { /* glm4v: the tower run on the images (above), or the weights only (hf_glm4v.c) */
+        if (t->patches > 0) return write_glm4v_tower(&w, t);
         vc__hf_glm4v_write(r, arr, a);
         return NULL;
     }

@@ -30,6 +30,21 @@ Sources read (huggingface/transformers):
       down_proj to out_hidden_size, merger (proj, post_projection_norm LayerNorm, gate_proj / up_proj / down_proj of
       intermediate_size), post_conv_layernorm, downsample Conv2d with bias, post_layernorm): loaded and frozen, never run
       without pixel_values (Glm4vModel.forward: no image, no tower call).
+    With images (build_image, measure_llm.py --image): Glm4vVisionPatchEmbed.forward (view(-1, C, T, P, P),
+      .to(proj.weight.dtype), Conv3d, view(-1, hidden)), Glm4vRMSNorm (LlamaRMSNorm's statements),
+      Glm4vVisionRotaryEmbedding, Glm4vVisionModel.rot_pos_emb, Glm4vVisionEmbeddings.forward (the bicubic
+      F.grid_sample of the position table), apply_rotary_pos_emb_vision, Glm4vVisionAttention.forward (sdpa: each
+      cu_seqlens chunk separately, cat), Glm4VisionMlp, Glm4vVisionBlock, Glm4vVisionPatchMerger,
+      Glm4vVisionModel.forward (patch_embed, post_conv_layernorm, rot_pos_emb, (emb.cos(), emb.sin()), cu_seqlens,
+      embeddings, blocks, post_layernorm, view / permute, downsample Conv2d, view, merger), statement by statement;
+      Glm4vModel.get_image_features (pixel_values.type(visual.dtype), visual, torch.split) and forward
+      (torch.cat(...).to(dtype), get_placeholder_mask, masked_scatter, get_rope_index's [3, B, L] positions): the
+      statements qwen3vl_tower_replica.EmbedVL replicates for Qwen3VLModel.forward @ 00709b86 (no deepstack here),
+      reused.
+  P = models/glm4v/image_processing_glm4v.py @ 1505215df303467822c2ef407e277381f9d290f1: smart_resize(num_frames =
+      temporal_patch_size, h, w, temporal_factor = temporal_patch_size, factor = patch_size * merge_size, min_pixels =
+      size["shortest_edge"], max_pixels = size["longest_edge"]; the class's defaults 112 * 112 and 28 * 28 * 15000),
+      _preprocess: pixel_values [grid_h * grid_w, C * T * P * P] float32, image_grid_thw (1, h / P, w / P).
   R = modeling_rope_utils.py @ 0044e3b3 _compute_default_rope_parameters (reference.py rope_inv_freq: the
       partial_rotary_factor, 1.0 when absent).
 """
@@ -40,11 +55,16 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools"))
 
+import math
+
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import near_llama_replica as NL
+import qwen3vl_tower_replica as QT
 import reference as R
+import vctorch
 
 VISION = dict(depth=24, hidden_size=1536, attention_bias=False, num_heads=12, in_channels=3, image_size=336,
               patch_size=14, spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=4096,
@@ -56,7 +76,8 @@ def flatten(raw):
     vision_config beside them."""
     t = dict(raw.get("text_config") or {k: v for k, v in raw.items() if k not in ("vision_config", "model_type")})
     t.pop("model_type", None)
-    return dict(t, model_type="glm4v", vision_config=raw.get("vision_config") or {})
+    return dict(t, model_type="glm4v", vision_config=raw.get("vision_config") or {},
+                image_token_id=raw.get("image_token_id"))  # the image path's placeholder id (build_image)
 
 
 class RMSWeight(nn.Module):
@@ -187,6 +208,206 @@ def build(cfg, attn_impl=None):
     model.visual = VisionWeights(d.get("vision_config") or {})
     for p in model.visual.parameters():
         p.requires_grad_(False)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------- the tower on images
+def smart_resize(height, width, factor=28, num_frames=2, temporal_factor=2, min_pixels=112 * 112,
+                 max_pixels=28 * 28 * 15000):
+    """P smart_resize, statement by statement (Glm4vImageProcessor's defaults)."""
+    if num_frames < temporal_factor:
+        raise ValueError("num_frames")
+    if height < factor or width < factor:
+        raise ValueError("height:%d or width:%d must be larger than factor:%d" % (height, width, factor))
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError("aspect ratio")
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    t_bar = round(num_frames / temporal_factor) * temporal_factor
+    if t_bar * h_bar * w_bar > max_pixels:
+        beta = math.sqrt((num_frames * height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif t_bar * h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (num_frames * height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def vision_keys(v):
+    """measure_llm.py's view of the tower (qwen25vl_replica.vision_keys' names), C's defaults."""
+    k = dict(VISION, hidden_act="silu")
+    k.update({n: x for n, x in v.items() if n in k and x is not None})
+    return dict(C=k["hidden_size"], NH=k["num_heads"], cin=k["in_channels"], P=k["patch_size"],
+                M=k["spatial_merge_size"], T=k["temporal_patch_size"], out=k["out_hidden_size"],
+                I=k["intermediate_size"], depth=k["depth"], img=k["image_size"], act=k["hidden_act"],
+                bias=k["attention_bias"])
+
+
+class VisionAttention(QT.VisionAttention):
+    """M Glm4vVisionAttention.forward (sdpa: "Other implementations: Process each chunk separately"): the statements of
+    Qwen3VLVisionAttention.forward and apply_rotary_pos_emb_vision that qwen3vl_tower_replica.VisionAttention
+    replicates, reused; M's qkv nn.Linear(bias=attention_bias), proj nn.Linear(bias=False)."""
+
+    def __init__(self, C, NH, bias):
+        super().__init__(C, NH)
+        self.qkv = R.Linear(C, 3 * C, bias=bias)
+        self.proj = R.Linear(C, C, bias=False)
+
+
+class SwiGLU(nn.Module):
+    """M Glm4VisionMlp(bias=False) and the tail of Glm4vVisionPatchMerger: down(act(gate(x)) * up(x))."""
+
+    def __init__(self, C, I, act):
+        super().__init__()
+        self.gate_proj = R.Linear(C, I, bias=False)
+        self.up_proj = R.Linear(C, I, bias=False)
+        self.down_proj = R.Linear(I, C, bias=False)
+        self.act_fn = R.act_fn(act)
+
+    def forward(self, hidden_state):
+        return self.down_proj(self.act_fn(self.gate_proj(hidden_state)) * self.up_proj(hidden_state))
+
+
+class VisionBlock(nn.Module):
+    """M Glm4vVisionBlock."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.norm1 = R.LlamaRMSNorm(k["C"], eps=1e-5)
+        self.norm2 = R.LlamaRMSNorm(k["C"], eps=1e-5)
+        self.attn = VisionAttention(k["C"], k["NH"], k["bias"])
+        self.mlp = SwiGLU(k["C"], k["out"], k["act"])
+
+    def forward(self, hidden_states, cu_seqlens, position_embeddings):
+        hidden_states = hidden_states + self.attn(self.norm1(hidden_states), cu_seqlens, position_embeddings)
+        hidden_states = hidden_states + self.mlp(self.norm2(hidden_states))
+        return hidden_states
+
+
+class PatchMerger(nn.Module):
+    """M Glm4vVisionPatchMerger."""
+
+    def __init__(self, dim, context_dim, act):
+        super().__init__()
+        self.proj = R.Linear(dim, dim, bias=False)
+        self.post_projection_norm = vctorch._LayerNorm2x(dim)
+        self.act1 = nn.GELU()
+        self.mlp = SwiGLU(dim, context_dim, act)
+
+    def forward(self, hidden_state):
+        hidden_state = self.proj(hidden_state)
+        hidden_state = self.act1(self.post_projection_norm(hidden_state))
+        return self.mlp(hidden_state)
+
+
+class Embeddings(nn.Module):
+    """M Glm4vVisionEmbeddings."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.position_embedding = nn.Embedding((k["img"] // k["P"]) ** 2, k["C"])
+
+    def forward(self, embeddings, lengths, image_shapes, h_coords, w_coords):
+        pos_embed_weight = self.position_embedding.weight
+        hidden_size = pos_embed_weight.shape[1]
+        if isinstance(lengths, list):
+            lengths = torch.tensor(lengths, dtype=torch.long)
+        orig_size = int(pos_embed_weight.shape[0] ** 0.5)
+        pos_embed_2d = pos_embed_weight.view(orig_size, orig_size, hidden_size).permute(2, 0, 1).unsqueeze(0).to(
+            dtype=torch.float32)
+        target_h = torch.cat([image_shapes[i, 1].repeat(lengths[i]) for i in range(len(lengths))]).to(dtype=torch.float32)
+        target_w = torch.cat([image_shapes[i, 2].repeat(lengths[i]) for i in range(len(lengths))]).to(dtype=torch.float32)
+        h_coords = h_coords.to(dtype=torch.float32)
+        w_coords = w_coords.to(dtype=torch.float32)
+        norm_w = ((w_coords + 0.5) / target_w) * 2 - 1
+        norm_h = ((h_coords + 0.5) / target_h) * 2 - 1
+        grid = torch.stack((norm_w, norm_h), dim=-1).unsqueeze(0).unsqueeze(2)
+        interpolated_embed_fp32 = F.grid_sample(pos_embed_2d, grid, mode="bicubic", align_corners=False,
+                                                padding_mode="border")
+        adapted_pos_embed_fp32 = interpolated_embed_fp32.squeeze(0).squeeze(-1).permute(1, 0)
+        adapted_pos_embed = adapted_pos_embed_fp32.to(pos_embed_weight.dtype).to(embeddings.device)
+        embeddings = embeddings + adapted_pos_embed
+        return embeddings
+
+
+class VisionModel(nn.Module):
+    """M Glm4vVisionModel, frozen; forward returns (None, merger output, []) for qwen3vl_tower_replica.EmbedVL (the
+    blocks' output is not kept past post_layernorm)."""
+
+    def __init__(self, v):
+        super().__init__()
+        k = self.k = vision_keys(v)
+        C, O = k["C"], k["out"]
+        self.spatial_merge_size = k["M"]
+        self.embeddings = Embeddings(k)
+        self.patch_embed = nn.Module()
+        kern = (k["T"], k["P"], k["P"])
+        self.patch_embed.proj = nn.Conv3d(k["cin"], C, kernel_size=kern, stride=kern)
+        dim = (C // k["NH"]) // 2
+        self.rotary_pos_emb = nn.Module()
+        self.rotary_pos_emb.register_buffer(
+            "inv_freq", 1.0 / (10000.0 ** (torch.arange(0, dim, 2, dtype=torch.float) / dim)), persistent=False)
+        self.blocks = nn.ModuleList(VisionBlock(k) for _ in range(k["depth"]))
+        self.merger = PatchMerger(O, k["I"], k["act"])
+        self.post_conv_layernorm = R.LlamaRMSNorm(C, eps=1e-5)
+        self.downsample = nn.Conv2d(C, O, kernel_size=k["M"], stride=k["M"])
+        self.post_layernorm = R.LlamaRMSNorm(C, eps=1e-5)
+        self.requires_grad_(False)
+
+    def rot_pos_emb(self, grid_thw):
+        m = self.spatial_merge_size
+        pos_ids = []
+        for t, h, w in grid_thw:
+            hpos_ids = torch.arange(h).unsqueeze(1).expand(-1, w)
+            hpos_ids = hpos_ids.reshape(h // m, m, w // m, m).permute(0, 2, 1, 3).flatten()
+            wpos_ids = torch.arange(w).unsqueeze(0).expand(h, -1)
+            wpos_ids = wpos_ids.reshape(h // m, m, w // m, m).permute(0, 2, 1, 3).flatten()
+            pos_ids.append(torch.stack([hpos_ids, wpos_ids], dim=-1).repeat(t, 1))
+        pos_ids = torch.cat(pos_ids, dim=0)
+        max_grid_size = grid_thw[:, 1:].max()
+        seq = torch.arange(max_grid_size, dtype=self.rotary_pos_emb.inv_freq.dtype)
+        rotary_pos_emb_full = torch.outer(seq, self.rotary_pos_emb.inv_freq)
+        rotary_pos_emb = rotary_pos_emb_full[pos_ids].flatten(1)
+        return rotary_pos_emb, pos_ids
+
+    def forward(self, hidden_states, grid_thw):
+        k = self.k
+        x = hidden_states.view(-1, k["cin"], k["T"], k["P"], k["P"])
+        hidden_states = self.patch_embed.proj(x.to(dtype=self.patch_embed.proj.weight.dtype)).view(-1, k["C"])
+        del x
+        hidden_states = self.post_conv_layernorm(hidden_states)
+        rotary_pos_emb, image_type_ids = self.rot_pos_emb(grid_thw)
+        emb = torch.cat((rotary_pos_emb, rotary_pos_emb), dim=-1)
+        position_embeddings = (emb.cos(), emb.sin())
+        cu_seqlens = torch.repeat_interleave(grid_thw[:, 1] * grid_thw[:, 2], grid_thw[:, 0]).cumsum(
+            dim=0, dtype=torch.int32)
+        cu_seqlens = F.pad(cu_seqlens, (1, 0), value=0)
+        seqlens = (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()
+        hidden_states = self.embeddings(hidden_states, seqlens, grid_thw, image_type_ids[:, 0], image_type_ids[:, 1])
+        for blk in self.blocks:
+            hidden_states = blk(hidden_states, cu_seqlens, position_embeddings)
+        hidden_states = self.post_layernorm(hidden_states)
+        hidden_states = hidden_states.view(-1, self.spatial_merge_size, self.spatial_merge_size, hidden_states.shape[-1])
+        hidden_states = hidden_states.permute(0, 3, 1, 2)
+        hidden_states = self.downsample(hidden_states).view(-1, k["out"])
+        hidden_states = self.merger(hidden_states)
+        return None, hidden_states, []
+
+
+def build_image(cfg, attn_impl=None):
+    """build()'s model with the tower run on images: Glm4vModel.forward's image path as qwen3vl_tower_replica.EmbedVL
+    (the same statements, no deepstack), what it keeps dropped after the final norm (Glm4vModel.forward returns before
+    lm_head and the loss)."""
+    model = build(cfg, attn_impl)
+    model.visual = VisionModel(cfg.d.get("vision_config") or {})
+    emb = model.embed_tokens
+    model.embed_tokens = QT.EmbedVL(emb, model.visual, cfg.d["image_token_id"])
+
+    def drop(*_):
+        model.embed_tokens.stash = None
+    model.norm.register_forward_hook(drop)
     return model
 
 

@@ -410,7 +410,10 @@ def main(argv):
         model = (idefics3_replica.build_image if args.image else idefics3_replica.build)(cfg, args.attn)
     elif cfg.model_type == "glm4v":  # GLM-4.1V on text: Glm4's decoder with mrope, the tower frozen (glm4v_replica.py)
         import glm4v_replica
-        model = glm4v_replica.build(cfg, args.attn)
+        if args.image and args.mode == "generate":
+            raise SystemExit("measure_llm.py: glm4v: generate with --image is not replicated (vramcalc refuses it)")
+        # with --image: the tower run on the images (glm4v_replica.build_image)
+        model = (glm4v_replica.build_image if args.image else glm4v_replica.build)(cfg, args.attn)
     elif cfg.model_type == "internvl":  # on text: Qwen2's / Qwen3's LM, the tower and projector loaded (internvl_replica.py)
         import internvl_replica
         # with --image: the tower and projector run frozen (internvl_replica.build_image)
@@ -454,7 +457,7 @@ def main(argv):
             # from_pretrained(dtype=bfloat16) leaves as built; model.to() here cast them: restored
             pr = model.vision_tower.patch_positional_embedding
             pr.inv_freq, pr.original_inv_freq = pr.inv_freq.float(), pr.original_inv_freq.float()
-        if args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe") and rot is not None:
+        if args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe", "glm4v") and rot is not None:
             # Qwen3VLVisionRotaryEmbedding's inv_freq: torch.arange(..., dtype=torch.float), a non-persistent
             # buffer that from_pretrained(dtype=bfloat16) leaves float32 (the default dtype does not apply to an
             # explicit one; nothing casts buffers): rot_pos_emb's freq table, emb and the cos / sin float32
@@ -607,7 +610,9 @@ def main(argv):
             raise SystemExit("measure_llm.py: dinov2: one image per sample")
         result.update({"image": args.image, "images": args.images})
     elif args.image:
-        if cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe"):
+        if cfg.model_type == "glm4v":  # Glm4vImageProcessor's smart_resize (glm4v_replica.smart_resize)
+            import glm4v_replica as vrep
+        elif cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen3_vl_moe"):
             # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
             import qwen3vl_tower_replica as vrep
         else:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw

@@ -2484,6 +2484,24 @@ def cases():
         ("train", "internvl35_small", 1, 32, "adamw", "bf16", True, 0),
     ], image="32x32", images=1)
     mode_cases(out, [("train", "internvl_small", 1, 32, "adamw", "fp32", False, 0)], image="96x32", images=2)
+    # issue 31: GLM-4.1V with images (glm4v_replica.build_image, modeling_glm4v.py @ 03eac6f6): Glm4vImageProcessor's
+    # smart_resize (image_processing_glm4v.py @ 1505215d, the class's min / max pixels), Glm4vVisionModel run frozen
+    # (patch_embed, post_conv_layernorm, the 2-D rotary, the bicubic grid_sample of the position table, RMSNorm blocks
+    # with sdpa per image, post_layernorm, the downsample Conv2d, Glm4vVisionPatchMerger), the image embeddings
+    # masked_scatter'ed before --seq's text. Train bf16 / fp32 (AdamW, SGD, two images per sample), --mode infer. Every
+    # third held out.
+    first = len(out)
+    mode_cases(out, [
+        ("train", "glm4v_small", 1, 64, "adamw", "bf16", False, 0),
+        ("train", "glm4v_small", 2, 48, "sgd", "fp32", False, 0),
+        ("train", "glm4v_small", 1, 32, "sgd", "bf16", False, 0),
+        ("infer", "glm4v_small", 1, 32, None, "bf16", False, 0),
+        ("infer", "glm4v_small", 2, 64, None, "fp32", False, 0),
+        ("infer", "glm4v_small", 1, 64, None, "fp32", False, 0),
+    ], train=dict(lora_dropout=0.0))
+    for d, (img, n) in zip(out[first:], [("112x112", 1), ("224x168", 2), ("336x336", 1), ("336x336", 1), ("140x84", 2),
+                                         ("476x280", 1)]):
+        d.update(image=img, images=n)
     return out
 
 
