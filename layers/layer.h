@@ -382,7 +382,8 @@ bool vc_gen_decoder(const vc_build *b, int64_t *past);
 bool vc_kv_update_self(vc_build *b, vc_t *k, vc_t *v, int64_t *S);
 /* ... a cross-attention's cache, when input key_input of the current layer is a projection of the
  * encoder's output: the first step keeps *k and *v (their tensors), later steps set them to the kept ones
- * (the projections do not run then: their inputs read -1). false otherwise. */
+ * (the projections do not run then: their inputs read -1). mllama with --image: a projection of the tower's
+ * output, the prefill keeping copies of *k and *v (DynamicLayer.update's cat) instead. false otherwise. */
 bool vc_kv_cross(vc_build *b, int key_input, vc_t *k, vc_t *v);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */

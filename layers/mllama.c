@@ -191,10 +191,22 @@ static int cm_setup(vc_setup *s, void *p)
 static void cm_emit(vc_build *b, const void *p)
 {
     const cm_cfg *c = p;
-    const int64_t L = vc_input_shape(b, 0)->d[0], S = c->images * c->tiles * c->patches;
+    const int64_t n = vc_input_shape(b, 0)->d[0], S = c->images * c->tiles * c->patches;
     const vc_dtype dt = vc_param_dt(b);
-    vc_t cam = vc__op_new(b, "cross_attention_mask", vc_n_sample(L * c->images * c->tiles), VC_DT_I64);
-    vc_persist(b, cam);
+    /* generate(): model_kwargs' cross_attention_mask has a row for every token so far (prepare_inputs_for_generation
+     * passes it whole each step, _update_model_kwargs_for_generation cats its last row after each): the mask is
+     * prepared over past + n rows, then forward's cross_attention_mask[:, :, cache_position] and
+     * full_text_row_masked_out_mask[:, :, cache_position] (advanced indexing: copies of the step's n rows) */
+    int64_t past;
+    const bool gen = vc_gen_decoder(b, &past);
+    const int64_t L = past + n;
+    /* the processor's mask, made before the prefill and held to generate()'s end; a decoding step reads it (the
+     * rows the steps cat, 8 bytes x images x tiles each, and the cat's transient copy are not modelled) */
+    vc_t cam = -1;
+    if (past == 0) {
+        cam = vc__op_new(b, "cross_attention_mask", vc_n_sample(L * c->images * c->tiles), VC_DT_I64);
+        vc_persist(b, cam);
+    }
     vc_t r = vc__op_nograd(b, "repeat_interleave", cam, -1, vc_n_sample(L * S), VC_DT_I64);
     vc_t inv = vc__op_nograd(b, "rsub", r, -1, vc_n_sample(L * S), VC_DT_F32);
     inv = vc__op_cast(b, inv, dt);
@@ -209,6 +221,10 @@ static void cm_emit(vc_build *b, const void *p)
     vc_op_in_nodiff(o, m);
     vc_op_in_nodiff(o, row);
     vc_op_end(o);
+    if (gen) { /* [:, :, cache_position]: the step's rows copied, the prepared ones then free */
+        m = vc__op_nograd(b, "index", m, -1, vc_n_sample(n * S), dt);
+        vc_keep_forward(b, vc__op_nograd(b, "index", row, -1, vc_n_sample(n), dt));
+    }
     vc_keep_forward(b, m);
     vc_set_output(b, m);
 }
@@ -260,6 +276,10 @@ static void ca_emit(vc_build *b, const void *p)
     const ca_cfg *c = p;
     const int64_t L = vc_input_shape(b, 0)->d[0], S = vc_input_shape(b, 1)->d[0], H = c->heads, D = c->dim;
     vc_t q = vc_input(b, 0), k = vc_input(b, 1), v = vc_input(b, 2), m = vc_input(b, 3);
+    /* generate(): the prefill's key_states / value_states into the layer's cache (past_key_value.update), read back
+     * by the decoding steps (cross_attention_states None: past_key_value.key_cache[layer_idx]; k_proj and v_proj
+     * not run there: src/engine/generate.c "Images") */
+    vc_kv_cross(b, 1, &k, &v);
     q = vc__op_view(b, q, vc_numel_of(b, q), L == 1 || H == 1); /* view + transpose(1, 2) */
     q = vc__hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(H * L), 0);
     if (c->kv < H) { /* repeat_kv: expand + reshape, copies */

@@ -13,7 +13,10 @@
  * 3. The measured cases of bench/accuracy/llm/measured.json (mllama_replica.py), the four not held out within 1%.
  * 4. With --image: the tower, the projector and the cross-attention layers run (train, -m infer); the measured
  *    mllama_vision_small cases not held out within 1%.
- * 5. Refusals: exit 2 and one line naming the key or option.
+ * 5. generate() with --image (src/engine/generate.c "Images"): the cross-attention layers' keys / values of the
+ *    images cached beside the self-attention layers' (by hand), and the measured mllama_vision_small generate case
+ *    not held out within 1%.
+ * 6. Refusals: exit 2 and one line naming the key or option.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -166,6 +169,38 @@ static void test_measured_images(void **state)
     assert_measured(c, sizeof c / sizeof *c, " --attention math --workspace 0 -f json", 1.0);
 }
 
+/* generate() with --image: MllamaTextCrossSdpaAttention.forward (modeling_mllama.py @ befb7955) puts the prefill's
+ * key_states / value_states of cross_attention_states into the layer's DynamicCache layer and reads them back in the
+ * decoding steps (k_proj / v_proj not run); the self-attention layers' cache grows as without an image */
+static void test_generate_images(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/vc_famXXXXXX";
+    fam_write(path, "{\"model_type\": \"mllama\", " SMALL_TEXT ", " SMALL_VISION "}");
+    char a[512];
+    snprintf(a, sizeof a, "%s -m generate --prompt 64 --new-tokens 16 --image 560x560 -f json", path);
+    /* the image's tokens: 1 image x max_num_tiles 4 (pixel_values padded to them) x num_patches (28 / 14)^2 + 1 = 5:
+     * 20; the one cross-attention layer (index 1) caches k and v of 2 kv heads x 16 x 20 tokens x fp32 4 B: 5,120 */
+    assert_int_equal(cli_json_num(a, "generate", "cross_tokens"), 20);
+    assert_int_equal(cli_json_num(a, "generate", "cross_cache"), 2 * 2 * 16 * 20 * 4);
+    /* and kv_cache adds them to the 3 self-attention layers' 60,672 of test_text_only (the <|image|> token is one of
+     * --prompt's) */
+    assert_int_equal(cli_json_num(a, "generate", "kv_cache"), 3 * 2 * 2 * 16 * 4 * (64 + 15) + 2 * 2 * 16 * 20 * 4);
+    /* two images a sample: 40 tokens, 10,240 B */
+    snprintf(a, sizeof a, "%s -m generate --prompt 64 --new-tokens 16 --image 560x560 --images 2 -f json", path);
+    assert_int_equal(cli_json_num(a, "generate", "cross_cache"), 2 * 2 * 16 * 40 * 4);
+    remove(path);
+    /* bench/accuracy/llm/measured.json's mllama_vision_small generate case not held out (mllama_replica.py through
+     * measure_llm.py, torch 1.13 CPU; as 4.x runs it, compare.py's --transformers 4.57): bf16, batch 2, two 400x800
+     * images, prompt 24 + 8 new tokens: prefill 4,003,840 (the tower), decode 2,080,256 */
+    const char *g = VC_TEST_DATA "/../../bench/accuracy/llm/configs/mllama_vision_small.json -m generate --prompt 24 "
+                    "--new-tokens 8 -b 2 -p bf16 --image 400x800 --images 2 --attention math --workspace 0 "
+                    "--transformers 4.57 -f json";
+    const int64_t pre = cli_json_num(g, "generate", "prefill_peak"), dec = cli_json_num(g, "generate", "decode_peak");
+    assert_true(pre > 4003840 * 0.99 && pre < 4003840 * 1.01);
+    assert_true(dec > 2080256 * 0.99 && dec < 2080256 * 1.01);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -197,7 +232,8 @@ static void test_refusals(void **state)
     fam_refuse_edits("{\"model_type\": \"mllama\", ", c, sizeof c / sizeof *c);
     static const fam_refusal o[] = {
         {"--images 2", "--images: needs --image WxH"},
-        {"-m generate --image 560x560", "--image: mllama: generate() with images"},
+        {"-m generate --image 560x560 --cache static", "--cache: mllama: generate() with images is modelled greedy"},
+        {"-m generate --image 560x560 --num-beams 2", "--num-beams: mllama: generate() with images is modelled greedy"},
         {"--image 560x560 --images 1000000", "--images: 1000000 images of 4 tiles: the tower's tensors would have more "
                                              "than 2^48 elements"},
         {"--serve --gpu h100-80gb", "--serve: vLLM no longer serves MllamaForConditionalGeneration"},
@@ -221,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_images),
         cmocka_unit_test(test_measured_images),
+        cmocka_unit_test(test_generate_images),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -838,6 +838,9 @@ typedef struct {
          * encoder's tokens they hold; 0 and 0 otherwise */
         int64_t cross_cache;  /* bytes */
         int64_t cross_tokens;
+        /* mllama with --image: cross_cache and cross_tokens are the cross-attention layers' keys and values of the
+         * images' tokens (a DynamicCache's layers, not an EncoderDecoderCache) */
+        int cross_images;
     } generate;
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */

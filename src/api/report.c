@@ -594,10 +594,10 @@ void report_table(FILE *f, const vc_report *rep)
     if (o->mode == VC_MODE_GENERATE && (r->generate.kv_tokens || r->generate.ssm_layers)) { /* issue 13: the phases apart */
         /* GenerationMixin._prefill (--transformers 5.0, src/engine/generate.c "The prefill"): prompt - 1 tokens,
          * then the last one's step */
-        const int shift = !r->generate.cross_cache && o->prompt > 1 &&
-                          vc_transformers_value(rep->transformers, VC_TF_PREFILL_BUT_LAST);
+        const bool encdec = r->generate.cross_cache && !r->generate.cross_images;
+        const int shift = !encdec && o->prompt > 1 && vc_transformers_value(rep->transformers, VC_TF_PREFILL_BUT_LAST);
         row(f, t, "  prefill peak", r->generate.prefill_peak,
-            r->generate.cross_cache ? "(the encoder over the prompt, the decoder's first token)"
+            encdec                  ? "(the encoder over the prompt, the decoder's first token)"
             : shift                 ? "(_prefill over prompt - 1 tokens, the last one's step)"
                                     : "(the prompt's forward, logits of its last token)");
         if (r->generate.decode_step) {
@@ -614,12 +614,14 @@ void report_table(FILE *f, const vc_report *rep)
                  r->generate.ssm_layers ? "full-attention layers" /* Qwen3NextDynamicCache: K/V on those only */ : "all layers",
                  o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "",
                  r->generate.kv_mla ? "; MLA: full per-head K/V, not the latent" : "");
-        if (r->generate.cross_cache) /* an encoder-decoder: EncoderDecoderCache's two parts */
-            snprintf(note, sizeof note, "(%" PRId64 " decoder + %" PRId64 " encoder tokens, all decoder layers)",
-                     r->generate.kv_tokens, r->generate.cross_tokens);
+        if (r->generate.cross_cache) /* an encoder-decoder: EncoderDecoderCache's two parts; mllama's image tokens */
+            snprintf(note, sizeof note, "(%" PRId64 " decoder + %" PRId64 " %s tokens, %s)", r->generate.kv_tokens,
+                     r->generate.cross_tokens, r->generate.cross_images ? "image" : "encoder",
+                     r->generate.cross_images ? "self- and cross-attention layers" : "all decoder layers");
         if (r->generate.kv_tokens) row(f, t, "  KV cache", r->generate.kv_cache, note); /* none in mamba2's Mamba2Cache */
         if (r->generate.cross_cache) {
-            row(f, t, "    cross K/V", r->generate.cross_cache, "(of it: K/V of the encoder output)");
+            row(f, t, "    cross K/V", r->generate.cross_cache, r->generate.cross_images ? "(of it: the cross-attention layers' K/V of the images)"
+                                                                                        : "(of it: K/V of the encoder output)");
         }
         if (r->generate.ssm_layers && r->generate.ssm_mamba) { /* granitemoehybrid's HybridMambaAttentionDynamicCache */
             snprintf(note, sizeof note, "(conv_states + ssm_states of %" PRId64 " Mamba2 layers, fixed size)",
@@ -1046,8 +1048,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
             fprintf(f, ", \"cache_class\": \"Qwen3NextDynamicCache\", \"deltanet_state\": %" PRId64 ", \"deltanet_layers\": %" PRId64,
                     r->generate.ssm_state, r->generate.ssm_layers);
         if (r->generate.cross_cache) /* an encoder-decoder: EncoderDecoderCache's cross-attention part of kv_cache */
-            fprintf(f, ", \"cache_class\": \"EncoderDecoderCache\", \"cross_cache\": %" PRId64 ", \"cross_tokens\": %" PRId64,
-                    r->generate.cross_cache, r->generate.cross_tokens);
+            fprintf(f, ", \"cache_class\": \"%s\", \"cross_cache\": %" PRId64 ", \"cross_tokens\": %" PRId64,
+                    r->generate.cross_images ? "DynamicCache" : "EncoderDecoderCache", r->generate.cross_cache,
+                    r->generate.cross_tokens);
         fprintf(f, "}");
     }
     if (r->grpo.on) /* --loss grpo: the step's phases (src/engine/grpo.c) */

@@ -84,6 +84,7 @@ typedef struct {
     int ssm_mamba;                /* generate: of them, Mamba2 layers (granitemoehybrid) */
     int ssm_conv;                 /* generate: or LFM2's conv_cache entries (lfm2: one per decoder layer) */
     int64_t kv_cross, kv_cross_tokens; /* generate: an encoder-decoder's cross-attention part of kv_cache, its tokens */
+    bool kv_cross_images;              /* those of mllama's cross-attention layers (the images' tokens) */
     int64_t decode_step;          /* generate: the step peak_post is in (0: no decoding step) */
     int peak_inst;                /* instance index at the peak, -1 none */
     int64_t outside;              /* optimizer state outside the caching allocator (paged), bytes */

@@ -124,6 +124,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
         r->generate.ssm_conv = s->ssm_conv;
         r->generate.cross_cache = s->kv_cross;
         r->generate.cross_tokens = s->kv_cross_tokens;
+        r->generate.cross_images = s->kv_cross_images;
     }
     vc_peak *pk = &r->peak;
     pk->phase = s->phase;

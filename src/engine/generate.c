@@ -52,11 +52,13 @@ static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err);
 static void encdec_emit(vc_build *b);
 typedef struct loop_state loop_state;
 static void decoder_step(vc_build *b, loop_state *ls, int64_t k);
+static bool projection_of(const vc_model *m, size_t enc_end, int enc_val, int i);
 
 vc_status vc__gen_begin(vc_build *b, vc_error *err)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
+    g->xval = -1;
     for (size_t i = 0; i < m->ninst; i++) /* an encoder-decoder: "Encoder-decoders" below */
         if (m->inst[i].name && !strcmp(m->inst[i].name, "encoder") && encdec_contract(m, i)) {
             bool t5 = false;
@@ -527,10 +529,19 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     b->gen.mask = -1;
     b->m = at;
     b->val_t[0] = input;
-    /* a decoding step after the images' prefill: the tower not run ("Images" below) */
+    /* a decoding step after the images' prefill: the tower not run ("Images" below), nor (mllama) the projections of
+     * its output, whose keys / values the cache holds (vc_kv_cross) */
     if (b->gen.pass > 0 && b->gen.tower_end > b->gen.tower_first) {
         vc__emit_instances(b, 0, b->gen.tower_first);
-        vc__emit_instances(b, b->gen.tower_end, head);
+        size_t from = b->gen.tower_end;
+        for (size_t i = from; b->gen.xval >= 0 && i < head && !b->st; i++) {
+            if (!projection_of(at, b->gen.tower_end, b->gen.xval, (int)i)) continue;
+            vc__emit_instances(b, from, i);
+            b->val_t[at->inst[i].out] = -1;
+            from = i + 1;
+        }
+        if (b->gen.xval >= 0) b->val_t[b->gen.xval] = -1;
+        vc__emit_instances(b, from, head);
     } else {
         vc__emit_instances(b, 0, head);
     }
@@ -1006,7 +1017,20 @@ void vc__gen_emit(vc_build *b)
  * the prompt holds the full_image_sequence (the image tokens and 4 more); the SigLIP attention keeps no cache.
  * Not modelled: create_causal_mask_mapping's token_type_ids or-mask in the prefill (may_have_image_input: two
  * [B, 1, P, P] bool masks, full and sliding, to the forward's end, and sdpa then called with a mask: repeat_kv and
- * no is_causal), as in training (docs/llm.md); a decoding step has none. */
+ * no is_causal), as in training (docs/llm.md); a decoding step has none.
+ * Llama 3.2 Vision's (modeling_mllama.py @ befb7955722ef3a9c152cb47efa0d87616709ec1, src/hf/hf_mllama.c) differs:
+ * its images reach the language model through cross-attention layers, not image tokens in the prompt (one
+ * <|image|> token an image, counted in --prompt). MllamaForConditionalGeneration.prepare_inputs_for_generation passes
+ * pixel_values / aspect_ratio_ids / aspect_ratio_mask while cache_position[0] == 0 and cross_attention_mask every
+ * step; so the prefill runs the tower and the projector (the one MllamaVision instance: tower_first, its output xval
+ * = cross_attention_states), and each MllamaTextCrossSdpaAttention.forward with cross_attention_states runs k_proj /
+ * v_proj and past_key_value.update(key_states, value_states, layer_idx) (vc_kv_cross: the DynamicCache layer of that
+ * index, cross slots that never grow); a decoding step has cross_attention_states None, and the layer reads
+ * past_key_value.key_cache / value_cache[layer_idx]: forward_pass skips the tower and every instance that projects
+ * its output (projection_of, as decoder_step skips an encoder-decoder's). generate() keeps pixel_values and
+ * cross_attention_mask in model_kwargs to its return (layers/mllama.c: persistent from the prefill); each step's
+ * _prepare_cross_attention_mask covers every row so far (MllamaCrossMask, vc_gen_decoder's past). Greedy with
+ * --cache dynamic only (the measured form). */
 
 static vc_status images_begin(vc_build *b, vc_error *err)
 {
@@ -1016,6 +1040,18 @@ static vc_status images_begin(vc_build *b, vc_error *err)
     g->tower_first = g->tower_end = 0;
     bool pix = false;
     for (size_t i = 0; i < m->ninst; i++) pix |= !strcmp(m->inst[i].kind->name, "PixelValues");
+    for (size_t i = 0; i < m->ninst && !pix; i++) {
+        if (strcmp(m->inst[i].kind->name, "MllamaVision")) continue;
+        /* mllama ("Images" above): the tower's one instance, its output the cross-attention layers' keys / values */
+        if (g->profile || b->o.cache != VC_CACHE_DYNAMIC || b->o.num_beams > 1)
+            return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : b->o.cache != VC_CACHE_DYNAMIC ? O("cache")
+                                : O("num_beams"), "mllama: generate() with images is modelled greedy, with "
+                                OV("cache", "dynamic"));
+        g->tower_first = i;
+        g->tower_end = i + 1;
+        g->xval = m->inst[i].out;
+        return VC_OK;
+    }
     if (!pix) return VC_OK;
     if (g->profile)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "vLLM's serving of images (its encoder cache and the "
@@ -1167,14 +1203,26 @@ bool vc_kv_update_self(vc_build *b, vc_t *k, vc_t *v, int64_t *S)
 bool vc_kv_cross(vc_build *b, int key_input, vc_t *k, vc_t *v)
 {
     vc_gen *g = &b->gen;
-    if (!g->on || !g->encdec || g->profile || b->st || b->cur_inst < 0) return false;
+    if (!g->on || !(g->encdec || g->xval >= 0) || g->profile || b->st || b->cur_inst < 0) return false;
     const vc_inst *in = &b->m->inst[b->cur_inst];
-    if (key_input < 0 || key_input >= in->nin || !encoder_projection(b->m, g, b->m->val[in->in[key_input]].producer))
-        return false;
-    if (g->pass == 0) { /* EncoderDecoderCache.cross_attention_cache.update: the first update keeps them */
+    const int kp = key_input >= 0 && key_input < in->nin ? b->m->val[in->in[key_input]].producer : -1;
+    if (g->encdec ? !encoder_projection(b->m, g, kp) : !projection_of(b->m, g->tower_end, g->xval, kp)) return false;
+    if (g->pass == 0) {
         GROW(g->slot, g->nslot, g->cslot, b);
         if (b->st) return false;
-        g->slot[g->nslot++] = (vc_kv_slot){*k, *v, 0, g->enc_len, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, 0, 0, true};
+        vc_t ck = *k, cv = *v;
+        if (!g->encdec) {
+            /* mllama (MllamaTextCrossSdpaAttention.forward, modeling_mllama.py @ befb7955: with
+             * cross_attention_states, past_key_value.update(key_states, value_states, layer_idx)): the layer's
+             * DynamicLayer.update from empty, cat([keys, key_states], -2) (cache_utils.py @ 004999d9, as
+             * dynamic_update): copies the cache keeps, the projections' outputs then free */
+            ck = vc__op_nograd(b, "cat", *k, -1, vc_numel_of(b, *k), vc_dt_of(b, *k));
+            cv = vc__op_nograd(b, "cat", *v, -1, vc_numel_of(b, *v), vc_dt_of(b, *v));
+        }
+        /* EncoderDecoderCache.cross_attention_cache.update: the first update keeps them */
+        /* its tokens: the encoder's; mllama's the images' (k_proj's rows, N x T x num_patches a sample) */
+        const int64_t S = g->encdec ? g->enc_len : b->m->val[in->in[key_input]].shape.d[0];
+        g->slot[g->nslot++] = (vc_kv_slot){ck, cv, 0, S, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, 0, 0, true};
     }
     if (g->cur >= g->nslot || !g->slot[g->cur].cross) { /* the decoding pass has the first step's layers */
         b->st = VC_ERR_MODEL;

@@ -297,6 +297,10 @@ typedef struct {
      * tower's instances [tower_first, tower_end), run in the prefill only; 0 none */
     int64_t image_tokens;
     size_t tower_first, tower_end;
+    /* mllama with --image (generate.c "Images"): the tower's output (cross_attention_states), whose projections (the
+     * cross-attention layers' k_proj / v_proj) run in the prefill only, their keys / values cached (vc_kv_cross);
+     * -1 none */
+    int xval;
     /* --num-beams (generate.c "Beam search"): generate()'s num_beams, 1 greedy; the plan's rows are then
      * batch x beams (vc_plan_simulate multiplies the batch by it) */
     int64_t beams;

@@ -1057,6 +1057,7 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
                     return -1;
             }
             sim->kv_cross_tokens = sl->len;
+            sim->kv_cross_images = g->xval >= 0;
         }
         if (sl->latent > 0) sim->kv_mla++;
     }

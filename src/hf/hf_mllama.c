@@ -45,8 +45,9 @@
  * the projector are frozen (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector defaults, as the other
  * VLM rows); the cross-attention layers train with the language model.
  *
- * What is not modelled is refused naming the option: generate() with images (--image: the tower in the prefill alone
- * and the cross-attention keys / values cached, read back each step), --tp (no Megatron plan of these modules is
+ * generate() with images runs the same modules (src/engine/generate.c "Images": the tower and the cross-attention
+ * layers' k_proj / v_proj in the prefill alone, their keys / values cached and read back each step).
+ * What is not modelled is refused naming the option: --tp (no Megatron plan of these modules is
  * read), --serve (vLLM dropped
  * MllamaForConditionalGeneration: vllm-project/vllm vllm/model_executor/models/registry.py @
  * 0002bff0b6cb36a3c8a17364de3303664463c412 lists it in _PREVIOUSLY_SUPPORTED_MODELS, "0.10.2", "encoder-decoder
@@ -193,6 +194,7 @@ static void ml_canvas(int64_t w, int64_t h, int64_t tile, int64_t tiles, int64_t
 
 int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split, bool serve, bool generate)
 {
+    (void)generate; /* generate() with images: src/engine/generate.c "Images" (the tower and the cross-attention caches) */
     const cJSON *root = r->cfg;
     if (serve)
         return vc_set_error(r->err, VC_ERR_USAGE, O("serve"), "vLLM no longer serves MllamaForConditionalGeneration "
@@ -265,10 +267,6 @@ int vc__hf_mllama_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
     if (o && (o->image_w > 0 || o->images > 0)) {
         if (o->image_w <= 0)
             return vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)"), -1;
-        if (generate)
-            return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "mllama: generate() with images (the tower in the "
-                                "prefill, the cross-attention layers' keys / values cached) is not modelled yet; "
-                                O("mode") " train and infer are"), -1;
         if (a->act != A_SILU)
             return vc__hf_bad(&tr, "hidden_act", "with images: the cross-attention layers' MLP is modelled with silu "
                               "(MllamaTextConfig's default) only");
