@@ -657,6 +657,8 @@ int vc__hf_glm4v_unmodelled(const char *fam, const vc_hf_options *o, vc_hf_split
                             vc_error *err);
 /* hf_glm4v.c: Glm4vVisionModel's weights appended to arr as frozen VisionWeights layers. */
 void vc__hf_glm4v_write(rd *r, cJSON *arr, const arch *a);
+/* hf_vision.c: vision_config.KEY as a bool into *out (def when absent or null); -1 with r->err naming it */
+int vc__hf_vision_bool(rd *r, const cJSON *v, const char *key, bool def, bool *out);
 /* hf_internvl.c: internvl's vision_config (InternVLVisionConfig) and InternVLConfig's projector keys read and checked into
  * a->vis (errors name vision_config.KEY or the key; text_config.model_type other than the row's, a tie_word_embeddings
  * that disagrees with text_config's refused); --image / --images turned into the processor's tiles and tokens. -1 with

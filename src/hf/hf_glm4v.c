@@ -113,19 +113,6 @@ int vc__hf_glm4v_text_read(rd *r, const arch *a)
     return 0;
 }
 
-/* vision_config.KEY, a bool */
-static int vbool(rd *r, const cJSON *v, const char *key, bool def, bool *out)
-{
-    const cJSON *x = v ? cJSON_GetObjectItemCaseSensitive(v, key) : NULL;
-    *out = def;
-    if (!x || cJSON_IsNull(x)) return 0;
-    char path[64];
-    snprintf(path, sizeof path, "vision_config.%s", key);
-    if (!cJSON_IsBool(x)) return vc__hf_bad(r, path, "expected true or false");
-    *out = cJSON_IsTrue(x);
-    return 0;
-}
-
 /* smart_resize (models/glm4v/image_processing_glm4v.py @ 1505215df303467822c2ef407e277381f9d290f1), as
  * Glm4vImageProcessor._preprocess calls it for an image: num_frames = temporal_factor = temporal_patch_size, factor =
  * patch_size x merge_size, min_pixels / max_pixels the processor's size["shortest_edge"] / ["longest_edge"]
@@ -211,7 +198,7 @@ int vc__hf_glm4v_read(rd *r, arch *a, const vc_hf_options *o)
         vc__hf_vision_int(r, v, "in_channels", 3, 1, &t->cin) || vc__hf_vision_int(r, v, "image_size", 336, 1, &t->img) ||
         vc__hf_vision_int(r, v, "patch_size", 14, 1, &t->P) || vc__hf_vision_int(r, v, "spatial_merge_size", 2, 1, &t->M) ||
         vc__hf_vision_int(r, v, "temporal_patch_size", 2, 1, &t->T) ||
-        vc__hf_vision_int(r, v, "out_hidden_size", 4096, 1, &t->out) || vbool(r, v, "attention_bias", false, &t->qkv_bias))
+        vc__hf_vision_int(r, v, "out_hidden_size", 4096, 1, &t->out) || vc__hf_vision_bool(r, v, "attention_bias", false, &t->qkv_bias))
         return -1;
     if (t->depth > 1024) return vc__hf_bad(r, "vision_config.depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
     if (t->P > t->img)

@@ -79,19 +79,6 @@ int vc__hf_internvl_unmodelled(vc_hf_split split, bool serve, vc_error *err)
     return 0;
 }
 
-/* vision_config's boolean key: def when absent or null, else true or false */
-static int vbool(rd *r, const cJSON *v, const char *key, bool def, bool *out)
-{
-    const cJSON *x = v ? cJSON_GetObjectItemCaseSensitive(v, key) : NULL;
-    *out = def;
-    if (!x || cJSON_IsNull(x)) return 0;
-    char path[64];
-    snprintf(path, sizeof path, "vision_config.%s", key);
-    if (!cJSON_IsBool(x)) return vc__hf_bad(r, path, "expected true or false (InternVLVisionConfig)");
-    *out = cJSON_IsTrue(x);
-    return 0;
-}
-
 /* vision_config's image_size / patch_size: an int or a [height, width] pair (InternVLVisionConfig.__post_init__),
  * square here */
 static int vside(rd *r, const cJSON *v, const char *key, int64_t def, int64_t *out)
@@ -234,10 +221,10 @@ int vc__hf_internvl_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split spl
         vc__hf_vision_int(r, v, "num_hidden_layers", 24, 1, &t->depth) ||
         vc__hf_vision_int(r, v, "num_attention_heads", 16, 1, &t->NH) || vc__hf_vision_int(r, v, "num_channels", 3, 1, &t->cin) ||
         vside(r, v, "image_size", 448, &t->img) || vside(r, v, "patch_size", 14, &t->P) ||
-        vbool(r, v, "attention_bias", false, &t->iv.bias) || vbool(r, v, "use_qk_norm", false, &t->iv.qk) ||
-        vbool(r, v, "use_mask_token", false, &t->iv.mask) ||
-        vbool(r, v, "use_absolute_position_embeddings", true, &t->iv.abs_pos) ||
-        vbool(r, v, "use_mean_pooling", true, &t->iv.final_ln) ||
+        vc__hf_vision_bool(r, v, "attention_bias", false, &t->iv.bias) || vc__hf_vision_bool(r, v, "use_qk_norm", false, &t->iv.qk) ||
+        vc__hf_vision_bool(r, v, "use_mask_token", false, &t->iv.mask) ||
+        vc__hf_vision_bool(r, v, "use_absolute_position_embeddings", true, &t->iv.abs_pos) ||
+        vc__hf_vision_bool(r, v, "use_mean_pooling", true, &t->iv.final_ln) ||
         pick(r, v, "norm_type", "vision_config.norm_type", norms, 2, &norm)) /* NORM2FN's keys; another: KeyError */
         return -1;
     t->iv.final_ln = !t->iv.final_ln; /* InternVLVisionModel.layernorm: nn.Identity when use_mean_pooling */

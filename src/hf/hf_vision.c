@@ -1316,6 +1316,19 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
     return "visual.outputs";
 }
 
+/* vision_config.KEY, a bool: def when absent or null, else true or false (hf_glm4v.c, hf_internvl.c) */
+int vc__hf_vision_bool(rd *r, const cJSON *v, const char *key, bool def, bool *out)
+{
+    const cJSON *x = v ? cJSON_GetObjectItemCaseSensitive(v, key) : NULL;
+    *out = def;
+    if (!x || cJSON_IsNull(x)) return 0;
+    char path[64];
+    snprintf(path, sizeof path, "vision_config.%.40s", key);
+    if (!cJSON_IsBool(x)) return vc__hf_bad(r, path, "expected true or false");
+    *out = cJSON_IsTrue(x);
+    return 0;
+}
+
 /* InternVL (internvl, hf_internvl.c) with images: InternVLModel.get_image_features (modeling_internvl.py @ 2fd44548) on
  * the processor's tiles, one batch ([tiles, C, S, S] in the model's dtype: get_image_features has no cast), frozen and
  * run without autograd:

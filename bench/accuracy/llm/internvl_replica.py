@@ -328,18 +328,7 @@ def build_image(cfg, attn_impl=None):
             return inputs_embeds
 
     model.embed_tokens = Embed(model.embed_tokens)
-    for p in list(tower.parameters()) + list(proj.parameters()):
-        p.requires_grad_(False)
-    inner = model.forward
-
-    def forward(*args, **kwargs):
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            model.embed_tokens.keep = None
-
-    model.forward = forward
-    return model
+    return R.frozen_image_parts(model, tower, proj)
 
 
 def counts(path):
