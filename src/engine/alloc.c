@@ -131,6 +131,14 @@ struct vc_alloc_state {
         int32_t *lam;
         size_t nlam, n, prefix, step;
         uint64_t gen;
+        void *win; /* window_bounds' arrays, for nwin intervals */
+        size_t nwin;
+        /* the windows' bound from the prefix on, best0, made with the requests' sizes xs[] (after the prefix; 0 for
+         * a free), for the stream (xgen, xn, xpre) */
+        int64_t *xs, best0;
+        size_t xn, xpre;
+        uint64_t xgen;
+        bool xok;
     } bnd;
 };
 
@@ -729,6 +737,139 @@ static bool live_bounds(const vc_alloc_event *ev, size_t n, size_t prefix, size_
     return true;
 }
 
+/* The small pool's sharper bound, for one replay's sizes: best[k] >= the
+ * bytes of the segments opened from checkpoint t_k = prefix + k x step to
+ * the end (best[nint] = 0). With the default settings a small-pool block is
+ * its request's size (a remainder of a multiple of 512 is split off when it
+ * is not 0), and a 2 MiB segment opened at event v >= t has one free block
+ * when opened (its tail: requests are at most 1 MiB); a malloc never adds a
+ * free block to it (it takes a free block's front), a free adds at most
+ * one. So when a segment is opened at malloc u for x bytes (no free block of
+ * x or more anywhere), each of the S segments opened in [t, u) holds only
+ * blocks allocated since t, its free blocks are each at most x - 512 and at
+ * most 1 + the frees of its blocks since t:
+ *     S x 2 MiB <= V + (S + F) (x - 512),
+ * V the bytes of the blocks allocated in [t, u) live at u, F the frees in
+ * [t, u) of blocks allocated since t; and S <= L, those blocks' count (each
+ * segment holds one: a segment with none is a free block of 2 MiB). A window
+ * of events [t, t') opens at most 1 + max over its mallocs u of
+ * min(L, (V + F (x - 512)) / (2 MiB - x + 512)) segments (none without a
+ * malloc), and a replay's segments from t_k on are at most the sum over any
+ * cut of [t_k, end) into windows at the checkpoints: best[] is the least
+ * such sum (one window from t_k is live_bounds' count at most: V and F only
+ * lower it). Per interval i (events [t_i, t_i+1)) and window start k <= i,
+ * over the mallocs of interval i: L and V at most the older intervals'
+ * counts and bytes where interval i starts (they only fall within it) plus
+ * interval i's own most before a malloc, F at most their frees by the end
+ * of interval i, x at most interval i's largest request (the bound grows
+ * with x). false when out of memory or a request is over 1 MiB. */
+static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_alloc_event *ev, size_t n,
+                                                               size_t prefix, size_t step, size_t nint,
+                                                               const int64_t *sz, int64_t *best, int64_t *xs)
+{
+    size_t q = nint * nint;
+    /* per older interval j: live bytes v, live count c, frees f; at each interval i's start (vb, cb: j < i) and end (fb:
+     * j <= i); only the rows' entries written are read */
+    if (h->bnd.nwin != nint) {
+        void *w = realloc(h->bnd.win, (4 * nint + 2 * q) * sizeof(int64_t) + (3 * nint + 2 * q) * sizeof(int32_t));
+        if (!w) return false;
+        h->bnd.win = w;
+        h->bnd.nwin = nint;
+    }
+    int64_t *v = h->bnd.win, *vmost = v + nint, *xmax = v + 2 * nint, *vb = v + 4 * nint, *bd = vb + q;
+    int32_t *c = (int32_t *)(bd + q), *f = c + nint, *most = c + 2 * nint, *cb = c + 3 * nint, *fb = cb + q;
+    memset(v, 0, nint * sizeof *v);
+    memset(c, 0, 2 * nint * sizeof *c);
+    for (size_t i = 0; i < nint; i++) {
+        size_t from = prefix + i * step, to = from + step < n ? from + step : n;
+        memcpy(cb + i * nint, c, i * sizeof *c);
+        memcpy(vb + i * nint, v, i * sizeof *v);
+        int32_t ci = 0, mi = 0, fi = 0;
+        int64_t vi = 0, vm = 0, xm = 0;
+        for (size_t u = from; u < to; u++) {
+            int32_t a = ev[u].block;
+            if (a < 0) {
+                int64_t x = sz ? sz[ev[u].size] : ev[u].size;
+                if (x > SMALL_SIZE) return false; /* not the small pool's */
+                if (xs) xs[u - prefix] = x;
+                if (ci > mi) mi = ci;
+                if (vi > vm) vm = vi;
+                if (x > xm) xm = x;
+                ci++;
+                vi += x;
+                continue;
+            }
+            int64_t x = sz ? sz[ev[a].size] : ev[a].size;
+            if (xs) xs[u - prefix] = 0;
+            if ((size_t)a >= from) {
+                ci--;
+                vi -= x;
+                fi++;
+            } else if ((size_t)a >= prefix) {
+                size_t j = ((size_t)a - prefix) / step;
+                c[j]--;
+                v[j] -= x;
+                f[j]++;
+            }
+        }
+        c[i] = ci;
+        v[i] = vi;
+        f[i] = fi;
+        most[i] = mi;
+        vmost[i] = vm;
+        xmax[i] = xm;
+        memcpy(fb + i * nint, f, (i + 1) * sizeof *f);
+    }
+    /* bd[k][i]: the window from k's most segments opened before a malloc of interval i (-1: i has none) */
+    for (size_t i = 0; i < nint; i++) {
+        int64_t x = xmax[i], L = most[i], V = vmost[i], F = fb[i * nint + i];
+        for (size_t k = i + 1; k-- > 0;) {
+            int64_t b = L, w = (V + F * (x - 512)) / (SMALL_BUFFER - x + 512); /* V, F x: under 2^52 */
+            if (!x) b = -1;
+            else if (w < b) b = w;
+            bd[k * nint + i] = b;
+            if (k) {
+                L += cb[i * nint + k - 1];
+                V += vb[i * nint + k - 1];
+                F += fb[i * nint + k - 1];
+            }
+        }
+    }
+    best[nint] = 0;
+    for (size_t k = nint; k-- > 0;) {
+        int64_t mx = -1, b = INT64_MAX;
+        for (size_t m = k + 1; m <= nint; m++) {
+            if (bd[k * nint + m - 1] > mx) mx = bd[k * nint + m - 1];
+            int64_t w = (mx < 0 ? 0 : SMALL_BUFFER * (mx + 1)) + best[m];
+            if (w < b) b = w;
+        }
+        best[k] = b;
+    }
+    return true;
+}
+
+/* window_bounds with the sizes in sz[] (replay.c's streams), or in the events; xs (n - prefix entries, or NULL)
+ * gets each request's size, 0 for a free */
+static bool window_bounds(heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, size_t step, size_t nint,
+                          const int64_t *sz, int64_t *best, int64_t *xs)
+{
+    return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs)
+              : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs);
+}
+
+/* true when no request of ev[prefix..n) is larger than when the stream's kept bound was made (h->bnd.xs): the
+ * windows' bound from the prefix is then at most that one (V and x only grow with the sizes; L and F are the
+ * stream's) */
+static bool within_kept(const heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, const int64_t *sz)
+{
+    const int64_t *xs = h->bnd.xs - prefix;
+    for (size_t u = prefix; u < n; u++)
+        if (ev[u].block < 0 && (sz ? sz[ev[u].size] : ev[u].size) > xs[u]) return false;
+    return true;
+}
+
+__extension__ typedef __int128 i128;
+
 /* A replay that may stop before the end (vc_alloc_scratch.limit): with the
  * default settings a segment is opened only when no free block fits the
  * request (h_malloc), and a segment all of whose blocks are free is one free
@@ -762,18 +903,56 @@ static int64_t bounded(heap *h, const vc_alloc_event *ev, size_t n, size_t prefi
         h->bnd.prefix = prefix;
     }
     const int64_t *sz = sc->sizes, seg = K == POOL_SMALL ? SMALL_BUFFER : LARGE_BUFFER;
+    /* the small pool: window_bounds' sharper bound for these sizes (none when out of memory) */
+    int64_t *best = NULL;
+    bool tried = K != POOL_SMALL;
     for (size_t k = 0; k < h->bnd.nlam; k++) {
         size_t t = prefix + k * h->bnd.step;
         int64_t r = run(h, ev, *start, t, K, page, sz);
-        if (r < 0) return r;
+        if (r < 0) {
+            free(best);
+            return r;
+        }
         *start = t;
-        __extension__ __int128 most = (__int128)h->reserved + (__int128)seg * (h->bnd.lam[k] + 1);
+        i128 most = (i128)h->reserved + (i128)seg * (h->bnd.lam[k] + 1);
+        /* made once the counts' bound is within 3 times the room left (a pass over the rest of the stream: where
+         * the counts are far off, the windows seldom stop the replay much sooner) */
+        if (most > sc->limit && !tried && most - h->reserved <= 3 * ((i128)sc->limit - h->reserved)) {
+            tried = true;
+            bool kept = !k && h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix;
+            if (kept && within_kept(h, ev, n, prefix, sz)) { /* a bound at least as large, kept: it may do */
+                if ((i128)h->reserved + h->bnd.best0 <= sc->limit) return -3;
+                kept = false;
+            }
+            /* from checkpoint k on: the windows that start there (the events before t are as a prefix); from the
+             * prefix, kept with its sizes for the stream's next replays */
+            int64_t *xs = NULL;
+            if (!k && !kept && (xs = realloc(h->bnd.xs, (n - prefix + 1) * sizeof *xs))) {
+                h->bnd.xs = xs;
+                h->bnd.xok = false;
+            }
+            if ((best = malloc((h->bnd.nlam + 1) * sizeof *best)) &&
+                !window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, xs)) {
+                free(best);
+                best = NULL;
+            }
+            if (best && xs) {
+                h->bnd.xok = true;
+                h->bnd.best0 = best[0];
+                h->bnd.xgen = sc->gen;
+                h->bnd.xn = n;
+                h->bnd.xpre = prefix;
+            }
+        }
+        if (best && (i128)h->reserved + best[k] < most) most = (i128)h->reserved + best[k];
         if (most > sc->limit) continue;
+        free(best);
         if (K == POOL_LARGE) /* every later request under 10 MiB, so every later segment 20 MiB */
             for (size_t u = t; u < n; u++)
                 if (ev[u].block < 0 && (sz ? sz[ev[u].size] : ev[u].size) >= MIN_LARGE_ALLOC) return -4;
         return -3;
     }
+    free(best);
     return -4;
 }
 
@@ -833,6 +1012,8 @@ void vc_alloc_scratch_free(vc_alloc_scratch *sc)
     if (!h) return;
     drop_snapshot(h);
     free(h->bnd.lam);
+    free(h->bnd.win);
+    free(h->bnd.xs);
     for (int w = 0; w < NSMALL / 64; w++) /* the small classes' heaps that were allocated */
         for (uint64_t m = h->held[w]; m; m &= m - 1) free(h->cls[(w << 6) + __builtin_ctzll(m)].h);
     for (int32_t c = NSMALL; c < h->ncls; c++) free(h->cls[c].h);
