@@ -133,10 +133,10 @@ struct vc_alloc_state {
         uint64_t gen;
         void *win; /* window_bounds' arrays, for nwin intervals */
         size_t nwin;
-        /* the windows' bound from the prefix on, best0, made with the requests' sizes xs[] (after the prefix; 0 for
-         * a free), for the stream (xgen, xn, xpre) */
+        /* the windows' bound from the prefix on, best0, made with the requests' sizes: xs[] holds nxs pairs (a
+         * malloc's size field after the prefix, its bytes), for the stream (xgen, xn, xpre) */
         int64_t *xs, best0;
-        size_t xn, xpre;
+        size_t nxs, xn, xpre;
         uint64_t xgen;
         bool xok;
     } bnd;
@@ -765,8 +765,10 @@ static bool live_bounds(const vc_alloc_event *ev, size_t n, size_t prefix, size_
  * with x). false when out of memory or a request is over 1 MiB. */
 static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_alloc_event *ev, size_t n,
                                                                size_t prefix, size_t step, size_t nint,
-                                                               const int64_t *sz, int64_t *best, int64_t *xs)
+                                                               const int64_t *sz, int64_t *best, int64_t *xs,
+                                                               size_t *nxs)
 {
+    size_t nx = 0;
     size_t q = nint * nint;
     /* per older interval j: live bytes v, live count c, frees f; at each interval i's start (vb, cb: j < i) and end (fb:
      * j <= i); only the rows' entries written are read */
@@ -791,7 +793,10 @@ static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_
             if (a < 0) {
                 int64_t x = sz ? sz[ev[u].size] : ev[u].size;
                 if (x > SMALL_SIZE) return false; /* not the small pool's */
-                if (xs) xs[u - prefix] = x;
+                if (xs) {
+                    xs[2 * nx] = ev[u].size;
+                    xs[2 * nx++ + 1] = x;
+                }
                 if (ci > mi) mi = ci;
                 if (vi > vm) vm = vi;
                 if (x > xm) xm = x;
@@ -800,7 +805,6 @@ static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_
                 continue;
             }
             int64_t x = sz ? sz[ev[a].size] : ev[a].size;
-            if (xs) xs[u - prefix] = 0;
             if ((size_t)a >= from) {
                 ci--;
                 vi -= x;
@@ -845,26 +849,29 @@ static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_
         }
         best[k] = b;
     }
+    *nxs = nx;
     return true;
 }
 
-/* window_bounds with the sizes in sz[] (replay.c's streams), or in the events; xs (n - prefix entries, or NULL)
- * gets each request's size, 0 for a free */
+/* window_bounds with the sizes in sz[] (replay.c's streams), or in the events; xs (2 (n - prefix) entries, or
+ * NULL) gets each request's size field and bytes, *nxs of them */
 static bool window_bounds(heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, size_t step, size_t nint,
-                          const int64_t *sz, int64_t *best, int64_t *xs)
+                          const int64_t *sz, int64_t *best, int64_t *xs, size_t *nxs)
 {
-    return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs)
-              : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs);
+    return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs, nxs)
+              : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs, nxs);
 }
 
-/* true when no request of ev[prefix..n) is larger than when the stream's kept bound was made (h->bnd.xs): the
+/* true when no request of the stream after its prefix is larger than when its kept bound was made (h->bnd.xs): the
  * windows' bound from the prefix is then at most that one (V and x only grow with the sizes; L and F are the
  * stream's) */
-static bool within_kept(const heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, const int64_t *sz)
+static bool within_kept(const heap *h, const int64_t *sz)
 {
-    const int64_t *xs = h->bnd.xs - prefix;
-    for (size_t u = prefix; u < n; u++)
-        if (ev[u].block < 0 && (sz ? sz[ev[u].size] : ev[u].size) > xs[u]) return false;
+    const int64_t *xs = h->bnd.xs;
+    size_t n = h->bnd.nxs;
+    if (!sz) return false; /* the sizes in the events: not kept (the stream's gen names its blocks, not its sizes) */
+    for (size_t i = 0; i < n; i++)
+        if (sz[xs[2 * i]] > xs[2 * i + 1]) return false;
     return true;
 }
 
@@ -920,19 +927,19 @@ static int64_t bounded(heap *h, const vc_alloc_event *ev, size_t n, size_t prefi
         if (most > sc->limit && !tried && most - h->reserved <= 3 * ((i128)sc->limit - h->reserved)) {
             tried = true;
             bool kept = !k && h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix;
-            if (kept && within_kept(h, ev, n, prefix, sz)) { /* a bound at least as large, kept: it may do */
+            if (kept && within_kept(h, sz)) { /* a bound at least as large, kept: it may do */
                 if ((i128)h->reserved + h->bnd.best0 <= sc->limit) return -3;
                 kept = false;
             }
             /* from checkpoint k on: the windows that start there (the events before t are as a prefix); from the
              * prefix, kept with its sizes for the stream's next replays */
             int64_t *xs = NULL;
-            if (!k && !kept && (xs = realloc(h->bnd.xs, (n - prefix + 1) * sizeof *xs))) {
+            if (!k && !kept && (xs = realloc(h->bnd.xs, (2 * (n - prefix) + 1) * sizeof *xs))) {
                 h->bnd.xs = xs;
                 h->bnd.xok = false;
             }
             if ((best = malloc((h->bnd.nlam + 1) * sizeof *best)) &&
-                !window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, xs)) {
+                !window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, xs, &h->bnd.nxs)) {
                 free(best);
                 best = NULL;
             }
