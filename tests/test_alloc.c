@@ -484,7 +484,7 @@ static void test_bounded(void **state)
 {
     (void)state;
     static stream s, pool[2];
-    int stopped[2] = {0, 0}, exact_under[2] = {0, 0};
+    int stopped[2] = {0, 0}, exact_under[2] = {0, 0}, bounds[2] = {0, 0};
     for (uint32_t seed = 1; seed <= 16; seed++) {
         s.n = 0;
         random_stream(&s, 3000, seed, seed % 2 ? 8 * MiB : 48 * MiB);
@@ -503,6 +503,14 @@ static void test_bounded(void **state)
         for (int q = 0; q < 2; q++) {
             int64_t want = reference(pool[q].ev, pool[q].n, 0);
             assert_true(pool[q].n >= 1000 && want > 0);
+            /* vc_alloc_bound (no prefix: no state needed): none, or at least the reserve */
+            vc_alloc_scratch sb = {0};
+            sb.pool = q ? VC_POOL_SMALL : VC_POOL_LARGE;
+            sb.gen = 1;
+            int64_t ub = vc_alloc_bound(pool[q].ev, pool[q].n, 0, &sb);
+            assert_true(ub == -1 || ub >= want);
+            bounds[q] += ub >= 0;
+            vc_alloc_scratch_free(&sb);
             const int64_t lim[] = {want / 2,          want - 64 * MiB, want - 4 * MiB, want - 2 * MiB, want - 512,
                                    want,              want + 2 * MiB,  want + 64 * MiB, 4 * want};
             for (size_t l = 0; l < sizeof lim / sizeof *lim; l++)
@@ -530,6 +538,7 @@ static void test_bounded(void **state)
     /* the large pool also runs to the end under its limit; the small pool's windows (window_bounds) end
      * these streams with no malloc left, which opens no segment: every small-pool replay under its limit stops */
     assert_true(exact_under[0] > 0);
+    assert_true(bounds[0] > 0 && bounds[1] > 0); /* the large pool's: the streams of requests up to 8 MiB */
 }
 
 /* alloc.c window_bounds on a fragmented small pool: 1,024 blocks of 64 KiB
@@ -541,6 +550,7 @@ static void test_bounded(void **state)
  * reserve fails here. The same bound with the holes (the frees F) stops at
  * twice the reserve, where live_bounds' count (about 1,000 live blocks)
  * does not; with a kept prefix too (the frees of its blocks are not F).
+ * vc_alloc_bound's bound of it, and of the same holes in the large pool.
  * Then the bound kept for a stream's later replays (alloc.c within_kept). */
 static void test_bounded_holes(void **state)
 {
@@ -553,6 +563,27 @@ static void test_bounded_holes(void **state)
     for (int i = 0; i < 512; i++) M(&s, 128 * 1024);
     int64_t want = reference(s.ev, s.n, 0);
     assert_int_equal(want, 64 * 2 * MiB); /* 32 segments for each phase */
+    vc_alloc_scratch sb = {0};
+    sb.pool = VC_POOL_SMALL;
+    sb.gen = 1;
+    int64_t ub = vc_alloc_bound(s.ev, s.n, 0, &sb); /* 85 segments: at least the 64, and under live_bounds' count */
+    assert_true(ub >= want && ub < 2 * want);
+    vc_alloc_scratch_free(&sb);
+    /* the large pool's: 400 blocks of 2 MiB (40 segments of 20 MiB), every other one freed, then 200 of 4 MiB (40
+     * more); the live bytes alone bound 76 segments */
+    static stream g;
+    g.n = 0;
+    int32_t b2[400];
+    for (int i = 0; i < 400; i++) b2[i] = M(&g, 2 * MiB);
+    for (int i = 0; i < 400; i += 2) F(&g, b2[i]);
+    for (int i = 0; i < 200; i++) M(&g, 4 * MiB);
+    int64_t want_g = reference(g.ev, g.n, 0);
+    assert_int_equal(want_g, 80 * 20 * MiB);
+    sb.pool = VC_POOL_LARGE;
+    sb.gen = 1;
+    ub = vc_alloc_bound(g.ev, g.n, 0, &sb);
+    assert_true(ub >= want_g && ub < 2 * want_g);
+    vc_alloc_scratch_free(&sb);
     const int64_t lim[] = {want - 2 * MiB, want - 512, want + 2 * MiB, 2 * want};
     for (size_t pre = 0; pre <= 400; pre += 400)
         for (size_t l = 0; l < sizeof lim / sizeof *lim; l++) {

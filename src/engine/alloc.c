@@ -737,37 +737,47 @@ static bool live_bounds(const vc_alloc_event *ev, size_t n, size_t prefix, size_
     return true;
 }
 
-/* The small pool's sharper bound, for one replay's sizes: best[k] >= the
- * bytes of the segments opened from checkpoint t_k = prefix + k x step to
- * the end (best[nint] = 0). With the default settings a small-pool block is
- * its request's size (a remainder of a multiple of 512 is split off when it
- * is not 0), and a 2 MiB segment opened at event v >= t has one free block
- * when opened (its tail: requests are at most 1 MiB); a malloc never adds a
- * free block to it (it takes a free block's front), a free adds at most
- * one. So when a segment is opened at malloc u for x bytes (no free block of
- * x or more anywhere), each of the S segments opened in [t, u) holds only
- * blocks allocated since t, its free blocks are each at most x - 512 and at
- * most 1 + the frees of its blocks since t:
- *     S x 2 MiB <= V + (S + F) (x - 512),
- * V the bytes of the blocks allocated in [t, u) live at u, F the frees in
- * [t, u) of blocks allocated since t; and S <= L, those blocks' count (each
- * segment holds one: a segment with none is a free block of 2 MiB). A window
- * of events [t, t') opens at most 1 + max over its mallocs u of
- * min(L, (V + F (x - 512)) / (2 MiB - x + 512)) segments (none without a
- * malloc), and a replay's segments from t_k on are at most the sum over any
- * cut of [t_k, end) into windows at the checkpoints: best[] is the least
- * such sum (one window from t_k is live_bounds' count at most: V and F only
- * lower it). Per interval i (events [t_i, t_i+1)) and window start k <= i,
- * over the mallocs of interval i: L and V at most the older intervals'
- * counts and bytes where interval i starts (they only fall within it) plus
- * interval i's own most before a malloc, F at most their frees by the end
- * of interval i, x at most interval i's largest request (the bound grows
- * with x). false when out of memory or a request is over 1 MiB. */
+/* A sharper bound, for one replay's sizes: best[k] >= the bytes of the
+ * segments opened from checkpoint t_k = prefix + k x step to the end
+ * (best[nint] = 0), with the default settings and one pool's requests.
+ * Small pool (requests of at most 1 MiB, 2 MiB segments): a block is its
+ * request's size (a remainder, a multiple of 512, is split off when it is
+ * not 0). Large pool (requests over 1 MiB and, from t on, under 10 MiB: 20
+ * MiB segments): a block is its request's size plus a slack of at most
+ * 1 MiB (a remainder of at most 1 MiB is not split off, h_malloc). A
+ * segment opened at event v >= t has one piece when opened, its free tail
+ * (over 1 MiB: split); taking a free block's front keeps the pieces, taking
+ * it whole turns it into the slack of the block that takes it, a free adds
+ * at most one (the freed block and its slack merge). So when a segment is
+ * opened at malloc u for x bytes (no free block of x or more anywhere), each
+ * of the S segments opened in [t, u) holds only blocks allocated since t and
+ * at most 1 + the frees of its blocks since t pieces (free blocks and
+ * slacks), each at most x - 512 (a free block is under x, a slack at most
+ * 1 MiB, under x in the large pool):
+ *     S x segment <= V + (S + F) (x - 512),
+ * V the requests' bytes of the blocks allocated in [t, u) live at u, F the
+ * frees in [t, u) of blocks allocated since t; and S <= L, those blocks'
+ * count (each segment holds one: a segment with none is one free block that
+ * fits x). A window of events [t, t') opens at most 1 + max over its mallocs
+ * u of min(L, (V + F (x - 512)) / (segment - x + 512)) segments (none
+ * without a malloc), and a replay's segments from t_k on are at most the sum
+ * over any cut of [t_k, end) into windows at the checkpoints: best[] is the
+ * least such sum (one window from t_k is live_bounds' count at most: V and F
+ * only lower it). Per interval i (events [t_i, t_i+1)) and window start
+ * k <= i, over the mallocs of interval i: L and V at most the older
+ * intervals' counts and bytes where interval i starts (they only fall within
+ * it) plus interval i's own most before a malloc, F at most their frees by
+ * the end of interval i, x at most interval i's largest request (the bound
+ * grows with x). false when out of memory or a request is out of the pool's
+ * range. */
 static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_alloc_event *ev, size_t n,
                                                                size_t prefix, size_t step, size_t nint,
                                                                const int64_t *sz, int64_t *best, int64_t *xs,
-                                                               size_t *nxs)
+                                                               size_t *nxs, const int K)
 {
+    /* the pool's segment, and its requests' range: at most 1 MiB, or over 1 MiB and under 10 MiB */
+    const int64_t seg = K == POOL_SMALL ? SMALL_BUFFER : LARGE_BUFFER, lo = K == POOL_SMALL ? 0 : SMALL_SIZE,
+                  hi = K == POOL_SMALL ? SMALL_SIZE + 1 : MIN_LARGE_ALLOC;
     size_t nx = 0;
     size_t q = nint * nint;
     /* per older interval j: live bytes v, live count c, frees f; at each interval i's start (vb, cb: j < i) and end (fb:
@@ -792,7 +802,7 @@ static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_
             int32_t a = ev[u].block;
             if (a < 0) {
                 int64_t x = sz ? sz[ev[u].size] : ev[u].size;
-                if (x > SMALL_SIZE) return false; /* not the small pool's */
+                if (x <= lo || x >= hi) return false; /* out of the argument's range */
                 if (xs) {
                     xs[2 * nx] = ev[u].size;
                     xs[2 * nx++ + 1] = x;
@@ -828,7 +838,7 @@ static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_
     for (size_t i = 0; i < nint; i++) {
         int64_t x = xmax[i], L = most[i], V = vmost[i], F = fb[i * nint + i];
         for (size_t k = i + 1; k-- > 0;) {
-            int64_t b = L, w = (V + F * (x - 512)) / (SMALL_BUFFER - x + 512); /* V, F x: under 2^52 */
+            int64_t b = L, w = (V + F * (x - 512)) / (seg - x + 512); /* V, F x: under 2^56 */
             if (!x) b = -1;
             else if (w < b) b = w;
             bd[k * nint + i] = b;
@@ -844,7 +854,7 @@ static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_
         int64_t mx = -1, b = INT64_MAX;
         for (size_t m = k + 1; m <= nint; m++) {
             if (bd[k * nint + m - 1] > mx) mx = bd[k * nint + m - 1];
-            int64_t w = (mx < 0 ? 0 : SMALL_BUFFER * (mx + 1)) + best[m];
+            int64_t w = (mx < 0 ? 0 : seg * (mx + 1)) + best[m]; /* under 2^62 */
             if (w < b) b = w;
         }
         best[k] = b;
@@ -856,10 +866,13 @@ static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_
 /* window_bounds with the sizes in sz[] (replay.c's streams), or in the events; xs (2 (n - prefix) entries, or
  * NULL) gets each request's size field and bytes, *nxs of them */
 static bool window_bounds(heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, size_t step, size_t nint,
-                          const int64_t *sz, int64_t *best, int64_t *xs, size_t *nxs)
+                          const int64_t *sz, int64_t *best, int64_t *xs, size_t *nxs, int K)
 {
-    return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs, nxs)
-              : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs, nxs);
+    if (K == POOL_SMALL)
+        return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs, nxs, POOL_SMALL)
+                  : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs, nxs, POOL_SMALL);
+    return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs, nxs, POOL_LARGE)
+              : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs, nxs, POOL_LARGE);
 }
 
 /* true when no request of the stream after its prefix is larger than when its kept bound was made (h->bnd.xs): the
@@ -910,9 +923,9 @@ static int64_t bounded(heap *h, const vc_alloc_event *ev, size_t n, size_t prefi
         h->bnd.prefix = prefix;
     }
     const int64_t *sz = sc->sizes, seg = K == POOL_SMALL ? SMALL_BUFFER : LARGE_BUFFER;
-    /* the small pool: window_bounds' sharper bound for these sizes (none when out of memory) */
+    /* window_bounds' sharper bound for these sizes (none when out of memory or out of its range) */
     int64_t *best = NULL;
-    bool tried = K != POOL_SMALL;
+    bool tried = false;
     for (size_t k = 0; k < h->bnd.nlam; k++) {
         size_t t = prefix + k * h->bnd.step;
         int64_t r = run(h, ev, *start, t, K, page, sz);
@@ -939,7 +952,7 @@ static int64_t bounded(heap *h, const vc_alloc_event *ev, size_t n, size_t prefi
                 h->bnd.xok = false;
             }
             if ((best = malloc((h->bnd.nlam + 1) * sizeof *best)) &&
-                !window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, xs, &h->bnd.nxs)) {
+                !window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, xs, &h->bnd.nxs, K)) {
                 free(best);
                 best = NULL;
             }
@@ -1011,6 +1024,36 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
         return r; /* -3, or a failure */
     if ((r = run(h, ev, start, n, K, page, sz)) < 0) return r;
     return h->reserved;
+}
+
+int64_t vc_alloc_bound(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)
+{
+    heap *h = sc->st;
+    int K = sc->pool == VC_POOL_SMALL || sc->pool == VC_POOL_LARGE ? sc->pool : POOL_EITHER;
+    if (prefix > n) prefix = n;
+    /* the default settings, one pool's requests, and the state after the prefix known: kept, or none (0 bytes) */
+    if (sc->expandable || sc->max_split || K == POOL_EITHER || n - prefix < 512 ||
+        (prefix && (!h || h->expandable || h->max_split || h->snap.prefix != prefix)))
+        return -1;
+    if (!h && !(h = sc->st = calloc(1, sizeof *sc->st))) return -1;
+    int64_t base = prefix ? h->snap.reserved : 0;
+    if (h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix && within_kept(h, sc->sizes))
+        return base + h->bnd.best0;
+    size_t step = (n - prefix) / 64 > 128 ? (n - prefix) / 64 : 128, nint = (n - prefix + step - 1) / step;
+    int64_t *best = malloc((nint + 1) * sizeof *best), *xs = realloc(h->bnd.xs, (2 * (n - prefix) + 1) * sizeof *xs);
+    if (xs) h->bnd.xs = xs;
+    h->bnd.xok = false;
+    if (!best || !xs || !window_bounds(h, ev, n, prefix, step, nint, sc->sizes, best, xs, &h->bnd.nxs, K)) {
+        free(best);
+        return -1;
+    }
+    h->bnd.xok = true; /* kept for the stream's replays (bounded) */
+    h->bnd.best0 = best[0];
+    h->bnd.xgen = sc->gen;
+    h->bnd.xn = n;
+    h->bnd.xpre = prefix;
+    free(best);
+    return base + h->bnd.best0;
 }
 
 void vc_alloc_scratch_free(vc_alloc_scratch *sc)
