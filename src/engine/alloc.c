@@ -888,6 +888,25 @@ static bool within_kept(const heap *h, const int64_t *sz)
     return true;
 }
 
+/* window_bounds from the prefix (best[0..nint]), kept with the requests' sizes for the stream's next replays
+ * (within_kept); false as window_bounds */
+static bool kept_bounds(heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, size_t step, size_t nint,
+                        const vc_alloc_scratch *sc, int K, int64_t *best)
+{
+    int64_t *xs = realloc(h->bnd.xs, (2 * (n - prefix) + 1) * sizeof *xs);
+    size_t nx;
+    h->bnd.xok = false;
+    if (!xs) return window_bounds(h, ev, n, prefix, step, nint, sc->sizes, best, NULL, &nx, K);
+    h->bnd.xs = xs;
+    if (!window_bounds(h, ev, n, prefix, step, nint, sc->sizes, best, xs, &h->bnd.nxs, K)) return false;
+    h->bnd.xok = true;
+    h->bnd.best0 = best[0];
+    h->bnd.xgen = sc->gen;
+    h->bnd.xn = n;
+    h->bnd.xpre = prefix;
+    return true;
+}
+
 __extension__ typedef __int128 i128;
 
 /* A replay that may stop before the end (vc_alloc_scratch.limit): with the
@@ -939,29 +958,18 @@ static int64_t bounded(heap *h, const vc_alloc_event *ev, size_t n, size_t prefi
          * the counts are far off, the windows seldom stop the replay much sooner) */
         if (most > sc->limit && !tried && most - h->reserved <= 3 * ((i128)sc->limit - h->reserved)) {
             tried = true;
-            bool kept = !k && h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix;
-            if (kept && within_kept(h, sz)) { /* a bound at least as large, kept: it may do */
-                if ((i128)h->reserved + h->bnd.best0 <= sc->limit) return -3;
-                kept = false;
-            }
+            /* a bound at least as large, kept: it may do */
+            if (!k && h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix &&
+                within_kept(h, sz) && (i128)h->reserved + h->bnd.best0 <= sc->limit)
+                return -3;
             /* from checkpoint k on: the windows that start there (the events before t are as a prefix); from the
              * prefix, kept with its sizes for the stream's next replays */
-            int64_t *xs = NULL;
-            if (!k && !kept && (xs = realloc(h->bnd.xs, (2 * (n - prefix) + 1) * sizeof *xs))) {
-                h->bnd.xs = xs;
-                h->bnd.xok = false;
-            }
+            size_t nx;
             if ((best = malloc((h->bnd.nlam + 1) * sizeof *best)) &&
-                !window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, xs, &h->bnd.nxs, K)) {
+                !(k ? window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, NULL, &nx, K)
+                    : kept_bounds(h, ev, n, prefix, h->bnd.step, h->bnd.nlam, sc, K, best))) {
                 free(best);
                 best = NULL;
-            }
-            if (best && xs) {
-                h->bnd.xok = true;
-                h->bnd.best0 = best[0];
-                h->bnd.xgen = sc->gen;
-                h->bnd.xn = n;
-                h->bnd.xpre = prefix;
             }
         }
         if (best && (i128)h->reserved + best[k] < most) most = (i128)h->reserved + best[k];
@@ -1040,20 +1048,10 @@ int64_t vc_alloc_bound(const vc_alloc_event *ev, size_t n, size_t prefix, vc_all
     if (h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix && within_kept(h, sc->sizes))
         return base + h->bnd.best0;
     size_t step = (n - prefix) / 64 > 128 ? (n - prefix) / 64 : 128, nint = (n - prefix + step - 1) / step;
-    int64_t *best = malloc((nint + 1) * sizeof *best), *xs = realloc(h->bnd.xs, (2 * (n - prefix) + 1) * sizeof *xs);
-    if (xs) h->bnd.xs = xs;
-    h->bnd.xok = false;
-    if (!best || !xs || !window_bounds(h, ev, n, prefix, step, nint, sc->sizes, best, xs, &h->bnd.nxs, K)) {
-        free(best);
-        return -1;
-    }
-    h->bnd.xok = true; /* kept for the stream's replays (bounded) */
-    h->bnd.best0 = best[0];
-    h->bnd.xgen = sc->gen;
-    h->bnd.xn = n;
-    h->bnd.xpre = prefix;
+    int64_t *best = malloc((nint + 1) * sizeof *best);
+    int64_t u = best && kept_bounds(h, ev, n, prefix, step, nint, sc, K, best) ? base + best[0] : -1; /* and kept */
     free(best);
-    return base + h->bnd.best0;
+    return u;
 }
 
 void vc_alloc_scratch_free(vc_alloc_scratch *sc)
