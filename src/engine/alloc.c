@@ -131,6 +131,14 @@ struct vc_alloc_state {
         int32_t *lam;
         size_t nlam, n, prefix, step;
         uint64_t gen;
+        void *win; /* window_bounds' arrays, for nwin intervals */
+        size_t nwin;
+        /* the windows' bound from the prefix on, best0, made with the requests' sizes: xs[] holds nxs pairs (a
+         * malloc's size field after the prefix, its bytes), for the stream (xgen, xn, xpre) */
+        int64_t *xs, best0;
+        size_t nxs, xn, xpre;
+        uint64_t xgen;
+        bool xok;
     } bnd;
 };
 
@@ -729,6 +737,178 @@ static bool live_bounds(const vc_alloc_event *ev, size_t n, size_t prefix, size_
     return true;
 }
 
+/* A sharper bound, for one replay's sizes: best[k] >= the bytes of the
+ * segments opened from checkpoint t_k = prefix + k x step to the end
+ * (best[nint] = 0), with the default settings and one pool's requests.
+ * Small pool (requests of at most 1 MiB, 2 MiB segments): a block is its
+ * request's size (a remainder, a multiple of 512, is split off when it is
+ * not 0). Large pool (requests over 1 MiB and, from t on, under 10 MiB: 20
+ * MiB segments): a block is its request's size plus a slack of at most
+ * 1 MiB (a remainder of at most 1 MiB is not split off, h_malloc). A
+ * segment opened at event v >= t has one piece when opened, its free tail
+ * (over 1 MiB: split); taking a free block's front keeps the pieces, taking
+ * it whole turns it into the slack of the block that takes it, a free adds
+ * at most one (the freed block and its slack merge). So when a segment is
+ * opened at malloc u for x bytes (no free block of x or more anywhere), each
+ * of the S segments opened in [t, u) holds only blocks allocated since t and
+ * at most 1 + the frees of its blocks since t pieces (free blocks and
+ * slacks), each at most x - 512 (a free block is under x, a slack at most
+ * 1 MiB, under x in the large pool):
+ *     S x segment <= V + (S + F) (x - 512),
+ * V the requests' bytes of the blocks allocated in [t, u) live at u, F the
+ * frees in [t, u) of blocks allocated since t; and S <= L, those blocks'
+ * count (each segment holds one: a segment with none is one free block that
+ * fits x). A window of events [t, t') opens at most 1 + max over its mallocs
+ * u of min(L, (V + F (x - 512)) / (segment - x + 512)) segments (none
+ * without a malloc), and a replay's segments from t_k on are at most the sum
+ * over any cut of [t_k, end) into windows at the checkpoints: best[] is the
+ * least such sum (one window from t_k is live_bounds' count at most: V and F
+ * only lower it). Per interval i (events [t_i, t_i+1)) and window start
+ * k <= i, over the mallocs of interval i: L and V at most the older
+ * intervals' counts and bytes where interval i starts (they only fall within
+ * it) plus interval i's own most before a malloc, F at most their frees by
+ * the end of interval i, x at most interval i's largest request (the bound
+ * grows with x). false when out of memory or a request is out of the pool's
+ * range. */
+static inline __attribute__((always_inline)) bool window_pass(heap *h, const vc_alloc_event *ev, size_t n,
+                                                               size_t prefix, size_t step, size_t nint,
+                                                               const int64_t *sz, int64_t *best, int64_t *xs,
+                                                               size_t *nxs, const int K)
+{
+    /* the pool's segment, and its requests' range: at most 1 MiB, or over 1 MiB and under 10 MiB */
+    const int64_t seg = K == POOL_SMALL ? SMALL_BUFFER : LARGE_BUFFER, lo = K == POOL_SMALL ? 0 : SMALL_SIZE,
+                  hi = K == POOL_SMALL ? SMALL_SIZE + 1 : MIN_LARGE_ALLOC;
+    size_t nx = 0;
+    size_t q = nint * nint;
+    /* per older interval j: live bytes v, live count c, frees f; at each interval i's start (vb, cb: j < i) and end (fb:
+     * j <= i); only the rows' entries written are read */
+    if (h->bnd.nwin != nint) {
+        void *w = realloc(h->bnd.win, (4 * nint + 2 * q) * sizeof(int64_t) + (3 * nint + 2 * q) * sizeof(int32_t));
+        if (!w) return false;
+        h->bnd.win = w;
+        h->bnd.nwin = nint;
+    }
+    int64_t *v = h->bnd.win, *vmost = v + nint, *xmax = v + 2 * nint, *vb = v + 4 * nint, *bd = vb + q;
+    int32_t *c = (int32_t *)(bd + q), *f = c + nint, *most = c + 2 * nint, *cb = c + 3 * nint, *fb = cb + q;
+    memset(v, 0, nint * sizeof *v);
+    memset(c, 0, 2 * nint * sizeof *c);
+    for (size_t i = 0; i < nint; i++) {
+        size_t from = prefix + i * step, to = from + step < n ? from + step : n;
+        memcpy(cb + i * nint, c, i * sizeof *c);
+        memcpy(vb + i * nint, v, i * sizeof *v);
+        int32_t ci = 0, mi = 0, fi = 0;
+        int64_t vi = 0, vm = 0, xm = 0;
+        for (size_t u = from; u < to; u++) {
+            int32_t a = ev[u].block;
+            if (a < 0) {
+                int64_t x = sz ? sz[ev[u].size] : ev[u].size;
+                if (x <= lo || x >= hi) return false; /* out of the argument's range */
+                if (xs) {
+                    xs[2 * nx] = ev[u].size;
+                    xs[2 * nx++ + 1] = x;
+                }
+                if (ci > mi) mi = ci;
+                if (vi > vm) vm = vi;
+                if (x > xm) xm = x;
+                ci++;
+                vi += x;
+                continue;
+            }
+            int64_t x = sz ? sz[ev[a].size] : ev[a].size;
+            if ((size_t)a >= from) {
+                ci--;
+                vi -= x;
+                fi++;
+            } else if ((size_t)a >= prefix) {
+                size_t j = ((size_t)a - prefix) / step;
+                c[j]--;
+                v[j] -= x;
+                f[j]++;
+            }
+        }
+        c[i] = ci;
+        v[i] = vi;
+        f[i] = fi;
+        most[i] = mi;
+        vmost[i] = vm;
+        xmax[i] = xm;
+        memcpy(fb + i * nint, f, (i + 1) * sizeof *f);
+    }
+    /* bd[k][i]: the window from k's most segments opened before a malloc of interval i (-1: i has none) */
+    for (size_t i = 0; i < nint; i++) {
+        int64_t x = xmax[i], L = most[i], V = vmost[i], F = fb[i * nint + i];
+        for (size_t k = i + 1; k-- > 0;) {
+            int64_t b = L, w = (V + F * (x - 512)) / (seg - x + 512); /* V, F x: under 2^56 */
+            if (!x) b = -1;
+            else if (w < b) b = w;
+            bd[k * nint + i] = b;
+            if (k) {
+                L += cb[i * nint + k - 1];
+                V += vb[i * nint + k - 1];
+                F += fb[i * nint + k - 1];
+            }
+        }
+    }
+    best[nint] = 0;
+    for (size_t k = nint; k-- > 0;) {
+        int64_t mx = -1, b = INT64_MAX;
+        for (size_t m = k + 1; m <= nint; m++) {
+            if (bd[k * nint + m - 1] > mx) mx = bd[k * nint + m - 1];
+            int64_t w = (mx < 0 ? 0 : seg * (mx + 1)) + best[m]; /* under 2^62 */
+            if (w < b) b = w;
+        }
+        best[k] = b;
+    }
+    *nxs = nx;
+    return true;
+}
+
+/* window_bounds with the sizes in sz[] (replay.c's streams), or in the events; xs (2 (n - prefix) entries, or
+ * NULL) gets each request's size field and bytes, *nxs of them */
+static bool window_bounds(heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, size_t step, size_t nint,
+                          const int64_t *sz, int64_t *best, int64_t *xs, size_t *nxs, int K)
+{
+    if (K == POOL_SMALL)
+        return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs, nxs, POOL_SMALL)
+                  : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs, nxs, POOL_SMALL);
+    return sz ? window_pass(h, ev, n, prefix, step, nint, sz, best, xs, nxs, POOL_LARGE)
+              : window_pass(h, ev, n, prefix, step, nint, NULL, best, xs, nxs, POOL_LARGE);
+}
+
+/* true when no request of the stream after its prefix is larger than when its kept bound was made (h->bnd.xs): the
+ * windows' bound from the prefix is then at most that one (V and x only grow with the sizes; L and F are the
+ * stream's) */
+static bool within_kept(const heap *h, const int64_t *sz)
+{
+    const int64_t *xs = h->bnd.xs;
+    size_t n = h->bnd.nxs;
+    if (!sz) return false; /* the sizes in the events: not kept (the stream's gen names its blocks, not its sizes) */
+    for (size_t i = 0; i < n; i++)
+        if (sz[xs[2 * i]] > xs[2 * i + 1]) return false;
+    return true;
+}
+
+/* window_bounds from the prefix (best[0..nint]), kept with the requests' sizes for the stream's next replays
+ * (within_kept); false as window_bounds */
+static bool kept_bounds(heap *h, const vc_alloc_event *ev, size_t n, size_t prefix, size_t step, size_t nint,
+                        const vc_alloc_scratch *sc, int K, int64_t *best)
+{
+    int64_t *xs = realloc(h->bnd.xs, (2 * (n - prefix) + 1) * sizeof *xs);
+    size_t nx;
+    h->bnd.xok = false;
+    if (!xs) return window_bounds(h, ev, n, prefix, step, nint, sc->sizes, best, NULL, &nx, K);
+    h->bnd.xs = xs;
+    if (!window_bounds(h, ev, n, prefix, step, nint, sc->sizes, best, xs, &h->bnd.nxs, K)) return false;
+    h->bnd.xok = true;
+    h->bnd.best0 = best[0];
+    h->bnd.xgen = sc->gen;
+    h->bnd.xn = n;
+    h->bnd.xpre = prefix;
+    return true;
+}
+
+__extension__ typedef __int128 i128;
+
 /* A replay that may stop before the end (vc_alloc_scratch.limit): with the
  * default settings a segment is opened only when no free block fits the
  * request (h_malloc), and a segment all of whose blocks are free is one free
@@ -762,18 +942,45 @@ static int64_t bounded(heap *h, const vc_alloc_event *ev, size_t n, size_t prefi
         h->bnd.prefix = prefix;
     }
     const int64_t *sz = sc->sizes, seg = K == POOL_SMALL ? SMALL_BUFFER : LARGE_BUFFER;
+    /* window_bounds' sharper bound for these sizes (none when out of memory or out of its range) */
+    int64_t *best = NULL;
+    bool tried = false;
     for (size_t k = 0; k < h->bnd.nlam; k++) {
         size_t t = prefix + k * h->bnd.step;
         int64_t r = run(h, ev, *start, t, K, page, sz);
-        if (r < 0) return r;
+        if (r < 0) {
+            free(best);
+            return r;
+        }
         *start = t;
-        __extension__ __int128 most = (__int128)h->reserved + (__int128)seg * (h->bnd.lam[k] + 1);
+        i128 most = (i128)h->reserved + (i128)seg * (h->bnd.lam[k] + 1);
+        /* made once the counts' bound is within 3 times the room left (a pass over the rest of the stream: where
+         * the counts are far off, the windows seldom stop the replay much sooner) */
+        if (most > sc->limit && !tried && most - h->reserved <= 3 * ((i128)sc->limit - h->reserved)) {
+            tried = true;
+            /* a bound at least as large, kept: it may do */
+            if (!k && h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix &&
+                within_kept(h, sz) && (i128)h->reserved + h->bnd.best0 <= sc->limit)
+                return -3;
+            /* from checkpoint k on: the windows that start there (the events before t are as a prefix); from the
+             * prefix, kept with its sizes for the stream's next replays */
+            size_t nx;
+            if ((best = malloc((h->bnd.nlam + 1) * sizeof *best)) &&
+                !(k ? window_bounds(h, ev, n, t, h->bnd.step, h->bnd.nlam - k, sz, best + k, NULL, &nx, K)
+                    : kept_bounds(h, ev, n, prefix, h->bnd.step, h->bnd.nlam, sc, K, best))) {
+                free(best);
+                best = NULL;
+            }
+        }
+        if (best && (i128)h->reserved + best[k] < most) most = (i128)h->reserved + best[k];
         if (most > sc->limit) continue;
+        free(best);
         if (K == POOL_LARGE) /* every later request under 10 MiB, so every later segment 20 MiB */
             for (size_t u = t; u < n; u++)
                 if (ev[u].block < 0 && (sz ? sz[ev[u].size] : ev[u].size) >= MIN_LARGE_ALLOC) return -4;
         return -3;
     }
+    free(best);
     return -4;
 }
 
@@ -827,12 +1034,34 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     return h->reserved;
 }
 
+int64_t vc_alloc_bound(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)
+{
+    heap *h = sc->st;
+    int K = sc->pool == VC_POOL_SMALL || sc->pool == VC_POOL_LARGE ? sc->pool : POOL_EITHER;
+    if (prefix > n) prefix = n;
+    /* the default settings, one pool's requests, and the state after the prefix known: kept, or none (0 bytes) */
+    if (sc->expandable || sc->max_split || K == POOL_EITHER || n - prefix < 512 ||
+        (prefix && (!h || h->expandable || h->max_split || h->snap.prefix != prefix)))
+        return -1;
+    if (!h && !(h = sc->st = calloc(1, sizeof *sc->st))) return -1;
+    int64_t base = prefix ? h->snap.reserved : 0;
+    if (h->bnd.xok && h->bnd.xgen == sc->gen && h->bnd.xn == n && h->bnd.xpre == prefix && within_kept(h, sc->sizes))
+        return base + h->bnd.best0;
+    size_t step = (n - prefix) / 64 > 128 ? (n - prefix) / 64 : 128, nint = (n - prefix + step - 1) / step;
+    int64_t *best = malloc((nint + 1) * sizeof *best);
+    int64_t u = best && kept_bounds(h, ev, n, prefix, step, nint, sc, K, best) ? base + best[0] : -1; /* and kept */
+    free(best);
+    return u;
+}
+
 void vc_alloc_scratch_free(vc_alloc_scratch *sc)
 {
     heap *h = sc->st;
     if (!h) return;
     drop_snapshot(h);
     free(h->bnd.lam);
+    free(h->bnd.win);
+    free(h->bnd.xs);
     for (int w = 0; w < NSMALL / 64; w++) /* the small classes' heaps that were allocated */
         for (uint64_t m = h->held[w]; m; m &= m - 1) free(h->cls[(w << 6) + __builtin_ctzll(m)].h);
     for (int32_t c = NSMALL; c < h->ncls; c++) free(h->cls[c].h);

@@ -187,6 +187,10 @@ typedef struct {
 } vc_alloc_scratch;
 enum { VC_POOL_EITHER, VC_POOL_SMALL, VC_POOL_LARGE };
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
+/* An upper bound of vc_alloc_replay's reserve for the same stream and scratch (default settings, sc->pool one
+ * pool), without replaying past the prefix (alloc.c window_bounds): -1 none (other settings, requests out of the
+ * bound's range, a prefix whose state is not kept, out of memory). */
+int64_t vc_alloc_bound(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
 /* Requests of at most this many bytes come from the small pool (kSmallSize). */
 #define VC_ALLOC_SMALL_SIZE (INT64_C(1) << 20)
 /* 1 when a request of `size` bytes comes from the small pool, 0 the large one */

@@ -546,25 +546,36 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch, int64_t limit)
         }
     }
     /* With a limit, the pool with more events after its prefix is replayed last and may stop once the
-     * reserve is proven at most the limit less the other pool's (alloc.c bounded): -3 */
+     * reserve is proven at most the limit less the other pool's (alloc.c bounded): -3. The other, replayed
+     * first, may stop too once proven at most the limit less an upper bound of the last one's made without
+     * replaying it (alloc.c vc_alloc_bound): -3 then without the last one's replay. */
     bool redo[2] = {M->pool[0].last < 0 || dirty[0], M->pool[1].last < 0 || dirty[1]};
     int lastp = redo[0] && (!redo[1] || M->pool[0].n - M->pool[0].pre > M->pool[1].n - M->pool[1].pre) ? 0 : 1;
+    for (int p = 0; p < 2; p++) {
+        vc_alloc_scratch *sc = &M->pool[p].scratch;
+        sc->expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
+        sc->max_split = b->o.alloc_conf.max_split_size;
+        sc->pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
+        /* the prefix's storages are of fixed size (the events before the first batch-dependent one): the
+         * same of them are freed, and in this pool, at every batch */
+        sc->fixed_frees = true;
+        sc->sizes = sz;
+    }
+    int64_t first_limit = 0;
+    if (limit > 0 && redo[0] && redo[1]) {
+        int64_t u = vc_alloc_bound(M->pool[lastp].ev, M->pool[lastp].n, M->pool[lastp].pre, &M->pool[lastp].scratch);
+        if (u >= 0 && u < limit) first_limit = limit - u;
+    }
     int64_t total = 0;
     for (int k = 0; k < 2; k++) {
         int p = k ? lastp : 1 - lastp;
         int64_t r = M->pool[p].last;
         if (redo[p]) {
             vc_alloc_scratch *sc = &M->pool[p].scratch;
-            sc->limit = k && limit > total ? limit - total : 0;
-            sc->expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
-            sc->max_split = b->o.alloc_conf.max_split_size;
-            sc->pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
-            /* the prefix's storages are of fixed size (the events before the first batch-dependent one): the
-             * same of them are freed, and in this pool, at every batch */
-            sc->fixed_frees = true;
-            sc->sizes = sz;
+            sc->limit = k ? (limit > total ? limit - total : 0) : first_limit;
             if ((r = vc_alloc_replay(M->pool[p].ev, M->pool[p].n, M->pool[p].pre, sc)) == -3) {
                 M->pool[p].last = -1; /* stopped: replayed again next time */
+                if (!k) M->pool[lastp].last = -1; /* not replayed at this batch */
                 return -3;
             }
             if (r < 0) {
