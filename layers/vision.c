@@ -280,7 +280,7 @@ static void vpi_emit(vc_build *b, const void *p)
     const vc_dtype dt = vc_dt_of(b, x);
     vc_t ad = wdt == VC_DT_F32 ? gs : vc__op_nograd(b, "_to_copy", gs, -1, vc_n_sample(n * C), wdt);
     vc_t ad2 = wdt == dt ? ad : vc__op_nograd(b, "_to_copy", ad, -1, vc_n_sample(n * C), dt);
-    vc_t y = vc__op_nograd(b, "add", x, ad2, vc_n_sample(n * C), dt);
+    vc_t y = vc__op_add(b, x, ad2, vc_n_sample(n * C), false); /* embeddings + adapted_pos_embed: AddBackward0 */
     /* the function's locals, freed as it returns */
     if (ad2 != ad) vc_release(b, ad2);
     if (ad != gs) vc_release(b, ad);
@@ -514,7 +514,9 @@ static void vout_emit(vc_build *b, const void *p)
     const vout_cfg *c = p;
     vc_t m = vc_input(b, 2);
     vc_keep_to_here(b, vc_input(b, 0)); /* the pixel values' copy: dead as get_image_features returns */
-    vc_t y = vc__op_nograd(b, "cat", m, -1, vc_numel_of(b, m), vc_dt_of(b, m));
+    /* torch.cat of the features: recorded (CatBackward0 keeps sizes) so that a LoRA adapter inside the tower gives
+     * inputs_embeds a gradient, as in PyTorch; without one nothing needs it and nothing is saved */
+    vc_t y = vc__op_fresh(b, "cat", m, vc_numel_of(b, m));
     vc_keep_forward(b, y);
     if (c->keep_last) {
         vc_keep_forward(b, vc_input(b, 1));
