@@ -1017,6 +1017,47 @@ static void vln(vw *w, const char *name, const char *in, int64_t width)
     vnum(w, o, "eps", 1e-6); /* SiglipVisionConfig.layer_norm_eps (the memory does not depend on it) */
 }
 
+/* A tower's non-causal sdpa over q / k / v [n, NH x D] (the names in qkv) written as pre.attention: with tiles > 1
+ * the tiles run as sdpa's batch ([tiles, heads, patches, D]), written as one sample's tiles x heads heads over a
+ * tile's n / tiles rows, the same scores and outputs (pre.q_tiles ...: [n / tiles, tiles x hidden] views of the
+ * projections), then attn_output.reshape(batch_size, seq_length, embed_dim) (pre.reshape). write_siglip,
+ * write_internvl. */
+static void tiled_sdpa(vw *b, const char *pre, const char *const in[3], int64_t n, int64_t tiles, int64_t NH, int64_t D)
+{
+    char tv[3][64], att[64], re[64];
+    const char *qkv[3] = {in[0], in[1], in[2]};
+    cJSON *o;
+    if (tiles > 1) {
+        int64_t d2[2] = {n / tiles, tiles * NH * D};
+        for (int i = 0; i < 3; i++) {
+            snprintf(tv[i], sizeof tv[i], "%s.%c_tiles", pre, "qkv"[i]);
+            o = lay(b, "Reshape", tv[i]);
+            vins(b, o, qkv[i], NULL);
+            vshape(b, o, "shape", 2, d2);
+            qkv[i] = tv[i];
+        }
+    }
+    snprintf(att, sizeof att, "%s.attention", pre);
+    o = lay(b, "RotaryAttention", att);
+    if (o) {
+        cJSON *arr = cJSON_CreateStringArray(qkv, 3);
+        if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
+            cJSON_Delete(arr);
+            b->r->oom = true;
+        }
+    }
+    vnum(b, o, "num_heads", (double)(NH * tiles));
+    vnum(b, o, "num_kv_heads", (double)(NH * tiles));
+    vnum(b, o, "head_dim", (double)D);
+    vnum(b, o, "rotary_dim", 0);
+    vflag(b, o, "causal", false);
+    if (tiles > 1) {
+        int64_t d2[2] = {n, NH * D};
+        snprintf(re, sizeof re, "%s.reshape", pre);
+        vshape(b, lay(b, "Reshape", re), "shape", 2, d2);
+    }
+}
+
 /* Gemma3Model.get_image_features (modeling_gemma3.py @ 0018aa64): vision_tower(pixel_values)
  * .last_hidden_state, then multi_modal_projector; one image of the sample (siglip_images).
  *  - SiglipVisionEmbeddings.forward: patch_embedding(pixel_values.to(dtype)) (a Conv2d with kernel =
@@ -1075,36 +1116,7 @@ static const char *write_siglip(vw *w, const hf_vision *t, int kind)
     vlinear(&b, "self_attn.k_proj", "layer_norm1", C, C, true);
     vlinear(&b, "self_attn.v_proj", "layer_norm1", C, C, true);
     const char *qkv[3] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
-    if (tiles > 1) {
-        /* the tiles run as sdpa's batch ([tiles, heads, patches, D]): written as one sample's tiles x heads heads over
-         * the patches of a tile, the same scores and outputs ([patches, tiles x hidden] views of the projections) */
-        static const char *const tv[3] = {"self_attn.q_tiles", "self_attn.k_tiles", "self_attn.v_tiles"};
-        int64_t d2[2] = {n / tiles, tiles * C};
-        for (int i = 0; i < 3; i++) {
-            o = lay(&b, "Reshape", tv[i]);
-            vins(&b, o, qkv[i], NULL);
-            vshape(&b, o, "shape", 2, d2);
-            qkv[i] = tv[i];
-        }
-    }
-    o = lay(&b, "RotaryAttention", "self_attn.attention");
-    if (o) {
-        cJSON *arr = cJSON_CreateStringArray(qkv, 3);
-        if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-            cJSON_Delete(arr);
-            w->r->oom = true;
-        }
-    }
-    vnum(&b, o, "num_heads", (double)(NH * tiles));
-    vnum(&b, o, "num_kv_heads", (double)(NH * tiles));
-    vnum(&b, o, "head_dim", (double)D);
-    vnum(&b, o, "rotary_dim", 0);
-    vflag(&b, o, "causal", false);
-    if (tiles > 1) {
-        o = lay(&b, "Reshape", "self_attn.reshape"); /* attn_output.reshape(batch_size, seq_length, embed_dim) */
-        int64_t d2[2] = {n, C};
-        vshape(&b, o, "shape", 2, d2);
-    }
+    tiled_sdpa(&b, "self_attn", qkv, n, tiles, NH, D);
     vlinear(&b, "self_attn.out_proj", NULL, C, C, true);
     vins(&b, lay(&b, "Add", "attn_residual"), "input", "self_attn.out_proj");
     vln(&b, "layer_norm2", NULL, C);
@@ -1401,33 +1413,7 @@ static const char *write_internvl(vw *w, const hf_vision *t)
         qkv[0] = "attention.q_norm";
         qkv[1] = "attention.k_norm";
     }
-    if (tiles > 1) { /* the tiles as sdpa's batch (write_siglip) */
-        static const char *const tv[3] = {"attention.q_tiles", "attention.k_tiles", "attention.v_tiles"};
-        int64_t r2[2] = {np + 1, tiles * C};
-        for (int i = 0; i < 3; i++) {
-            o = lay(&b, "Reshape", tv[i]);
-            vins(&b, o, qkv[i], NULL);
-            vshape(&b, o, "shape", 2, r2);
-            qkv[i] = tv[i];
-        }
-    }
-    o = lay(&b, "RotaryAttention", "attention.attention");
-    if (o) {
-        cJSON *arr = cJSON_CreateStringArray(qkv, 3);
-        if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-            cJSON_Delete(arr);
-            w->r->oom = true;
-        }
-    }
-    vnum(&b, o, "num_heads", (double)(NH * tiles));
-    vnum(&b, o, "num_kv_heads", (double)(NH * tiles));
-    vnum(&b, o, "head_dim", (double)D);
-    vnum(&b, o, "rotary_dim", 0);
-    vflag(&b, o, "causal", false);
-    if (tiles > 1) {
-        int64_t f2[2] = {n, C};
-        vshape(&b, lay(&b, "Reshape", "attention.reshape"), "shape", 2, f2); /* attn_output.reshape(b, s, C) */
-    }
+    tiled_sdpa(&b, "attention", qkv, n, tiles, NH, D); /* n = tiles x (patches + 1) */
     vlinear(&b, "attention.projection_layer", NULL, C, C, true);
     vshape(&b, lay(&b, "Parameter", "lambda_1"), "shape", 2, d2);
     vins(&b, lay(&b, "Mul", "lambda_1.mul"), "attention.projection_layer", "lambda_1");
